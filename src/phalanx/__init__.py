@@ -1,0 +1,14 @@
+"""phalanx: a Kubernetes-compatible control plane with workload-aware scheduling and DRA.
+
+The package mirrors Kubernetes' own components (see docs/architecture.md):
+machinery (names, selectors, patches, errors), api (one module per API group),
+store (versioned objects + watch), apiserver (HTTP), client (one Client protocol),
+controllers, nodes (simulated kubelet and DRA drivers), dra, scheduler, cluster, cli.
+"""
+
+__version__ = "0.1.0"
+
+# The Kubernetes release phalanx emulates.
+KUBE_MAJOR = "1"
+KUBE_MINOR = "36"
+KUBE_GIT_VERSION = "v1.36.0-phalanx"

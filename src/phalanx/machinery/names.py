@@ -1,0 +1,141 @@
+"""Name, label and annotation validation in upstream's words (apimachinery `validation`)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from .errors import FieldError, invalid, required, too_long
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_C_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+             "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+             "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+                 "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+                 "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                 "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                 "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+                   "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+                   "'my_value',  or '12345', regex used for validation is "
+                   "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    msgs = []
+    if len(value) > DNS1123_LABEL_MAX:
+        msgs.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
+    if not _LABEL_RE.match(value):
+        msgs.append(LABEL_MSG)
+    return msgs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    msgs = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        msgs.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
+    if not _SUBDOMAIN_RE.match(value):
+        msgs.append(SUBDOMAIN_MSG)
+    return msgs
+
+
+def is_dns1123_label(value: str) -> bool:
+    return not dns1123_label_errors(value)
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return not dns1123_subdomain_errors(value)
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """Label keys and annotation keys: optional DNS-subdomain prefix + '/' + name part."""
+    msgs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        else:
+            msgs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
+    else:
+        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional "
+                "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name) > 63:
+        msgs.append("name part must be no more than 63 characters")
+    if name and not _QUALIFIED_NAME_RE.match(name):
+        msgs.append(QUALIFIED_MSG)
+    return msgs
+
+
+def label_value_errors(value: str) -> list[str]:
+    msgs = []
+    if len(value) > 63:
+        msgs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE_RE.match(value):
+        msgs.append(LABEL_VALUE_MSG)
+    return msgs
+
+
+def is_c_identifier(value: str) -> bool:
+    return bool(_C_IDENT_RE.match(value))
+
+
+def validate_labels(labels: dict | None, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for k, v in (labels or {}).items():
+        for m in qualified_name_errors(k):
+            errs.append(invalid(path, k, m))
+        if not isinstance(v, str):
+            errs.append(invalid(f"{path}[{k}]", v, "must be a string"))
+            continue
+        for m in label_value_errors(v):
+            errs.append(invalid(f"{path}", v, m))
+    return errs
+
+
+def validate_annotations(annotations: dict | None, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    total = 0
+    for k, v in (annotations or {}).items():
+        for m in qualified_name_errors(k.lower()):
+            errs.append(invalid(path, k, m))
+        total += len(k) + len(v if isinstance(v, str) else "")
+    if total > 256 * 1024:
+        errs.append(too_long(path, 256 * 1024))
+    return errs
+
+
+def validate_name(value: str | None, path: str, *, label: bool = False) -> list[FieldError]:
+    """Object name as a DNS-1123 subdomain (default) or label."""
+    if not value:
+        return [required(path, "name or generateName is required")]
+    msgs = dns1123_label_errors(value) if label else dns1123_subdomain_errors(value)
+    return [invalid(path, value, m) for m in msgs]
+
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATED_NAME = 63
+_RANDOM_LEN = 5
+
+
+def generate_name(base: str, rng: random.Random | None = None) -> str:
+    """`generateName` expansion: base (truncated to 58 chars) + 5 random chars."""
+    r = rng or random
+    if len(base) > _MAX_GENERATED_NAME - _RANDOM_LEN:
+        base = base[: _MAX_GENERATED_NAME - _RANDOM_LEN]
+    return base + "".join(r.choice(_NAME_CHARS) for _ in range(_RANDOM_LEN))
