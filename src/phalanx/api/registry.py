@@ -55,6 +55,11 @@ class StrategyContext:
 
     gates: Any  # phalanx.cluster.featuregates.FeatureGates
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    # Read access to other stored objects, for admission: lookup(key, namespace, name) -> obj | None,
+    # list_objects(key, namespace | None) -> [obj]; key is ResourceType.key ("core/pods",
+    # "scheduling.k8s.io/workloads", ...). Objects returned are shared: do not mutate them.
+    lookup: Callable[[str, str, str], Any] = lambda key, ns, name: None
+    list_objects: Callable[[str, Any], list] = lambda key, ns: []
 
     def enabled(self, gate: str) -> bool:
         return self.gates.enabled(gate)
@@ -63,13 +68,20 @@ class StrategyContext:
 class Strategy:
     """Defaults for a kind with no special behaviour; subclass and override what differs."""
 
-    # Columns after NAME (NAME is always first; AGE is added by `columns` unless a kind says otherwise).
-    extra_columns: list[Column] = []
-    has_age_column: bool = True
+    # Table columns, NAME first (upstream's printer columns for the kind; wide ones have priority 1).
+    columns: list[Column] = [NAME_COLUMN, AGE_COLUMN]
     # fieldSelector name -> function(obj) -> str value; metadata.name/namespace are always supported.
     field_selectors: dict[str, Callable[[Obj], str]] = {}
     # Does a main-resource update keep `status` from the old object? (true when there is a /status subresource)
     status_is_subresource: bool = False
+    # How metadata.name is validated: "subdomain" (DNS-1123 subdomain, most kinds), "label"
+    # (DNS-1123 label, e.g. Namespace), "label1035" (Service), "path_segment" (Node, Event, ...).
+    name_validation: str = "subdomain"
+
+    def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
+        """Admission for this kind (operation: CREATE | UPDATE | DELETE), after defaulting and
+        before validation. Mutating admission changes `obj` in place; validating admission raises
+        a StatusError (usually `errors.forbidden_error(...)`, 403) in upstream's words."""
 
     def default(self, obj: Obj, ctx: StrategyContext) -> None:
         pass
@@ -102,15 +114,57 @@ class Strategy:
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
         return []
 
-    def columns(self) -> list[Column]:
-        cols = [NAME_COLUMN, *self.extra_columns]
-        if self.has_age_column:
-            cols.append(AGE_COLUMN)
-        return cols
-
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
-        """Cells for `extra_columns` (NAME and AGE are added by the table printer)."""
-        return []
+        """One cell per entry of `columns` (use `age_cell` for AGE)."""
+        return [obj["metadata"]["name"], age_cell(obj, ctx)]
+
+
+def human_duration(seconds: float) -> str:
+    """Upstream's `duration.HumanDuration`: 45s, 5m3s, 3h, 2d5h, 400d, 3y20d, 10y."""
+    s = int(seconds)
+    if s < 0:
+        s = 0
+    if s < 60 * 2:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rem = s % 60
+        return f"{minutes}m{rem}s" if rem else f"{minutes}m"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rem = minutes % 60
+        return f"{hours}h{rem}m" if rem else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rem = hours % 24
+        return f"{hours // 24}d{rem}h" if rem else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def parse_time(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    return datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
+
+
+def age_since(ts: str | None, ctx: StrategyContext) -> str:
+    """`<unknown>` when unset, else the human duration until now (as kubectl's printers do)."""
+    t = parse_time(ts)
+    if t is None:
+        return "<unknown>"
+    return human_duration((ctx.now() - t).total_seconds())
+
+
+def age_cell(obj: Obj, ctx: StrategyContext) -> str:
+    return age_since(obj.get("metadata", {}).get("creationTimestamp"), ctx)
 
 
 @dataclass

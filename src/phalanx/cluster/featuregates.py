@@ -3,11 +3,32 @@
 `FeatureGates.from_config({"GangScheduling": True})` gives the set every component consults
 with `gates.enabled("GangScheduling")`. phalanx turns the five workload-aware-scheduling gates on
 by default (they are why phalanx exists); every other gate has its upstream 1.36 default.
+
+Rules carried over from upstream's `component-base/featuregate`:
+- an unknown name is rejected (`unrecognized feature gate: X`);
+- a gate locked to its default cannot be changed
+  (`cannot set feature gate X to false, feature is locked to true`);
+- an enabled gate whose dependencies are disabled is an error
+  (`X is enabled, but depends on features that are disabled: [Y]`) — reported by
+  `FeatureGates.validate()`, which the cluster config loader calls.
+
+One phalanx rule on top: a WAS gate that is on only because of phalanx's default (not set
+explicitly) turns itself off when a gate it depends on is explicitly disabled, so
+`featureGates: {GenericWorkload: false}` alone gives a coherent "no workload API" cluster.
+
+Gates upstream has already removed after graduating (`REMOVED_GATES`) cannot be set (they are
+unrecognized upstream too) but `enabled()` still answers True for them, so code written against
+older releases keeps working.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+ALPHA = "ALPHA"
+BETA = "BETA"
+GA = "GA"
+DEPRECATED = "DEPRECATED"
 
 
 @dataclass(frozen=True)
@@ -17,35 +38,75 @@ class GateSpec:
     default: bool
     locked: bool = False  # LockToDefault: cannot be changed
     phalanx: bool = False  # a phalanx extension, not an upstream gate
+    depends_on: tuple[str, ...] = ()  # upstream defaultKubernetesFeatureGateDependencies
 
 
-# Upstream 1.36 gates that phalanx components consult (and their upstream defaults).
+# Upstream 1.36 gates that phalanx components consult, with their upstream 1.36 stage and default.
+# Sources: kubernetes/kubernetes pkg/features/kube_features.go (versioned specs) and the
+# scheduler/DRA feature list split out of it (entries at or before 1.36).
 KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
-    GateSpec("GenericWorkload", "ALPHA", False),
-    GateSpec("GangScheduling", "ALPHA", False),
-    GateSpec("TopologyAwareWorkloadScheduling", "ALPHA", False),
-    GateSpec("WorkloadAwarePreemption", "ALPHA", False),
-    GateSpec("DRAWorkloadResourceClaims", "ALPHA", False),
-    GateSpec("DelayedPreemption", "ALPHA", False),
-    GateSpec("WorkloadWithJob", "ALPHA", False),
-    GateSpec("DynamicResourceAllocation", "GA", True, locked=True),
-    GateSpec("DRAAdminAccess", "BETA", True),
-    GateSpec("DRAPrioritizedList", "BETA", True),
-    GateSpec("DRADeviceTaints", "BETA", False),
-    GateSpec("DRAPartitionableDevices", "BETA", True),
-    GateSpec("DRAConsumableCapacity", "BETA", True),
-    GateSpec("DRAExtendedResource", "BETA", True),
-    GateSpec("DRAResourceClaimDeviceStatus", "GA", True, locked=True),
-    GateSpec("DRAListTypeAttributes", "ALPHA", False),
-    GateSpec("SchedulerQueueingHints", "GA", True, locked=True),
-    GateSpec("SchedulerAsyncPreemption", "BETA", True),
-    GateSpec("PodSchedulingReadiness", "GA", True, locked=True),
-    GateSpec("JobSuccessPolicy", "GA", True, locked=True),
-    GateSpec("JobPodReplacementPolicy", "GA", True, locked=True),
-    GateSpec("JobManagedBy", "GA", True, locked=True),
-    GateSpec("SidecarContainers", "GA", True, locked=True),
-    GateSpec("PodDisruptionConditions", "GA", True, locked=True),
+    # Workload-aware scheduling (KEP-4671, 5710, 5732, 5547) and PodGroup claims (KEP-5729).
+    GateSpec("GenericWorkload", ALPHA, False),
+    GateSpec("GangScheduling", ALPHA, False, depends_on=("GenericWorkload",)),
+    GateSpec("TopologyAwareWorkloadScheduling", ALPHA, False, depends_on=("GenericWorkload",)),
+    GateSpec("WorkloadAwarePreemption", ALPHA, False, depends_on=("GangScheduling",)),
+    GateSpec("WorkloadWithJob", ALPHA, False, depends_on=("GenericWorkload",)),
+    GateSpec("DRAWorkloadResourceClaims", ALPHA, False,
+             depends_on=("DynamicResourceAllocation", "GenericWorkload")),
+    # Not confirmed as a 1.36 gate (upstream PR #137203 adding it was closed); kept because
+    # reference/upstream-behaviour.md lists it and phalanx's preemption consults it.
+    GateSpec("DelayedPreemption", ALPHA, False, depends_on=("GenericWorkload",)),
+    # Dynamic Resource Allocation.
+    GateSpec("DynamicResourceAllocation", GA, True, locked=True),
+    GateSpec("DRAAdminAccess", GA, True, locked=True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRAPrioritizedList", GA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRADeviceTaints", BETA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRADeviceTaintRules", BETA, False, depends_on=("DRADeviceTaints",)),
+    GateSpec("DRAPartitionableDevices", BETA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRAConsumableCapacity", BETA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRAExtendedResource", BETA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRAResourceClaimDeviceStatus", BETA, True),
+    GateSpec("DRADeviceBindingConditions", BETA, True,
+             depends_on=("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus")),
+    GateSpec("DRASchedulerFilterTimeout", BETA, True, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRAListTypeAttributes", ALPHA, False, depends_on=("DynamicResourceAllocation",)),
+    GateSpec("DRANodeAllocatableResources", ALPHA, False, depends_on=("DynamicResourceAllocation",)),
+    # kube-scheduler.
+    GateSpec("SchedulerQueueingHints", GA, True, locked=True),
+    GateSpec("SchedulerAsyncPreemption", BETA, True),
+    GateSpec("SchedulerAsyncAPICalls", BETA, False),
+    GateSpec("SchedulerPopFromBackoffQ", BETA, True),
+    GateSpec("OpportunisticBatching", BETA, True),
+    GateSpec("NominatedNodeNameForExpectation", BETA, True),
+    GateSpec("ClearingNominatedNodeNameAfterBinding", BETA, True),
+    GateSpec("PodSchedulingReadiness", GA, True, locked=True),
+    GateSpec("MatchLabelKeysInPodTopologySpread", BETA, True),
+    GateSpec("MatchLabelKeysInPodAffinity", GA, True, locked=True),
+    GateSpec("NodeInclusionPolicyInPodTopologySpread", GA, True, locked=True),
+    GateSpec("TaintTolerationComparisonOperators", ALPHA, False),
+    GateSpec("PodLevelResources", BETA, True),
+    GateSpec("NodeDeclaredFeatures", BETA, True),
+    GateSpec("StorageCapacityScoring", ALPHA, False),
+    # Job controller and pods.
+    GateSpec("JobManagedBy", GA, True, locked=True),
+    GateSpec("JobPodReplacementPolicy", GA, True, locked=True),
+    GateSpec("JobSuccessPolicy", GA, True, locked=True),
+    GateSpec("JobBackoffLimitPerIndex", GA, True, locked=True),
+    GateSpec("MutableSchedulingDirectivesForSuspendedJobs", ALPHA, False),
+    GateSpec("MutablePodResourcesForSuspendedJobs", ALPHA, False),
+    GateSpec("SidecarContainers", GA, True, locked=True),
+    GateSpec("PodReadyToStartContainersCondition", BETA, True),
+    GateSpec("PodObservedGenerationTracking", GA, True, locked=True),
+    GateSpec("InPlacePodVerticalScaling", GA, True, locked=True),
+    # API server machinery.
+    GateSpec("WatchList", BETA, True),
+    GateSpec("ConsistentListFromCache", GA, True, locked=True),
+    GateSpec("RetryGenerateName", GA, True, locked=True),
+    GateSpec("OrderedNamespaceDeletion", GA, True, locked=True),
 ]}
+
+# Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.
+REMOVED_GATES = frozenset({"PodDisruptionConditions"})
 
 # The gates of the user's tutorial: on in phalanx unless the config says otherwise.
 WAS_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling",
@@ -59,9 +120,12 @@ class UnknownFeatureGate(ValueError):
 class FeatureGates:
     def __init__(self, overrides: dict[str, bool] | None = None, *, was_defaults: bool = True):
         self._values: dict[str, bool] = {name: spec.default for name, spec in KNOWN_GATES.items()}
+        self._phalanx_defaults: set[str] = set()
         if was_defaults:
             for g in WAS_GATES:
-                self._values[g] = True
+                if not self._values[g]:
+                    self._values[g] = True
+                    self._phalanx_defaults.add(g)
         self.explicit: dict[str, bool] = {}
         for name, value in (overrides or {}).items():
             self.set(name, value)
@@ -78,12 +142,42 @@ class FeatureGates:
             raise UnknownFeatureGate(f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to {str(spec.default).lower()}")
         self._values[name] = bool(value)
         self.explicit[name] = bool(value)
+        self._settle_phalanx_defaults()
+
+    def _settle_phalanx_defaults(self) -> None:
+        """Turn off phalanx-defaulted gates whose dependencies are off (until nothing changes)."""
+        changed = True
+        while changed:
+            changed = False
+            for name in self._phalanx_defaults:
+                if name in self.explicit or not self._values[name]:
+                    continue
+                if any(not self._values[dep] for dep in KNOWN_GATES[name].depends_on):
+                    self._values[name] = False
+                    changed = True
 
     def enabled(self, name: str) -> bool:
         try:
             return self._values[name]
         except KeyError:
+            if name in REMOVED_GATES:
+                return True
             raise UnknownFeatureGate(f"unrecognized feature gate: {name}") from None
+
+    def validate(self) -> list[str]:
+        """Upstream's dependency check: enabled gates whose dependencies are disabled."""
+        errors = []
+        for name in sorted(self._values):
+            if not self._values[name]:
+                continue
+            disabled = [dep for dep in KNOWN_GATES[name].depends_on if not self._values[dep]]
+            if disabled:
+                errors.append(f"{name} is enabled, but depends on features that are disabled: [{' '.join(disabled)}]")
+        return errors
+
+    def is_upstream_default(self, name: str) -> bool:
+        """True when the gate has its upstream 1.36 default value."""
+        return self.enabled(name) == KNOWN_GATES[name].default
 
     def as_dict(self) -> dict[str, bool]:
         return dict(self._values)

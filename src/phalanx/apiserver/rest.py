@@ -1,0 +1,802 @@
+"""The generic resource API: what kube-apiserver's generic registry does for every kind.
+
+`API` sits between the transports (the HTTP server, the in-process client) and the `Store`. For each
+request it applies, in upstream's order:
+
+    decode -> system metadata (uid, creationTimestamp, generation, resourceVersion)
+           -> strategy.default -> strategy.prepare_for_create/update -> strategy.admit
+           -> metadata + strategy validation (422 Invalid) -> store (409 AlreadyExists / Conflict)
+
+and implements the semantics every kind shares: `generateName`, optimistic concurrency, `status`
+subresources, finalizers and `deletionTimestamp`, graceful pod deletion, deletion propagation
+(Background / Foreground / Orphan, completed by the garbage collector), `dryRun`, label and field
+selectors, `limit`/`continue`, and watch with selector transitions and bookmarks.
+
+All methods are synchronous and run on the event loop thread; `watch` returns a `WatchStream`
+that is consumed asynchronously. Objects handed in are owned by the API afterwards; objects
+handed out are shared with the store and must not be mutated (copy with `meta.deep_copy`).
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Iterable
+
+import orjson
+
+from ..api import registry
+from ..api.registry import ResourceType, StrategyContext
+from ..machinery import errors
+from ..machinery.errors import FieldError
+from ..machinery.meta import deep_copy, new_uid, now_rfc3339
+from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
+                               dns1123_label_errors, qualified_name_errors)
+from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
+from ..store.base import Event, Watcher
+
+Obj = dict[str, Any]
+
+FINALIZER_ORPHAN = "orphan"
+FINALIZER_FOREGROUND = "foregroundDeletion"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+# Fields the server owns on create: any value the client sends is replaced.
+_METADATA_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                           "generation", "selfLink")
+
+
+def _spec_of(obj: Obj) -> dict:
+    """Everything but metadata and status: what `generation` tracks."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class API:
+    def __init__(self, store: Store, gates: Any, *, now: Callable[[], datetime] | None = None,
+                 runtime_config: dict[str, str] | None = None):
+        registry_loaded()
+        self.store = store
+        self.gates = gates
+        self.now = now or (lambda: datetime.now(timezone.utc))
+        self.runtime_config = runtime_config or {}
+        self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
+                                   list_objects=self._list_objects)
+        self._types = [rt for rt in registry.all_types() if self._serves(rt)]
+        self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
+        # Hooks for transports and controllers: called with (rt, operation, obj) after each write.
+        self.patch_meta: Callable[[ResourceType], Any] | None = None
+        self.strict_validator: Any = None  # phalanx.api.openapi module once available
+        self.managed_fields: Any = None  # phalanx.machinery.apply module once available
+
+    # -- catalogue -------------------------------------------------------------------------
+    def _serves(self, rt: ResourceType) -> bool:
+        gv = rt.api_version
+        explicit = self.runtime_config.get(gv) or self.runtime_config.get(f"{gv}/")
+        if explicit is not None:
+            return str(explicit).lower() == "true"
+        if rt.alpha:
+            alpha = self.runtime_config.get("api/alpha")
+            all_ = self.runtime_config.get("api/all")
+            if alpha is not None:
+                return str(alpha).lower() == "true"
+            if all_ is not None:
+                return str(all_).lower() == "true"
+            return True  # phalanx serves alpha versions by default
+        return True
+
+    @property
+    def types(self) -> list[ResourceType]:
+        return self._types
+
+    def resource(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self._by_gvr.get((group, version, plural))
+        if rt is None:
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",
+                                     {"group": group, "kind": plural})
+        return rt
+
+    def resource_for_kind(self, api_version: str, kind: str) -> ResourceType:
+        group, _, version = api_version.rpartition("/")
+        for rt in self._types:
+            if rt.group == group and rt.version == version and rt.kind == kind:
+                return rt
+        raise errors.StatusError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
+
+    def _lookup(self, key: str, namespace: str, name: str) -> Obj | None:
+        return self.store.get(key, namespace, name)
+
+    def _list_objects(self, key: str, namespace: str | None) -> list[Obj]:
+        return self.store.list(key, namespace)[0]
+
+    # -- helpers -------------------------------------------------------------------------
+    def _not_found(self, rt: ResourceType, name: str) -> errors.StatusError:
+        return errors.not_found_error(rt.plural, rt.group, name)
+
+    def _check_namespace(self, rt: ResourceType, namespace: str, *, creating: bool) -> None:
+        if not rt.namespaced:
+            return
+        if not namespace:
+            raise errors.bad_request("the server could not find the requested resource: namespace is required")
+        if creating:
+            ns = self.store.get("core/namespaces", "", namespace)
+            if ns is None:
+                raise errors.not_found_error("namespaces", "", namespace)
+            if ns["metadata"].get("deletionTimestamp") and rt.key != "core/events":
+                raise errors.StatusError(
+                    403, "Forbidden",
+                    f'{rt.plural} "{"" }" is forbidden: unable to create new content in namespace {namespace} '
+                    f"because it is being terminated",
+                    {"kind": rt.plural, "group": rt.group,
+                     "causes": [{"reason": "NamespaceTerminating",
+                                 "message": f"namespace {namespace} is being terminated",
+                                 "field": "metadata.namespace"}]})
+
+    def _validate_metadata(self, rt: ResourceType, obj: Obj, old: Obj | None) -> list[FieldError]:
+        md = obj.get("metadata") or {}
+        errs: list[FieldError] = []
+        name = md.get("name")
+        how = getattr(rt.strategy, "name_validation", "subdomain")
+        if old is None:
+            if how == "label":
+                errs += validate_name(name, "metadata.name", label=True)
+            elif how == "label1035":
+                if not name:
+                    errs.append(errors.required("metadata.name", "name or generateName is required"))
+                else:
+                    import re
+                    if len(name) > 63 or not re.match(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", name):
+                        errs.append(errors.invalid(
+                            "metadata.name", name,
+                            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+                            "with an alphabetic character, and end with an alphanumeric character (e.g. "
+                            "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"))
+            elif how == "path_segment":
+                if not name:
+                    errs.append(errors.required("metadata.name", "name or generateName is required"))
+                elif name in (".", "..") or "/" in name or "%" in name:
+                    errs.append(errors.invalid("metadata.name", name, "may not contain '/' or '%'"))
+            else:
+                errs += validate_name(name, "metadata.name")
+        if rt.namespaced and not md.get("namespace"):
+            errs.append(errors.required("metadata.namespace", ""))
+        if not rt.namespaced and md.get("namespace"):
+            errs.append(errors.forbidden("metadata.namespace", "not allowed on this type"))
+        errs += validate_labels(md.get("labels"), "metadata.labels")
+        errs += validate_annotations(md.get("annotations"), "metadata.annotations")
+        controllers = 0
+        for i, ref in enumerate(md.get("ownerReferences") or []):
+            p = f"metadata.ownerReferences[{i}]"
+            if not ref.get("apiVersion"):
+                errs.append(errors.invalid(f"{p}.apiVersion", ref.get("apiVersion", ""), "version must not be empty"))
+            if not ref.get("kind"):
+                errs.append(errors.invalid(f"{p}.kind", ref.get("kind", ""), "kind must not be empty"))
+            if not ref.get("name"):
+                errs.append(errors.invalid(f"{p}.name", ref.get("name", ""), "name must not be empty"))
+            if not ref.get("uid"):
+                errs.append(errors.invalid(f"{p}.uid", ref.get("uid", ""), "uid must not be empty"))
+            if ref.get("controller"):
+                controllers += 1
+        if controllers > 1:
+            errs.append(errors.invalid("metadata.ownerReferences", md.get("ownerReferences"),
+                                       "Only one reference can have Controller set to true"))
+        for i, f in enumerate(md.get("finalizers") or []):
+            if not isinstance(f, str):
+                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, "must be a string"))
+                continue
+            if "/" not in f and f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes"):
+                errs.append(errors.forbidden(
+                    f"metadata.finalizers[{i}]",
+                    f"name is neither a standard finalizer name nor is it fully qualified"))
+            for m in qualified_name_errors(f):
+                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, m))
+        if FINALIZER_ORPHAN in (md.get("finalizers") or []) and FINALIZER_FOREGROUND in (md.get("finalizers") or []):
+            errs.append(errors.invalid("metadata.finalizers", md.get("finalizers"),
+                                       "finalizer orphan and foregroundDeletion cannot be both set"))
+        if old is not None:
+            omd = old["metadata"]
+            if md.get("name") != omd.get("name"):
+                errs.append(errors.immutable("metadata.name", md.get("name")))
+            if md.get("namespace", "") != omd.get("namespace", ""):
+                errs.append(errors.immutable("metadata.namespace", md.get("namespace")))
+        return errs
+
+    def _raise_invalid(self, rt: ResourceType, obj: Obj, errs: list[FieldError]) -> None:
+        if errs:
+            raise errors.invalid_error(rt.kind, rt.group, (obj.get("metadata") or {}).get("name", ""), errs)
+
+    def _check_type_meta(self, rt: ResourceType, obj: Obj) -> None:
+        if not isinstance(obj, dict):
+            raise errors.bad_request(f"the object provided is not a valid {rt.kind}")
+        av = obj.get("apiVersion")
+        if av and av != rt.api_version:
+            # Upstream converts between served versions; phalanx serves one version per kind.
+            raise errors.bad_request(
+                f"the API version in the data ({av}) does not match the expected API version ({rt.api_version})")
+        kind = obj.get("kind")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
+        md = obj.get("metadata")
+        if md is None:
+            obj["metadata"] = {}
+        elif not isinstance(md, dict):
+            raise errors.bad_request(f"the object provided is not a valid {rt.kind}: metadata must be an object")
+
+    def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str, raw: bytes | None = None) -> list[str]:
+        """fieldValidation=Strict|Warn|Ignore: unknown and duplicate fields. Returns warnings."""
+        if field_validation == "Ignore" or self.strict_validator is None:
+            return []
+        problems: list[str] = []
+        if raw is not None and hasattr(self.strict_validator, "duplicate_fields"):
+            problems += [f'duplicate field "{p}"' for p in self.strict_validator.duplicate_fields(raw)]
+        problems += [f'unknown field "{p}"' for p in
+                     self.strict_validator.unknown_fields(rt.group, rt.version, rt.kind, obj)]
+        if not problems:
+            return []
+        if field_validation == "Strict":
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"strict decoding error: {', '.join(problems)}")
+        return problems
+
+    def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,
+                               operation: str = "Update", subresource: str | None = None) -> None:
+        mf = self.managed_fields
+        if mf is None or not manager:
+            return
+        try:
+            meta = self.patch_meta(rt) if self.patch_meta else None
+            mf.update_managed_fields(old, new, manager, operation=operation, meta=meta,
+                                     now=now_rfc3339(self.now()), subresource=subresource)
+        except TypeError:
+            mf.update_managed_fields(old, new, manager, operation, meta, now_rfc3339(self.now()))
+
+    # -- create ----------------------------------------------------------------------------
+    def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,
+               field_manager: str | None = None, field_validation: str = "Ignore",
+               raw: bytes | None = None, warnings: list[str] | None = None) -> Obj:
+        self._check_type_meta(rt, obj)
+        md = obj["metadata"]
+        if rt.namespaced:
+            body_ns = md.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request")
+            namespace = namespace or body_ns or ""
+            md["namespace"] = namespace
+        else:
+            md.pop("namespace", None)
+            namespace = ""
+        w = self.strict_check(rt, obj, field_validation, raw)
+        if warnings is not None:
+            warnings.extend(w)
+        if md.get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        self._check_namespace(rt, namespace, creating=True)
+        for f in _METADATA_SERVER_FIELDS:
+            md.pop(f, None)
+        md["uid"] = new_uid()
+        md["creationTimestamp"] = now_rfc3339(self.now())
+        if getattr(rt.strategy, "tracks_generation", True):
+            md["generation"] = 1
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = generate_name(md["generateName"])
+        strategy = rt.strategy
+        strategy.default(obj, self.ctx)
+        strategy.prepare_for_create(obj, self.ctx)
+        strategy.admit("CREATE", obj, None, self.ctx)
+        errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
+        self._raise_invalid(rt, obj, errs)
+        md.pop("managedFields", None)
+        self._record_managed_fields(rt, None, obj, field_manager)
+        if dry_run:
+            return obj
+        for attempt in range(8):
+            try:
+                return self.store.create(rt.key, namespace, md["name"], obj)
+            except StoreAlreadyExists:
+                if md.get("generateName") and attempt < 7:
+                    md["name"] = generate_name(md["generateName"])
+                    continue
+                raise errors.already_exists(rt.plural, rt.group, md["name"]) from None
+        raise errors.already_exists(rt.plural, rt.group, md["name"])  # pragma: no cover
+
+    # -- read ------------------------------------------------------------------------------
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rt.key, namespace if rt.namespaced else "", name)
+        if obj is None:
+            raise self._not_found(rt, name)
+        return obj
+
+    def field_getter(self, rt: ResourceType, obj: Obj) -> Callable[[str], str | None]:
+        extra = rt.strategy.field_selectors
+
+        def get(field: str) -> str | None:
+            if field == "metadata.name":
+                return obj["metadata"].get("name", "")
+            if field == "metadata.namespace":
+                return obj["metadata"].get("namespace", "")
+            fn = extra.get(field)
+            if fn is None:
+                return None
+            return fn(obj)
+        return get
+
+    def _selector_predicate(self, rt: ResourceType, label_selector: str | None,
+                            field_selector: str | None) -> Callable[[Obj], bool] | None:
+        if not label_selector and not field_selector:
+            return None
+        from ..machinery import selectors
+        lsel = fsel = None
+        if label_selector:
+            try:
+                lsel = selectors.parse_label_selector(label_selector)
+            except ValueError as e:
+                raise errors.bad_request(f"unable to parse requirement: {e}" if "unable to parse" not in str(e)
+                                         else str(e)) from None
+        if field_selector:
+            try:
+                fsel = selectors.parse_field_selector(field_selector)
+            except ValueError as e:
+                raise errors.bad_request(str(e)) from None
+            supported = {"metadata.name", "metadata.namespace", *rt.strategy.field_selectors}
+            for req in fsel.requirements:
+                if req[0] not in supported:
+                    raise errors.bad_request(
+                        f'field label not supported: {req[0]}')
+        eq = fsel
+
+        def pred(obj: Obj) -> bool:
+            if lsel is not None and not lsel.matches(obj["metadata"].get("labels") or {}):
+                return False
+            if eq is not None and not eq.matches(self.field_getter(rt, obj)):
+                return False
+            return True
+        return pred
+
+    def list(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
+             field_selector: str | None = None, limit: int = 0, continue_token: str | None = None) -> Obj:
+        ns = namespace if rt.namespaced else None
+        items, rv = self.store.list(rt.key, ns or None)
+        pred = self._selector_predicate(rt, label_selector, field_selector)
+        start_after: tuple[str, str] | None = None
+        if continue_token:
+            try:
+                tok = orjson.loads(base64.urlsafe_b64decode(continue_token.encode() + b"=="))
+                start_after = (tok["ns"], tok["name"])
+            except Exception:
+                raise errors.bad_request("continue key is not valid: invalid continue token") from None
+        out: list[Obj] = []
+        next_token = None
+        remaining = 0
+        for o in items:
+            md = o["metadata"]
+            k = (md.get("namespace", ""), md["name"])
+            if start_after is not None and k <= start_after:
+                continue
+            if pred is not None and not pred(o):
+                continue
+            if limit and len(out) >= limit:
+                remaining += 1
+                continue
+            out.append(o)
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if limit and remaining:
+            last = out[-1]["metadata"]
+            next_token = base64.urlsafe_b64encode(orjson.dumps(
+                {"ns": last.get("namespace", ""), "name": last["name"], "rv": rv})).decode().rstrip("=")
+            meta["continue"] = next_token
+            if pred is None:
+                meta["remainingItemCount"] = remaining
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": out}
+
+    # -- update ----------------------------------------------------------------------------
+    def update(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, subresource: str | None = None,
+               dry_run: bool = False, field_manager: str | None = None, field_validation: str = "Ignore",
+               raw: bytes | None = None, warnings: list[str] | None = None,
+               operation: str = "Update", _old: Obj | None = None) -> Obj:
+        self._check_type_meta(rt, obj)
+        ns = namespace if rt.namespaced else ""
+        old = _old if _old is not None else self.store.get(rt.key, ns, name)
+        if old is None:
+            raise self._not_found(rt, name)
+        md = obj["metadata"]
+        if md.get("name") and md["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
+        md["name"] = name
+        if rt.namespaced:
+            if md.get("namespace") and md["namespace"] != ns:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request")
+            md["namespace"] = ns
+        w = self.strict_check(rt, obj, field_validation, raw)
+        if warnings is not None:
+            warnings.extend(w)
+        omd = old["metadata"]
+        rv = md.get("resourceVersion")
+        if rv and rv != omd.get("resourceVersion"):
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
+        # Server-owned metadata comes from the stored object.
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if f in omd:
+                md[f] = omd[f]
+            else:
+                md.pop(f, None)
+        strategy = rt.strategy
+        if subresource == "status":
+            for f in ("labels", "annotations", "finalizers", "ownerReferences"):
+                if f in omd:
+                    md[f] = omd[f]
+                else:
+                    md.pop(f, None)
+            strategy.prepare_for_status_update(obj, old, self.ctx)
+            errs = strategy.validate_status_update(obj, old, self.ctx)
+        else:
+            strategy.default(obj, self.ctx)
+            strategy.prepare_for_update(obj, old, self.ctx)
+            if omd.get("deletionTimestamp"):
+                # A terminating object may only lose finalizers, not gain new ones.
+                newf = set(md.get("finalizers") or [])
+                added = newf - set(omd.get("finalizers") or [])
+                if added:
+                    raise errors.invalid_error(rt.kind, rt.group, name, [errors.forbidden(
+                        "metadata.finalizers",
+                        f"no new finalizers can be added if the object is being deleted, found new finalizers "
+                        f"{sorted(added)!r}".replace("'", '"'))])
+            strategy.admit("UPDATE", obj, old, self.ctx)
+            errs = self._validate_metadata(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+        self._raise_invalid(rt, obj, errs)
+        if getattr(strategy, "tracks_generation", True) and "generation" in omd:
+            if _spec_of(obj) != _spec_of(old):
+                md["generation"] = omd["generation"] + 1
+        # Managed fields: the client may not rewrite them except by sending an explicit list.
+        if "managedFields" not in md and "managedFields" in omd:
+            md["managedFields"] = omd["managedFields"]
+        self._record_managed_fields(rt, old, obj, field_manager, operation, subresource)
+        # A no-op update writes nothing and keeps the resourceVersion (as upstream).
+        md["resourceVersion"] = omd.get("resourceVersion")
+        if obj == old:
+            return old
+        if dry_run:
+            return obj
+        if omd.get("deletionTimestamp") and not md.get("finalizers"):
+            self._finish_delete(rt, ns, name, omd.get("resourceVersion"))
+            return obj
+        try:
+            return self.store.update(rt.key, ns, name, obj, expected_rv=omd.get("resourceVersion"))
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+        except StoreNotFound:
+            raise self._not_found(rt, name) from None
+
+    # -- patch -----------------------------------------------------------------------------
+    def patch(self, rt: ResourceType, namespace: str, name: str, patch_type: str, body: bytes | Any, *,
+              subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None,
+              force: bool = False, field_validation: str = "Ignore",
+              warnings: list[str] | None = None) -> tuple[Obj, bool]:
+        """Returns (object, created). Server-side apply may create the object."""
+        ns = namespace if rt.namespaced else ""
+        old = self.store.get(rt.key, ns, name)
+        meta = self.patch_meta(rt) if self.patch_meta else None
+        if patch_type == "application/apply-patch+yaml":
+            return self._apply(rt, ns, name, old, body, subresource=subresource, dry_run=dry_run,
+                               field_manager=field_manager, force=force, field_validation=field_validation,
+                               meta=meta, warnings=warnings)
+        if old is None:
+            raise self._not_found(rt, name)
+        from ..machinery import patch as patching
+        if isinstance(body, (bytes, bytearray, str)):
+            try:
+                doc = orjson.loads(body)
+            except orjson.JSONDecodeError as e:
+                raise errors.bad_request(f"error decoding patch: {e}") from None
+        else:
+            doc = body
+        if patch_type != "application/json-patch+json" and not isinstance(doc, dict):
+            raise errors.bad_request("error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")
+        base = deep_copy(old)
+        from ..machinery.patchmeta import PatchMeta
+        patched = patching.apply_patch(base, patch_type, doc, meta or PatchMeta.empty())
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch produced an object that is not a JSON object")
+        # A resourceVersion in the patch is a precondition; otherwise the patch applies to the current state.
+        prv = (doc.get("metadata") or {}).get("resourceVersion") if isinstance(doc, dict) else None
+        patched.setdefault("metadata", {})
+        if not prv:
+            patched["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+        w = self.strict_check(rt, patched, field_validation)
+        if warnings is not None:
+            warnings.extend(w)
+        result = self.update(rt, ns, name, patched, subresource=subresource, dry_run=dry_run,
+                             field_manager=field_manager, field_validation="Ignore", _old=old)
+        return result, False
+
+    def _apply(self, rt: ResourceType, ns: str, name: str, old: Obj | None, body: Any, *, subresource, dry_run,
+               field_manager, force, field_validation, meta, warnings) -> tuple[Obj, bool]:
+        from ..machinery import apply as ssa
+        if not field_manager:
+            raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
+        if isinstance(body, (bytes, bytearray, str)):
+            try:
+                applied = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                import yaml
+                try:
+                    applied = yaml.load(body, Loader=yaml.CSafeLoader)
+                except yaml.YAMLError as e:
+                    raise errors.bad_request(f"error decoding YAML: {e}") from None
+        else:
+            applied = body
+        if not isinstance(applied, dict):
+            raise errors.bad_request("the body of an apply patch must be an object")
+        self._check_type_meta(rt, applied)
+        amd = applied["metadata"]
+        if amd.get("name") and amd["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({amd['name']}) does not match the name on the URL ({name})")
+        w = self.strict_check(rt, applied, field_validation)
+        if warnings is not None:
+            warnings.extend(w)
+        now = now_rfc3339(self.now())
+        from ..machinery.patchmeta import PatchMeta
+        merged = ssa.server_side_apply(deep_copy(old) if old is not None else None, applied, field_manager,
+                                       meta or PatchMeta.empty(), force, now)
+        if old is None:
+            merged["metadata"]["name"] = name
+            if rt.namespaced:
+                merged["metadata"]["namespace"] = ns
+            mf = merged["metadata"].get("managedFields")
+            obj = self.create(rt, ns, merged, dry_run=dry_run, field_manager=None)
+            if mf is not None and "managedFields" not in obj["metadata"]:
+                obj["metadata"]["managedFields"] = mf
+            return obj, True
+        merged["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+        saved_mf = merged["metadata"].get("managedFields")
+        result = self.update(rt, ns, name, merged, subresource=subresource, dry_run=dry_run,
+                             field_manager=None, _old=old)
+        return result, False
+
+    # -- delete ----------------------------------------------------------------------------
+    def delete(self, rt: ResourceType, namespace: str, name: str, *, propagation: str | None = None,
+               grace_period: int | None = None, preconditions: dict | None = None,
+               dry_run: bool = False) -> tuple[Obj, bool]:
+        """Returns (object, deleted_now). When finalizers or graceful deletion hold the object,
+        it is returned with `deletionTimestamp` set and deleted_now is False."""
+        ns = namespace if rt.namespaced else ""
+        obj = self.store.get(rt.key, ns, name)
+        if obj is None:
+            raise self._not_found(rt, name)
+        md = obj["metadata"]
+        if preconditions:
+            if preconditions.get("uid") and preconditions["uid"] != md.get("uid"):
+                raise errors.conflict(rt.plural, rt.group, name,
+                                      f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                                      f"UID in object meta: {md.get('uid')}")
+            if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != md.get("resourceVersion"):
+                raise errors.conflict(rt.plural, rt.group, name,
+                                      f"Precondition failed: ResourceVersion in precondition: "
+                                      f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
+                                      f"{md.get('resourceVersion')}")
+        if propagation not in (None, "Background", "Foreground", "Orphan"):
+            raise errors.invalid_error("DeleteOptions", "", "", [errors.not_supported(
+                "propagationPolicy", propagation, ["Foreground", "Background", "Orphan", "nil"])])
+        if propagation is None:
+            propagation = getattr(rt.strategy, "default_propagation", "Background")
+        finalizers = list(md.get("finalizers") or [])
+        if propagation == "Foreground" and FINALIZER_FOREGROUND not in finalizers:
+            finalizers = [f for f in finalizers if f != FINALIZER_ORPHAN] + [FINALIZER_FOREGROUND]
+        elif propagation == "Orphan" and FINALIZER_ORPHAN not in finalizers:
+            finalizers = [f for f in finalizers if f != FINALIZER_FOREGROUND] + [FINALIZER_ORPHAN]
+        elif propagation == "Background":
+            # An explicit Background request drops a pending orphan/foreground intent.
+            if not md.get("deletionTimestamp"):
+                finalizers = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+        # Namespaces always go through the namespace controller.
+        if rt.key == "core/namespaces":
+            if name in SYSTEM_NAMESPACES[:3] or name == "kube-node-lease":
+                raise errors.forbidden_error("namespaces", "", name,
+                                             f"this namespace may not be deleted")
+        grace = self._grace_period(rt, obj, grace_period)
+        if dry_run:
+            return obj, not finalizers and not grace
+        if not finalizers and not grace and rt.key != "core/namespaces":
+            return self._finish_delete(rt, ns, name, None), True
+        if md.get("deletionTimestamp") and finalizers == (md.get("finalizers") or []) and not grace:
+            return obj, False  # already terminating; nothing changes
+        new = deep_copy(obj)
+        nmd = new["metadata"]
+        now = self.now()
+        if not nmd.get("deletionTimestamp"):
+            nmd["deletionTimestamp"] = now_rfc3339(now + timedelta(seconds=grace or 0))
+            nmd["deletionGracePeriodSeconds"] = grace or 0
+            if "generation" in nmd:
+                nmd["generation"] = nmd["generation"] + 1
+        elif grace is not None and grace < (nmd.get("deletionGracePeriodSeconds") or 0):
+            nmd["deletionTimestamp"] = now_rfc3339(now + timedelta(seconds=grace))
+            nmd["deletionGracePeriodSeconds"] = grace
+        if finalizers:
+            nmd["finalizers"] = finalizers
+        if rt.key == "core/namespaces":
+            new.setdefault("status", {})["phase"] = "Terminating"
+        try:
+            return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    def _grace_period(self, rt: ResourceType, obj: Obj, requested: int | None) -> int:
+        """Graceful deletion applies to pods that a (simulated) kubelet must stop first."""
+        if rt.key != "core/pods":
+            return 0
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(0, requested)
+        md = obj["metadata"]
+        if md.get("deletionTimestamp"):
+            return md.get("deletionGracePeriodSeconds") or 0
+        return spec.get("terminationGracePeriodSeconds", 30) or 0
+
+    def _finish_delete(self, rt: ResourceType, ns: str, name: str, expected_rv: str | None) -> Obj:
+        try:
+            return self.store.delete(rt.key, ns, name, expected_rv=expected_rv)
+        except StoreNotFound:
+            raise self._not_found(rt, name) from None
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    def delete_collection(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
+                          field_selector: str | None = None, propagation: str | None = None,
+                          dry_run: bool = False) -> Obj:
+        lst = self.list(rt, namespace, label_selector=label_selector, field_selector=field_selector)
+        deleted = []
+        for o in lst["items"]:
+            md = o["metadata"]
+            try:
+                d, _ = self.delete(rt, md.get("namespace", ""), md["name"], propagation=propagation, dry_run=dry_run)
+                deleted.append(d)
+            except errors.StatusError as e:
+                if e.code != 404:
+                    raise
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(self.store.resource_version)}, "items": deleted}
+
+    # -- subresources ----------------------------------------------------------------------
+    def bind(self, namespace: str, name: str, binding: Obj, *, dry_run: bool = False) -> Obj:
+        """`POST pods/<name>/binding`: set spec.nodeName once, as upstream's BindingREST does."""
+        rt = self.resource("", "v1", "pods")
+        pod = self.store.get(rt.key, namespace, name)
+        if pod is None:
+            raise self._not_found(rt, name)
+        target = (binding.get("target") or {})
+        node = target.get("name")
+        if not node:
+            raise errors.invalid_error("Binding", "", name, [errors.required("target.name", "")])
+        md = pod["metadata"]
+        if md.get("deletionTimestamp"):
+            raise errors.conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host")
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise errors.conflict("pods/binding", "", name,
+                                  f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
+        bmd = binding.get("metadata") or {}
+        if bmd.get("uid") and bmd["uid"] != md.get("uid"):
+            raise errors.conflict("pods/binding", "", name,
+                                  f"Precondition failed: UID in precondition: {bmd['uid']}, UID in object meta: {md.get('uid')}")
+        new = deep_copy(pod)
+        new["spec"]["nodeName"] = node
+        conds = new.setdefault("status", {}).setdefault("conditions", [])
+        now = now_rfc3339(self.now())
+        for c in conds:
+            if c.get("type") == "PodScheduled":
+                c.update({"status": "True", "lastTransitionTime": now})
+                c.pop("reason", None)
+                c.pop("message", None)
+                break
+        else:
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now})
+        if bmd.get("annotations"):
+            new["metadata"].setdefault("annotations", {}).update(bmd["annotations"])
+        if dry_run:
+            return new
+        try:
+            self.store.update(rt.key, namespace, name, new, expected_rv=md.get("resourceVersion"))
+        except StoreConflict:
+            raise errors.conflict("pods", "", name, errors.OBJECT_MODIFIED) from None
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    # -- watch -----------------------------------------------------------------------------
+    def watch(self, rt: ResourceType, namespace: str | None, *, resource_version: str | None = None,
+              label_selector: str | None = None, field_selector: str | None = None,
+              send_initial_events: bool = False, allow_bookmarks: bool = False) -> "WatchStream":
+        ns = (namespace or None) if rt.namespaced else None
+        pred = self._selector_predicate(rt, label_selector, field_selector)
+        rv: int | None = None
+        if resource_version not in (None, "", "0"):
+            try:
+                rv = int(resource_version)
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+        if send_initial_events:
+            if not allow_bookmarks:
+                raise errors.invalid_error("ListOptions", "meta.k8s.io", "", [errors.forbidden(
+                    "allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is true")])
+            initial = True
+            rv = None
+        else:
+            initial = rv is None  # rv unset or "0": start with the current state as ADDED events
+        try:
+            watcher = self.store.watch(rt.key, ns, from_rv=rv, initial=initial)
+        except StoreGone as e:
+            raise errors.gone(f"too old resource version: {e.requested} ({e.oldest})") from None
+        start_rv = self.store.resource_version
+        return WatchStream(self, rt, watcher, pred, send_initial_events=send_initial_events,
+                           allow_bookmarks=allow_bookmarks, initial_rv=start_rv)
+
+
+class WatchStream:
+    """The events of one watch, filtered by selectors (with ADDED/DELETED on selector transitions)."""
+
+    def __init__(self, api: API, rt: ResourceType, watcher: Watcher, pred: Callable[[Obj], bool] | None, *,
+                 send_initial_events: bool, allow_bookmarks: bool, initial_rv: int):
+        self.api = api
+        self.rt = rt
+        self.watcher = watcher
+        self.pred = pred
+        self.allow_bookmarks = allow_bookmarks
+        self._initial_end_pending = send_initial_events
+        self.initial_rv = initial_rv
+        self.last_rv = initial_rv
+
+    def _filter(self, ev: Event) -> tuple[str, Obj] | None:
+        pred = self.pred
+        if pred is None:
+            return ev.type, ev.object
+        now = pred(ev.object)
+        if ev.type == "MODIFIED":
+            before = pred(ev.old) if ev.old is not None else False
+            if now and not before:
+                return "ADDED", ev.object
+            if before and not now:
+                return "DELETED", ev.object
+            return ("MODIFIED", ev.object) if now else None
+        return (ev.type, ev.object) if now else None
+
+    def ready(self) -> list[tuple[str, Obj]]:
+        """Events available now, in order (the initial-events-end bookmark included)."""
+        out: list[tuple[str, Obj]] = []
+        for ev in self.watcher.drain():
+            self.last_rv = max(self.last_rv, ev.rv)
+            f = self._filter(ev)
+            if f is not None:
+                out.append(f)
+        if self._initial_end_pending:
+            self._initial_end_pending = False
+            out.append(("BOOKMARK", self.bookmark(initial_end=True)))
+        return out
+
+    def bookmark(self, initial_end: bool = False) -> Obj:
+        md: dict[str, Any] = {"resourceVersion": str(max(self.last_rv, self.initial_rv))}
+        if initial_end:
+            md["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return {"kind": self.rt.kind, "apiVersion": self.rt.api_version, "metadata": md}
+
+    async def wait(self, timeout: float | None) -> bool:
+        if self._initial_end_pending:
+            return True
+        return await self.watcher.wait(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self.watcher.closed
+
+    def close(self) -> None:
+        self.watcher.close()
+
+
+def registry_loaded() -> None:
+    from .. import api as api_pkg
+    api_pkg.load_all()

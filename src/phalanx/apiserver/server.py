@@ -1,0 +1,542 @@
+"""The HTTP front of the API: the REST paths, verbs and content types kubectl and client-go use.
+
+`build_app(api, token=...)` returns an aiohttp application serving:
+
+- `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows);
+- discovery: `/api`, `/apis` (aggregated v2 or legacy by `Accept`), `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`;
+- `/openapi/v3` and its per-group-version documents (`/openapi/v2` answers 404, which kubectl accepts);
+- for every served resource: list / watch / create / deletecollection on collections, and
+  get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
+  namespace `finalize` subresources;
+- Tables for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
+
+Every request but the anonymous ones must carry `Authorization: Bearer <token>`. Errors are
+`metav1.Status` bodies. The handlers only translate HTTP to `rest.API` calls and back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
+from aiohttp import web
+
+from .. import KUBE_GIT_VERSION, KUBE_MAJOR, KUBE_MINOR
+from ..api.registry import ResourceType
+from ..machinery import errors
+from ..machinery.errors import StatusError
+from . import discovery, tables
+from .rest import API, WatchStream
+
+log = logging.getLogger("phalanx.apiserver")
+
+MAX_BODY = 3 * 1024 * 1024  # upstream's default request body limit (3 MiB)
+PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/version/", "/healthz/", "/livez/", "/readyz/"}
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+               "application/strategic-merge-patch+json", "application/apply-patch+yaml",
+               "application/apply-patch+cbor")
+WATCH_BOOKMARK_INTERVAL = 30.0
+DEFAULT_WATCH_TIMEOUT = 1800.0
+
+
+def _json(body: Any, status: int = 200, content_type: str = "application/json",
+          warnings: list[str] | None = None) -> web.Response:
+    resp = web.Response(body=orjson.dumps(body), status=status, content_type=None)
+    resp.headers["Content-Type"] = content_type
+    resp.headers["Cache-Control"] = "no-cache, private"
+    for w in warnings or ():
+        resp.headers.add("Warning", '299 - ' + orjson.dumps(w).decode())
+    return resp
+
+
+def _status_response(err: StatusError) -> web.Response:
+    return _json(err.status(), status=err.code)
+
+
+class Server:
+    def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443"):
+        self.api = api
+        self.token = token
+        self.server_address = server_address
+        self.ready = True
+        self.started = time.time()
+
+    # -- plumbing --------------------------------------------------------------------------
+    @web.middleware
+    async def middleware(self, request: web.Request, handler):
+        try:
+            if self.token is not None and request.path not in PUBLIC_PATHS:
+                auth = request.headers.get("Authorization", "")
+                ok = auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip().encode(),
+                                                                         self.token.encode())
+                if not ok:
+                    return _status_response(errors.unauthorized())
+            if request.content_length is not None and request.content_length > MAX_BODY:
+                return _status_response(errors.too_large())
+            return await handler(request)
+        except StatusError as e:
+            return _status_response(e)
+        except web.HTTPRequestEntityTooLarge:
+            return _status_response(errors.too_large())
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as e:  # a bug: report it as upstream reports internal errors, keep serving
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY + 1024)
+        r = app.router
+        r.add_get("/version", self.version)
+        r.add_get("/version/", self.version)
+        for p in ("/healthz", "/livez", "/readyz"):
+            r.add_get(p, self.health)
+            r.add_get(p + "/", self.health)
+        r.add_get("/api", self.core_discovery)
+        r.add_get("/api/", self.core_discovery)
+        r.add_get("/apis", self.groups_discovery)
+        r.add_get("/apis/", self.groups_discovery)
+        r.add_get("/openapi/v3", self.openapi_index)
+        r.add_get("/openapi/v3/{path:.*}", self.openapi_document)
+        r.add_route("*", "/api/{tail:.*}", self.dispatch)
+        r.add_route("*", "/apis/{tail:.*}", self.dispatch)
+        return app
+
+    # -- simple endpoints ------------------------------------------------------------------
+    async def version(self, request: web.Request) -> web.Response:
+        return _json({"major": KUBE_MAJOR, "minor": KUBE_MINOR, "emulationMajor": KUBE_MAJOR,
+                      "emulationMinor": KUBE_MINOR, "minCompatibilityMajor": KUBE_MAJOR,
+                      "minCompatibilityMinor": str(int(KUBE_MINOR) - 1), "gitVersion": KUBE_GIT_VERSION,
+                      "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+                      "buildDate": "2026-04-22T00:00:00Z", "goVersion": "python",
+                      "compiler": "cpython", "platform": "linux/amd64"})
+
+    async def health(self, request: web.Request) -> web.Response:
+        name = request.path.strip("/")
+        if name == "readyz" and not self.ready:
+            return web.Response(text="[-]phalanx-ready failed: not ready\nreadyz check failed", status=500)
+        if "verbose" in request.query:
+            return web.Response(text=f"[+]ping ok\n[+]etcd ok\n{name} check passed\n")
+        return web.Response(text="ok")
+
+    def _wants_aggregated(self, request: web.Request) -> str | None:
+        accept = request.headers.get("Accept", "")
+        if "as=APIGroupDiscoveryList" in accept:
+            if "v=v2;" in accept or accept.endswith("v=v2") or "v=v2," in accept or "v=v2 " in accept:
+                return discovery.AGGREGATED_V2
+            if "v=v2beta1" in accept:
+                return discovery.AGGREGATED_V2BETA1
+        return None
+
+    async def core_discovery(self, request: web.Request) -> web.Response:
+        ct = self._wants_aggregated(request)
+        if ct:
+            doc = discovery.aggregated(self.api.types, core=True)
+            if ct == discovery.AGGREGATED_V2BETA1:
+                doc["apiVersion"] = "apidiscovery.k8s.io/v2beta1"
+            return _json(doc, content_type=ct)
+        return _json(discovery.api_versions(self.server_address))
+
+    async def groups_discovery(self, request: web.Request) -> web.Response:
+        ct = self._wants_aggregated(request)
+        if ct:
+            doc = discovery.aggregated(self.api.types, core=False)
+            if ct == discovery.AGGREGATED_V2BETA1:
+                doc["apiVersion"] = "apidiscovery.k8s.io/v2beta1"
+            return _json(doc, content_type=ct)
+        return _json(discovery.api_group_list(self.api.types))
+
+    async def openapi_index(self, request: web.Request) -> web.Response:
+        from ..api import openapi
+        gvs = sorted({(rt.group, rt.version) for rt in self.api.types})
+        return _json(openapi.openapi_v3_index(gvs))
+
+    async def openapi_document(self, request: web.Request) -> web.Response:
+        from ..api import openapi
+        path = request.match_info["path"].strip("/")
+        parts = path.split("/")
+        if parts[:1] == ["api"] and len(parts) == 2:
+            group, version = "", parts[1]
+        elif parts[:1] == ["apis"] and len(parts) == 3:
+            group, version = parts[1], parts[2]
+        else:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        resources = [rt for rt in self.api.types if rt.group == group and rt.version == version]
+        if not resources:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        doc = openapi.openapi_v3_document(group, version, resources)
+        resp = _json(doc)
+        resp.headers["Cache-Control"] = "public, immutable"
+        return resp
+
+    # -- resource requests -----------------------------------------------------------------
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        parts = [unquote(p) for p in request.path.strip("/").split("/")]
+        if parts[0] == "api":
+            if len(parts) < 2:
+                return await self.core_discovery(request)
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            if len(parts) == 2:
+                doc = discovery.api_group(self.api.types, parts[1])
+                if doc is None:
+                    raise StatusError(404, "NotFound", "the server could not find the requested resource")
+                return _json(doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            if request.method != "GET":
+                raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+            doc = discovery.api_resource_list(self.api.types, group, version)
+            if doc is None:
+                raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            return _json(doc)
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            candidate = self.api._by_gvr.get((group, version, rest[2]))
+            if candidate is not None and candidate.namespaced:
+                namespace = rest[1]
+                rest = rest[2:]
+        plural = rest[0]
+        rt = self.api.resource(group, version, plural)
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if len(rest) > 3:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        if sub is not None and sub not in rt.subresources:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        if rt.namespaced and name is not None and namespace is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        m = request.method
+        if name is None:
+            if m == "GET":
+                if request.query.get("watch") in ("true", "1"):
+                    return await self.watch(request, rt, namespace)
+                return self.list(request, rt, namespace)
+            if m == "POST":
+                return await self.create(request, rt, namespace or "")
+            if m == "DELETE":
+                return await self.delete_collection(request, rt, namespace)
+        else:
+            if sub is None:
+                if m == "GET":
+                    return self.get(request, rt, namespace or "", name)
+                if m == "PUT":
+                    return await self.update(request, rt, namespace or "", name, None)
+                if m == "PATCH":
+                    return await self.patch(request, rt, namespace or "", name, None)
+                if m == "DELETE":
+                    return await self.delete(request, rt, namespace or "", name)
+            elif sub in ("status", "finalize"):
+                if m == "GET":
+                    return self.get(request, rt, namespace or "", name)
+                if m == "PUT":
+                    return await self.update(request, rt, namespace or "", name, "status" if sub == "status" else sub)
+                if m == "PATCH":
+                    return await self.patch(request, rt, namespace or "", name, sub)
+            elif sub == "binding" and m == "POST":
+                body = await self._body(request, rt)
+                return _json(self.api.bind(namespace or "", name, body, dry_run=self._dry_run(request)),
+                             status=201)
+            elif sub == "log" and m == "GET":
+                return await self.logs(request, rt, namespace or "", name)
+            elif sub == "scale":
+                return await self.scale(request, rt, namespace or "", name)
+        raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _dry_run(self, request: web.Request) -> bool:
+        values = request.query.getall("dryRun", [])
+        for v in values:
+            if v != "All":
+                raise errors.bad_request(f'Invalid dryRun value "{v}": valid values are "All"')
+        return bool(values)
+
+    def _field_validation(self, request: web.Request) -> str:
+        v = request.query.get("fieldValidation", "Warn")
+        if v not in ("Strict", "Warn", "Ignore"):
+            raise errors.bad_request(f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got "{v}"')
+        return v
+
+    async def _raw(self, request: web.Request) -> bytes:
+        raw = await request.read()
+        if len(raw) > MAX_BODY:
+            raise errors.too_large()
+        return raw
+
+    def _decode(self, raw: bytes, content_type: str, rt: ResourceType | None) -> Any:
+        ct = content_type.split(";")[0].strip().lower()
+        if ct in ("", "application/json", "*/*") or ct.endswith("+json"):
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        if ct in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                pass
+            import yaml
+            try:
+                return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError as e:
+                raise errors.bad_request(f"error converting YAML to JSON: yaml: {e}") from None
+        raise errors.unsupported_media_type(ct)
+
+    async def _body(self, request: web.Request, rt: ResourceType | None) -> Any:
+        raw = await self._raw(request)
+        body = self._decode(raw, request.headers.get("Content-Type", "application/json"), rt)
+        if not isinstance(body, dict):
+            raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
+        return body
+
+    def _respond(self, request: web.Request, rt: ResourceType, obj: dict, status: int = 200,
+                 warnings: list[str] | None = None) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if tables.wants_table(accept):
+            t = tables.table(rt, [obj], self.api.ctx, resource_version=obj["metadata"].get("resourceVersion", ""),
+                             include=request.query.get("includeObject", "Metadata"))
+            return _json(t, status=status, content_type=tables.TABLE_CONTENT_TYPE, warnings=warnings)
+        return _json(obj, status=status, warnings=warnings)
+
+    # -- verbs -----------------------------------------------------------------------------
+    def get(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+        return self._respond(request, rt, self.api.get(rt, namespace, name))
+
+    def list(self, request: web.Request, rt: ResourceType, namespace: str | None) -> web.Response:
+        q = request.query
+        try:
+            limit = int(q.get("limit", "0") or 0)
+        except ValueError:
+            raise errors.bad_request(f"invalid limit: {q.get('limit')}") from None
+        lst = self.api.list(rt, namespace, label_selector=q.get("labelSelector"),
+                            field_selector=q.get("fieldSelector"), limit=limit,
+                            continue_token=q.get("continue"))
+        if tables.wants_table(request.headers.get("Accept", "")):
+            t = tables.table(rt, lst["items"], self.api.ctx, resource_version=lst["metadata"]["resourceVersion"],
+                             continue_token=lst["metadata"].get("continue"),
+                             include=q.get("includeObject", "Metadata"))
+            return _json(t, content_type=tables.TABLE_CONTENT_TYPE)
+        return _json(lst)
+
+    async def create(self, request: web.Request, rt: ResourceType, namespace: str) -> web.Response:
+        raw = await self._raw(request)
+        body = self._decode(raw, request.headers.get("Content-Type", "application/json"), rt)
+        if not isinstance(body, dict):
+            raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
+        warnings: list[str] = []
+        obj = self.api.create(rt, namespace, body, dry_run=self._dry_run(request),
+                              field_manager=request.query.get("fieldManager") or _default_manager(request),
+                              field_validation=self._field_validation(request), raw=raw, warnings=warnings)
+        return self._respond(request, rt, obj, status=201, warnings=warnings)
+
+    async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
+                     sub: str | None) -> web.Response:
+        raw = await self._raw(request)
+        body = self._decode(raw, request.headers.get("Content-Type", "application/json"), rt)
+        if not isinstance(body, dict):
+            raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
+        warnings: list[str] = []
+        if sub == "finalize":
+            obj = self.finalize_namespace(rt, name, body)
+            return self._respond(request, rt, obj)
+        obj = self.api.update(rt, namespace, name, body, subresource=sub, dry_run=self._dry_run(request),
+                              field_manager=request.query.get("fieldManager") or _default_manager(request),
+                              field_validation=self._field_validation(request), raw=raw, warnings=warnings)
+        return self._respond(request, rt, obj, warnings=warnings)
+
+    def finalize_namespace(self, rt: ResourceType, name: str, body: dict) -> dict:
+        if rt.key != "core/namespaces":
+            raise errors.method_not_allowed("finalize is only served for namespaces")
+        from ..machinery.meta import deep_copy
+        old = self.api.get(rt, "", name)
+        new = deep_copy(old)
+        new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
+        return self.api.store.update(rt.key, "", name, new, expected_rv=old["metadata"]["resourceVersion"])
+
+    async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
+                    sub: str | None) -> web.Response:
+        ct = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ct not in PATCH_TYPES:
+            raise StatusError(415, "UnsupportedMediaType",
+                              f'the body of the request was in an unknown format - accepted media types include: '
+                              f'{", ".join(PATCH_TYPES[:4])}')
+        raw = await self._raw(request)
+        force = request.query.get("force") in ("true", "1")
+        warnings: list[str] = []
+        manager = request.query.get("fieldManager") or _default_manager(request)
+        obj, created = self.api.patch(rt, namespace, name, ct, raw, subresource=sub,
+                                      dry_run=self._dry_run(request), field_manager=manager, force=force,
+                                      field_validation=self._field_validation(request), warnings=warnings)
+        return self._respond(request, rt, obj, status=201 if created else 200, warnings=warnings)
+
+    async def _delete_options(self, request: web.Request) -> dict:
+        raw = await self._raw(request)
+        opts: dict = {}
+        if raw.strip():
+            try:
+                opts = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+            if not isinstance(opts, dict):
+                raise errors.bad_request("DeleteOptions must be an object")
+        q = request.query
+        if "gracePeriodSeconds" in q:
+            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+        if "propagationPolicy" in q:
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if q.get("orphanDependents") in ("true", "false"):
+            opts["orphanDependents"] = q["orphanDependents"] == "true"
+        if "dryRun" in q:
+            opts["dryRun"] = q.getall("dryRun")
+        return opts
+
+    def _propagation(self, opts: dict) -> str | None:
+        p = opts.get("propagationPolicy")
+        if p is None and "orphanDependents" in opts:
+            p = "Orphan" if opts["orphanDependents"] else "Background"
+        return p
+
+    async def delete(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+        opts = await self._delete_options(request)
+        dry = bool(opts.get("dryRun")) or self._dry_run(request)
+        obj, deleted = self.api.delete(rt, namespace, name, propagation=self._propagation(opts),
+                                       grace_period=opts.get("gracePeriodSeconds"),
+                                       preconditions=opts.get("preconditions"), dry_run=dry)
+        return self._respond(request, rt, obj, status=200 if deleted else 202)
+
+    async def delete_collection(self, request: web.Request, rt: ResourceType,
+                                namespace: str | None) -> web.Response:
+        opts = await self._delete_options(request)
+        q = request.query
+        lst = self.api.delete_collection(rt, namespace, label_selector=q.get("labelSelector"),
+                                         field_selector=q.get("fieldSelector"),
+                                         propagation=self._propagation(opts),
+                                         dry_run=bool(opts.get("dryRun")))
+        return _json(lst)
+
+    async def logs(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+        pod = self.api.get(rt, namespace, name)
+        containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        container = request.query.get("container")
+        if container is None:
+            if len(containers) > 1:
+                raise errors.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]")
+            container = containers[0] if containers else ""
+        elif container not in containers:
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get("phalanx.dev/log", "")
+        return web.Response(text=text, content_type="text/plain")
+
+    async def scale(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+        obj = self.api.get(rt, namespace, name)
+        if request.method in ("PUT", "PATCH"):
+            if request.method == "PUT":
+                body = await self._body(request, rt)
+            else:
+                from ..machinery import patch as patching
+                from ..machinery.patchmeta import PatchMeta
+                ct = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+                raw = await self._raw(request)
+                body = patching.apply_patch(_scale_of(rt, obj), ct, orjson.loads(raw), PatchMeta.empty())
+            replicas = (body.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise errors.invalid_error("Scale", "autoscaling", name,
+                                           [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
+            from ..machinery.meta import deep_copy
+            new = deep_copy(obj)
+            new["spec"]["replicas"] = replicas
+            obj = self.api.update(rt, namespace, name, new, field_manager=request.query.get("fieldManager"))
+        return _json(_scale_of(rt, obj))
+
+    async def watch(self, request: web.Request, rt: ResourceType, namespace: str | None) -> web.StreamResponse:
+        q = request.query
+        stream = self.api.watch(rt, namespace, resource_version=q.get("resourceVersion"),
+                                label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"),
+                                send_initial_events=q.get("sendInitialEvents") in ("true", "1"),
+                                allow_bookmarks=q.get("allowWatchBookmarks") in ("true", "1"))
+        try:
+            timeout = float(q.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        except ValueError:
+            stream.close()
+            raise errors.bad_request(f"invalid timeoutSeconds: {q.get('timeoutSeconds')}") from None
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        include = q.get("includeObject", "Metadata")
+        resp = web.StreamResponse(status=200)
+        resp.content_type = "application/json"
+        if as_table:
+            resp.headers["Content-Type"] = tables.TABLE_CONTENT_TYPE
+        resp.headers["Cache-Control"] = "no-cache, private"
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        deadline = time.monotonic() + timeout
+        headers_sent = False
+        try:
+            while True:
+                events = stream.ready()
+                if events:
+                    chunks = []
+                    for typ, obj in events:
+                        if as_table and typ != "BOOKMARK":
+                            obj = tables.table(rt, [obj], self.api.ctx, include=include, headers=not headers_sent,
+                                               resource_version=obj["metadata"].get("resourceVersion", ""))
+                            headers_sent = True
+                        chunks.append(orjson.dumps({"type": typ, "object": obj}))
+                    await resp.write(b"\n".join(chunks) + b"\n")
+                if stream.closed:
+                    if stream.watcher.overflowed:
+                        err = errors.gone("watch channel was too slow and was closed")
+                        await resp.write(orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n")
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    break
+                got = await stream.wait(min(remaining, 5.0))
+                if not got:
+                    idle_for = time.monotonic() - getattr(stream, "_last_write", deadline - timeout)
+                    if stream.allow_bookmarks and idle_for >= WATCH_BOOKMARK_INTERVAL:
+                        await resp.write(orjson.dumps({"type": "BOOKMARK", "object": stream.bookmark()}) + b"\n")
+                        stream._last_write = time.monotonic()
+                else:
+                    stream._last_write = time.monotonic()
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            stream.close()
+        try:
+            await resp.write_eof()
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return resp
+
+
+def _scale_of(rt: ResourceType, obj: dict) -> dict:
+    md = obj["metadata"]
+    sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {"name": md["name"], "namespace": md.get("namespace"), "uid": md.get("uid"),
+                         "resourceVersion": md.get("resourceVersion"),
+                         "creationTimestamp": md.get("creationTimestamp")},
+            "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+            "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
+                       "selector": ",".join(f"{k}={v}" for k, v in sorted(sel.items()))}}
+
+
+def _default_manager(request: web.Request) -> str:
+    """Upstream derives the manager from the User-Agent's program name when none is given."""
+    ua = request.headers.get("User-Agent", "")
+    return ua.split("/")[0] if ua else "unknown"
+
+
+def build_app(api: API, token: str | None, server_address: str = "127.0.0.1:6443") -> web.Application:
+    return Server(api, token, server_address=server_address).app()

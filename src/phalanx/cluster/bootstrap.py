@@ -1,0 +1,113 @@
+"""What a new cluster holds before anyone talks to it, created idempotently at every start.
+
+- namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`;
+- the `kubernetes` Service in `default`;
+- the system PriorityClasses `system-cluster-critical` and `system-node-critical`;
+- one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints.
+
+Objects that already exist (a restarted cluster) are left as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..apiserver.rest import API
+from ..machinery import errors
+from .spec import ClusterSpec, NodeSpec
+
+log = logging.getLogger("phalanx.bootstrap")
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+KUBELET_VERSION = "v1.36.0"
+
+
+def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj: dict,
+            status: dict | None = None) -> dict | None:
+    try:
+        rt = api.resource(group, version, plural)
+    except errors.StatusError:
+        log.warning("bootstrap: %s/%s %s is not served; skipped", group, version, plural)
+        return None
+    name = obj["metadata"]["name"]
+    existing = api.store.get(rt.key, namespace if rt.namespaced else "", name)
+    if existing is not None:
+        return existing
+    created = api.create(rt, namespace, obj)
+    if status is not None and "status" in rt.subresources:
+        from ..machinery.meta import deep_copy
+        new = deep_copy(created)
+        new["status"] = status
+        created = api.update(rt, namespace, name, new, subresource="status")
+    return created
+
+
+def node_internal_ip(index: int) -> str:
+    return f"172.18.{index // 250}.{index % 250 + 2}"
+
+
+def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
+    capacity = dict(node.capacity)
+    capacity.setdefault("ephemeral-storage", "100Gi")
+    capacity.setdefault("hugepages-1Gi", "0")
+    capacity.setdefault("hugepages-2Mi", "0")
+    labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **node.labels}
+    if node.role == "control-plane":
+        labels.setdefault("node-role.kubernetes.io/control-plane", "")
+    obj = {"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": node.name, "labels": labels,
+                        "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                        "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+           "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"],
+                    "providerID": f"phalanx://{node.name}"}}
+    if node.taints:
+        obj["spec"]["taints"] = [dict(t) for t in node.taints]
+    status = {
+        "capacity": capacity,
+        "allocatable": dict(capacity),
+        "conditions": [
+            _cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            _cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            _cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            _cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+        ],
+        "addresses": [{"type": "InternalIP", "address": node_internal_ip(index)},
+                      {"type": "Hostname", "address": node.name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {"machineID": f"{index:032x}", "systemUUID": f"{index:032x}", "bootID": f"{index:032x}",
+                     "kernelVersion": "6.1.0-phalanx", "osImage": "phalanx simulated node",
+                     "containerRuntimeVersion": "phalanx://0.1.0", "kubeletVersion": KUBELET_VERSION,
+                     "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+    }
+    return obj, status
+
+
+def _cond(t: str, s: str, reason: str, message: str) -> dict:
+    from ..machinery.meta import now_rfc3339
+    now = now_rfc3339()
+    return {"type": t, "status": s, "reason": reason, "message": message,
+            "lastHeartbeatTime": now, "lastTransitionTime": now}
+
+
+def bootstrap(api: API, spec: ClusterSpec) -> None:
+    for ns in SYSTEM_NAMESPACES:
+        _ensure(api, "", "v1", "namespaces", "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    _ensure(api, "", "v1", "services", "default", {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+                 "sessionAffinity": "None"}})
+    try:
+        from ..api.scheduling import SYSTEM_PRIORITY_CLASSES
+    except ImportError:
+        SYSTEM_PRIORITY_CLASSES = []  # type: ignore[assignment]
+    for pc in SYSTEM_PRIORITY_CLASSES:
+        from ..machinery.meta import deep_copy
+        _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
+    for i, node in enumerate(spec.nodes):
+        obj, status = node_object(node, i)
+        _ensure(api, "", "v1", "nodes", "", obj, status)

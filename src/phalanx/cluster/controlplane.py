@@ -1,0 +1,146 @@
+"""The control plane process: API server, store and the in-process components, on one event loop.
+
+`ControlPlane(spec, ...)` wires a `ClusterSpec` into running parts:
+
+    store (SQLite or memory) -> API (rest.API) -> HTTP server (TLS + token)
+                                   \\-> in-process Client -> controllers, scheduler, simulated nodes
+
+`serve(state_dir)` is what `phalanx serve --state-dir DIR` runs in the foreground (and what
+`phalanx create cluster` starts in the background): it reads `cluster.json`, the PKI and the token
+from the state directory, serves until SIGTERM/SIGINT, and leaves all state in `state.db`.
+Tests start a `ControlPlane` in-process with `await cp.start()` / `await cp.stop()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import ssl
+from typing import Any
+
+from aiohttp import web
+
+from ..apiserver.rest import API
+from ..apiserver.server import Server
+from ..store import MemoryStore, SQLiteStore, Store
+from .bootstrap import bootstrap
+from .featuregates import FeatureGates
+from .spec import ClusterSpec
+
+log = logging.getLogger("phalanx.controlplane")
+
+
+class ControlPlane:
+    def __init__(self, spec: ClusterSpec, *, state_dir: str | None = None, token: str | None = None,
+                 ssl_context: ssl.SSLContext | None = None, store: Store | None = None,
+                 components: bool = True):
+        self.spec = spec
+        self.state_dir = state_dir
+        self.token = token
+        self.ssl_context = ssl_context
+        self.gates = FeatureGates.from_config(spec.feature_gates)
+        if store is None:
+            if spec.storage == "sqlite" and state_dir:
+                store = SQLiteStore(os.path.join(state_dir, "state.db"))
+            else:
+                store = MemoryStore()
+        self.store = store
+        self.api = API(store, self.gates, runtime_config=spec.runtime_config)
+        _wire_optional_machinery(self.api)
+        self.components_enabled = components
+        self.components: list[Any] = []
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+        self.server: Server | None = None
+
+    async def start(self) -> int:
+        bootstrap(self.api, self.spec)
+        host = self.spec.listen_address or "127.0.0.1"
+        self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}")
+        app = self.server.app()
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, self.spec.port or 0, ssl_context=self.ssl_context,
+                           reuse_address=True)
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        self.port = sockets[0].getsockname()[1] if sockets else self.spec.port
+        self.server.server_address = f"{host}:{self.port}"
+        if self.components_enabled:
+            await self._start_components()
+        log.info("control plane serving on %s:%s", host, self.port)
+        return self.port
+
+    async def _start_components(self) -> None:
+        from . import components
+        self.components = await components.start_all(self)
+
+    async def stop(self) -> None:
+        for c in reversed(self.components):
+            try:
+                await c.stop()
+            except Exception:  # pragma: no cover - best effort at shutdown
+                log.exception("stopping %s", c)
+        self.components = []
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.store.close()
+
+
+def _wire_optional_machinery(api: API) -> None:
+    """Connect the schema-driven parts (strict validation, patch metadata, managed fields)."""
+    try:
+        from ..api import openapi
+    except ImportError:  # pragma: no cover - during bring-up only
+        openapi = None  # type: ignore[assignment]
+    if openapi is not None:
+        api.strict_validator = openapi
+        api.patch_meta = lambda rt: openapi.patch_meta(rt.group, rt.version, rt.kind)
+    try:
+        from ..machinery import apply as ssa
+        api.managed_fields = ssa
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _server_ssl_context(state_dir: str) -> ssl.SSLContext | None:
+    cert = os.path.join(state_dir, "pki", "server.crt")
+    key = os.path.join(state_dir, "pki", "server.key")
+    if not (os.path.exists(cert) and os.path.exists(key)):
+        return None
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def _read_token(state_dir: str) -> str | None:
+    path = os.path.join(state_dir, "token")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read().strip() or None
+
+
+def serve(state_dir: str) -> None:
+    """Run the control plane of the cluster in `state_dir` until SIGTERM or SIGINT."""
+    logging.basicConfig(level=os.environ.get("PHALANX_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spec = ClusterSpec.load(state_dir)
+    cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
+                      ssl_context=_server_ssl_context(state_dir))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        port = await cp.start()
+        with open(os.path.join(state_dir, "port"), "w") as f:
+            f.write(str(port))
+        await stop.wait()
+        await cp.stop()
+
+    asyncio.run(main())
