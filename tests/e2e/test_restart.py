@@ -1,0 +1,59 @@
+"""A stopped, started or SIGKILLed control plane keeps every acknowledged write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from .conftest import Cluster, create_cluster
+
+
+def _pid(c: Cluster) -> int:
+    return int((c.state_dir / "pid").read_text().strip())
+
+
+def test_stop_start_keeps_objects_and_resource_versions(tmp_path):
+    c = create_cluster(tmp_path, "restart")
+    try:
+        c.kubectl("create", "configmap", "keep", "--from-literal=a=1").check()
+        rv = c.kubectl("get", "cm", "keep", "-o", "jsonpath={.metadata.resourceVersion}").check().out
+        c.phalanx("stop", "cluster", "--name", "restart").check()
+        assert c.kubectl("get", "cm", "keep", "--request-timeout=3s").returncode != 0
+        c.phalanx("start", "cluster", "--name", "restart").check()
+        assert c.kubectl("get", "cm", "keep", "-o", "jsonpath={.data.a}").check().out == "1"
+        assert c.kubectl("get", "cm", "keep", "-o", "jsonpath={.metadata.resourceVersion}").check().out == rv
+        c.kubectl("create", "configmap", "after").check()
+        rv2 = c.kubectl("get", "cm", "after", "-o", "jsonpath={.metadata.resourceVersion}").check().out
+        assert int(rv2) > int(rv)
+    finally:
+        c.phalanx("delete", "cluster", "--name", "restart")
+
+
+def test_kill_9_loses_no_acknowledged_write(tmp_path):
+    c = create_cluster(tmp_path, "killed")
+    try:
+        acked = []
+        for i in range(20):
+            c.kubectl("create", "configmap", f"cm-{i}").check()  # kubectl returned: acknowledged
+            acked.append(f"cm-{i}")
+        os.kill(_pid(c), signal.SIGKILL)
+        time.sleep(0.5)
+        c.phalanx("start", "cluster", "--name", "killed").check()
+        names = c.kubectl("get", "cm", "-o", "name").check().out.split()
+        for n in acked:
+            assert f"configmap/{n}" in names
+    finally:
+        c.phalanx("delete", "cluster", "--name", "killed")
+
+
+def test_two_clusters_side_by_side(tmp_path, cluster: Cluster):
+    other = create_cluster(tmp_path, "second")
+    try:
+        assert other.server_url() != cluster.server_url()
+        other.kubectl("create", "configmap", "only-here").check()
+        assert other.kubectl("get", "cm", "only-here").returncode == 0
+        r = cluster.kubectl("get", "cm", "only-here")
+        assert r.returncode != 0 and "not found" in r.stderr
+    finally:
+        other.phalanx("delete", "cluster", "--name", "second")
