@@ -225,20 +225,27 @@ class API:
             raise errors.bad_request(f"the object provided is not a valid {rt.kind}: metadata must be an object")
 
     def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str, raw: bytes | None = None) -> list[str]:
-        """fieldValidation=Strict|Warn|Ignore: unknown and duplicate fields. Returns warnings."""
-        if field_validation == "Ignore" or self.strict_validator is None:
+        """Decoding checks on a request body, as upstream's decoder makes them.
+
+        Values of the wrong JSON type are always an error (400). Unknown and duplicate fields follow
+        `fieldValidation`: Strict rejects (400), Warn returns them as warnings, Ignore skips them."""
+        v = self.strict_validator
+        if v is None:
             return []
-        problems: list[str] = []
-        if raw is not None and hasattr(self.strict_validator, "duplicate_fields"):
-            problems += [f'duplicate field "{p}"' for p in self.strict_validator.duplicate_fields(raw)]
-        problems += [f'unknown field "{p}"' for p in
-                     self.strict_validator.unknown_fields(rt.group, rt.version, rt.kind, obj)]
+        prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        type_errs = v.type_errors(rt.group, rt.version, rt.kind, obj)
+        if type_errs:
+            raise errors.bad_request(prefix + type_errs[0])
+        if field_validation == "Ignore":
+            return []
+        if raw is not None:
+            problems = v.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+        else:
+            problems = [f'unknown field "{p}"' for p in v.unknown_fields(rt.group, rt.version, rt.kind, obj)]
         if not problems:
             return []
         if field_validation == "Strict":
-            raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"strict decoding error: {', '.join(problems)}")
+            raise errors.bad_request(prefix + v.strict_decoding_message(problems))
         return problems
 
     def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,

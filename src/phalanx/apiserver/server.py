@@ -155,8 +155,10 @@ class Server:
 
     async def openapi_index(self, request: web.Request) -> web.Response:
         from ..api import openapi
-        gvs = sorted({(rt.group, rt.version) for rt in self.api.types})
-        return _json(openapi.openapi_v3_index(gvs))
+        by_gv: dict[tuple[str, str], list] = {}
+        for rt in self.api.types:
+            by_gv.setdefault((rt.group, rt.version), []).append(rt)
+        return _json(openapi.openapi_v3_index(sorted(by_gv), by_gv))
 
     async def openapi_document(self, request: web.Request) -> web.Response:
         from ..api import openapi
@@ -171,8 +173,8 @@ class Server:
         resources = [rt for rt in self.api.types if rt.group == group and rt.version == version]
         if not resources:
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
-        doc = openapi.openapi_v3_document(group, version, resources)
-        resp = _json(doc)
+        resp = web.Response(body=openapi.openapi_v3_document_bytes(group, version, resources))
+        resp.headers["Content-Type"] = "application/json"
         resp.headers["Cache-Control"] = "public, immutable"
         return resp
 
