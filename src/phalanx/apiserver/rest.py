@@ -502,7 +502,7 @@ class API:
                 raise errors.bad_request(f"error decoding patch: {e}") from None
         else:
             doc = body
-        if patch_type != "application/json-patch+json" and not isinstance(doc, dict):
+        if patch_type != "application/json-patch+json" and doc is not None and not isinstance(doc, dict):
             raise errors.bad_request("error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")
         base = deep_copy(old)
         from ..machinery.patchmeta import PatchMeta

@@ -138,9 +138,10 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         return body
