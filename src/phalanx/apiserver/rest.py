@@ -248,22 +248,26 @@ class API:
             raise errors.bad_request(prefix + v.strict_decoding_message(problems))
         return problems
 
+    def _reset_fields(self, rt: ResourceType, subresource: str | None) -> list[tuple[str, ...]] | None:
+        """Fields a request cannot own: status on the main resource, spec on /status."""
+        if not rt.strategy.status_is_subresource:
+            return None
+        return [("spec",)] if subresource == "status" else [("status",)]
+
     def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,
                                operation: str = "Update", subresource: str | None = None) -> None:
         mf = self.managed_fields
         if mf is None or not manager:
             return
-        try:
-            meta = self.patch_meta(rt) if self.patch_meta else None
-            mf.update_managed_fields(old, new, manager, operation=operation, meta=meta,
-                                     now=now_rfc3339(self.now()), subresource=subresource)
-        except TypeError:
-            mf.update_managed_fields(old, new, manager, operation, meta, now_rfc3339(self.now()))
+        meta = self.patch_meta(rt) if self.patch_meta else None
+        mf.update_managed_fields(old, new, manager, operation, meta, now_rfc3339(self.now()),
+                                 subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
 
     # -- create ----------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,
                field_manager: str | None = None, field_validation: str = "Ignore",
-               raw: bytes | None = None, warnings: list[str] | None = None) -> Obj:
+               raw: bytes | None = None, warnings: list[str] | None = None,
+               keep_managed_fields: bool = False) -> Obj:
         self._check_type_meta(rt, obj)
         md = obj["metadata"]
         if rt.namespaced:
@@ -296,8 +300,9 @@ class API:
         strategy.admit("CREATE", obj, None, self.ctx)
         errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
         self._raise_invalid(rt, obj, errs)
-        md.pop("managedFields", None)
-        self._record_managed_fields(rt, None, obj, field_manager)
+        if not keep_managed_fields:
+            md.pop("managedFields", None)
+            self._record_managed_fields(rt, None, obj, field_manager)
         if dry_run:
             return obj
         for attempt in range(8):
@@ -341,8 +346,7 @@ class API:
             try:
                 lsel = selectors.parse_label_selector(label_selector)
             except ValueError as e:
-                raise errors.bad_request(f"unable to parse requirement: {e}" if "unable to parse" not in str(e)
-                                         else str(e)) from None
+                raise errors.bad_request(str(e)) from None
         if field_selector:
             try:
                 fsel = selectors.parse_field_selector(field_selector)
@@ -550,18 +554,15 @@ class API:
         now = now_rfc3339(self.now())
         from ..machinery.patchmeta import PatchMeta
         merged = ssa.server_side_apply(deep_copy(old) if old is not None else None, applied, field_manager,
-                                       meta or PatchMeta.empty(), force, now)
+                                       meta or PatchMeta.empty(), force, now, subresource=subresource or "",
+                                       reset_fields=self._reset_fields(rt, subresource),
+                                       api_version=rt.api_version, kind=rt.kind)
         if old is None:
             merged["metadata"]["name"] = name
             if rt.namespaced:
                 merged["metadata"]["namespace"] = ns
-            mf = merged["metadata"].get("managedFields")
-            obj = self.create(rt, ns, merged, dry_run=dry_run, field_manager=None)
-            if mf is not None and "managedFields" not in obj["metadata"]:
-                obj["metadata"]["managedFields"] = mf
-            return obj, True
+            return self.create(rt, ns, merged, dry_run=dry_run, keep_managed_fields=True), True
         merged["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
-        saved_mf = merged["metadata"].get("managedFields")
         result = self.update(rt, ns, name, merged, subresource=subresource, dry_run=dry_run,
                              field_manager=None, _old=old)
         return result, False
