@@ -1,0 +1,319 @@
+"""The `phalanx` command: kind's cluster verbs for a Python control plane.
+
+    phalanx create cluster [--name NAME] [--config FILE] [--wait 60s] [--kubeconfig PATH]
+    phalanx delete cluster [--name NAME]        phalanx delete clusters [NAME...] [--all]
+    phalanx stop cluster [--name NAME]          phalanx start cluster [--name NAME] [--wait 60s]
+    phalanx get clusters                        phalanx get kubeconfig [--name NAME]
+    phalanx get featuregates [--name NAME | --config FILE]
+    phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
+    phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
+    phalanx version
+
+Like kind, status lines and errors go to stderr (`ERROR: failed to create cluster: ...`, exit 1)
+and data (cluster names, kubeconfigs, tables) to stdout. `--name` defaults to
+$PHALANX_CLUSTER_NAME, else the config's `name`, else `phalanx`. Lifecycle work lives in
+`phalanx.cluster.lifecycle`; this module only parses flags and prints.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import click
+
+import phalanx
+from phalanx.cluster import lifecycle
+from phalanx.cluster.config import ClusterConfigError, load_cluster_config
+from phalanx.cluster.featuregates import KNOWN_GATES, FeatureGates
+from phalanx.cluster.kubeconfig import KubeconfigError, context_name
+
+MAX_IGNORED_SHOWN = 12
+
+
+# ---------------------------------------------------------------------------------------------
+# output helpers
+
+
+def _emit(text: str, err: bool = True) -> None:
+    """Print, degrading symbols to ASCII when the stream cannot encode them."""
+    stream = sys.stderr if err else sys.stdout
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        for fancy, plain in (("✓", "+"), ("✗", "x"), ("•", "*"), ("≤", "<="), ("…", "...")):
+            text = text.replace(fancy, plain)
+        text = text.encode(encoding, errors="ignore").decode(encoding, errors="ignore")
+    click.echo(text, err=err)
+
+
+def _fail(what: str, error: Exception | str) -> None:
+    _emit(f"ERROR: {what}: {error}")
+    sys.exit(1)
+
+
+def _name_option(help_text: str = "the cluster name (default: $PHALANX_CLUSTER_NAME or phalanx)"):
+    return click.option("--name", "-n", default=None, help=help_text)
+
+
+def _resolve_name(name: str | None) -> str:
+    return name or lifecycle.default_cluster_name()
+
+
+def _parse_wait(value: str) -> float:
+    try:
+        return lifecycle.parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# the command tree
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """phalanx creates and manages local Kubernetes-compatible clusters with workload-aware
+    scheduling and Dynamic Resource Allocation. Drive them with kubectl, as kind clusters."""
+
+
+@cli.group()
+def create() -> None:
+    """Create a cluster."""
+
+
+@cli.group()
+def delete() -> None:
+    """Delete clusters."""
+
+
+@cli.group()
+def get() -> None:
+    """Get clusters, kubeconfigs and feature gates."""
+
+
+@cli.group()
+def export() -> None:
+    """Export a kubeconfig."""
+
+
+@cli.group()
+def stop() -> None:
+    """Stop a cluster, keeping its state."""
+
+
+@cli.group()
+def start() -> None:
+    """Start a stopped cluster."""
+
+
+@create.command("cluster")
+@_name_option("cluster name, overrides $PHALANX_CLUSTER_NAME and the config (default: phalanx)")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="a kind (kind.x-k8s.io/v1alpha4) or phalanx (phalanx.dev/v1alpha1) cluster config; - for stdin")
+@click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
+              help="how long to wait for the control plane to be ready (0 to not wait)")
+@click.option("--kubeconfig", default=None, metavar="PATH",
+              help="kubeconfig to write (default: first entry of $KUBECONFIG, else ~/.kube/config)")
+@click.option("--image", default=None, metavar="IMAGE", help="accepted for kind compatibility; phalanx runs no node images")
+@click.option("--retain", is_flag=True, help="keep the cluster's state dir if creation fails (for debugging)")
+@click.option("--quiet", "-q", is_flag=True, help="print only errors")
+def create_cluster(name, config_path, wait, kubeconfig, image, retain, quiet) -> None:
+    """Create a local cluster (like `kind create cluster`)."""
+    wait_seconds = _parse_wait(wait)
+    say = (lambda _: None) if quiet else _emit
+    cluster_name = name or os.environ.get(lifecycle.CLUSTER_NAME_ENV) or None
+    try:
+        spec = load_cluster_config(config_path, cluster_name)
+    except ClusterConfigError as e:
+        _fail("failed to create cluster", f"invalid cluster config\n{e}")
+        return
+    say(f'Creating cluster "{spec.name}" ...')
+    _report_ignored(spec.ignored_fields, image, say)
+    try:
+        result = lifecycle.create_cluster(spec, wait_seconds=wait_seconds, kubeconfig=kubeconfig,
+                                          retain=retain, progress=say)
+    except (lifecycle.ClusterError, KubeconfigError, OSError) as e:
+        _fail("failed to create cluster", e)
+        return
+    context = context_name(spec.name)
+    say(f'Set kubectl context to "{context}"')
+    say(f"You can now use your cluster with:\n\nkubectl cluster-info --context {context}\n")
+    if result.ready_after is None:
+        say("(not waited for readiness; the API server may need a few more seconds)")
+    say("Have a nice day! 👋")
+
+
+def _report_ignored(ignored: list[str], image: str | None, say) -> None:
+    items = list(ignored)
+    if image:
+        items.insert(0, "--image")
+    if not items:
+        return
+    say("Note: phalanx runs no node containers, images or kubeadm; these settings are accepted and ignored:")
+    for item in items[:MAX_IGNORED_SHOWN]:
+        say(f"  {item}")
+    if len(items) > MAX_IGNORED_SHOWN:
+        say(f"  ... and {len(items) - MAX_IGNORED_SHOWN} more")
+    if any("kubeadmConfigPatches" in item for item in items):
+        say("  (from kubeadm patches phalanx does apply the API server's runtime-config, components' "
+            "feature-gates, KubeletConfiguration featureGates and node-labels)")
+
+
+@delete.command("cluster")
+@_name_option()
+@click.option("--kubeconfig", default=None, metavar="PATH", help="kubeconfig to remove the cluster's entries from")
+def delete_cluster(name, kubeconfig) -> None:
+    """Delete a cluster (like `kind delete cluster`); deleting a missing cluster is not an error."""
+    _delete([_resolve_name(name)], kubeconfig)
+
+
+@delete.command("clusters")
+@click.argument("names", nargs=-1)
+@click.option("--all", "all_clusters", is_flag=True, help="delete every phalanx cluster")
+@click.option("--kubeconfig", default=None, metavar="PATH", help="kubeconfig to remove the clusters' entries from")
+def delete_clusters(names, all_clusters, kubeconfig) -> None:
+    """Delete the named clusters, or all of them with --all."""
+    targets = lifecycle.list_clusters() if all_clusters else list(names)
+    if not targets and not all_clusters:
+        raise click.UsageError("name at least one cluster, or use --all")
+    _delete(targets, kubeconfig)
+    if all_clusters:
+        _emit("Deleted clusters: [" + " ".join(f'"{t}"' for t in targets) + "]")
+
+
+def _delete(names: list[str], kubeconfig: str | None) -> None:
+    for name in names:
+        _emit(f'Deleting cluster "{name}" ...')
+        try:
+            lifecycle.delete_cluster(name, kubeconfig=kubeconfig)
+        except (lifecycle.ClusterError, OSError) as e:
+            _fail("failed to delete cluster", e)
+
+
+@stop.command("cluster")
+@_name_option()
+def stop_cluster(name) -> None:
+    """Stop a cluster's control plane; `phalanx start cluster` brings it back with its state."""
+    name = _resolve_name(name)
+    try:
+        stopped = lifecycle.stop_cluster(name)
+    except lifecycle.ClusterError as e:
+        _fail("failed to stop cluster", e)
+        return
+    _emit(f'Stopped cluster "{name}"' if stopped else f'Cluster "{name}" is not running')
+
+
+@start.command("cluster")
+@_name_option()
+@click.option("--wait", "wait", default="60s", show_default=True, metavar="DURATION",
+              help="how long to wait for the control plane to be ready (0 to not wait)")
+def start_cluster(name, wait) -> None:
+    """Start a stopped cluster from its state dir (same port when it is still free)."""
+    name = _resolve_name(name)
+    wait_seconds = _parse_wait(wait)
+    _emit(f'Starting cluster "{name}" ...')
+    try:
+        result = lifecycle.start_cluster(name, wait_seconds=wait_seconds, progress=_emit)
+    except (lifecycle.ClusterError, KubeconfigError, OSError) as e:
+        _fail("failed to start cluster", e)
+        return
+    for note in result.notes:
+        _emit(note)
+    _emit(f"The API server is at {result.server}; context {context_name(name)}")
+
+
+@get.command("clusters")
+def get_clusters() -> None:
+    """List clusters, one name per line."""
+    names = lifecycle.list_clusters()
+    if not names:
+        _emit("No phalanx clusters found.")
+        return
+    for name in names:
+        _emit(name, err=False)
+
+
+@get.command("kubeconfig")
+@_name_option()
+def get_kubeconfig(name) -> None:
+    """Print a cluster's kubeconfig."""
+    try:
+        _emit(lifecycle.kubeconfig_text(_resolve_name(name)).rstrip("\n"), err=False)
+    except lifecycle.ClusterError as e:
+        _fail("failed to get kubeconfig", e)
+
+
+@export.command("kubeconfig")
+@_name_option()
+@click.option("--kubeconfig", default=None, metavar="PATH",
+              help="kubeconfig to write (default: first entry of $KUBECONFIG, else ~/.kube/config)")
+def export_kubeconfig(name, kubeconfig) -> None:
+    """Write a cluster's entries into a kubeconfig file and make its context current."""
+    name = _resolve_name(name)
+    try:
+        lifecycle.export_kubeconfig(name, kubeconfig)
+    except (lifecycle.ClusterError, KubeconfigError, OSError) as e:
+        _fail("failed to export kubeconfig", e)
+        return
+    _emit(f'Set kubectl context to "{context_name(name)}"')
+
+
+@get.command("featuregates")
+@_name_option()
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="show the gates a config file would give, without a cluster")
+def get_featuregates(name, config_path) -> None:
+    """Show the feature gates (NAME STAGE ENABLED); * marks values that differ from upstream 1.36."""
+    try:
+        if config_path:
+            spec = load_cluster_config(config_path, None)
+        else:
+            spec = lifecycle.load_cluster_spec(_resolve_name(name))
+    except (ClusterConfigError, lifecycle.ClusterError) as e:
+        _fail("failed to get feature gates", e)
+        return
+    gates = FeatureGates(spec.feature_gates)
+    rows = [("NAME", "STAGE", "ENABLED")]
+    marked = False
+    for gate in sorted(KNOWN_GATES):
+        enabled = "true" if gates.enabled(gate) else "false"
+        if not gates.is_upstream_default(gate):
+            enabled += "*"
+            marked = True
+        rows.append((gate, KNOWN_GATES[gate].stage, enabled))
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        _emit(f"{row[0]:<{width[0]}}   {row[1]:<{width[1]}}   {row[2]}", err=False)
+    if marked:
+        _emit("* differs from the upstream Kubernetes 1.36 default", err=False)
+
+
+@cli.command("serve")
+@click.option("--state-dir", required=True, type=click.Path(file_okay=False), help="the cluster's state dir")
+def serve(state_dir) -> None:
+    """Run a cluster's control plane in the foreground (`phalanx create cluster` starts this)."""
+    try:
+        from phalanx.cluster.controlplane import serve as serve_control_plane
+    except ImportError as e:
+        _fail("cannot start the control plane", f"phalanx.cluster.controlplane is not available ({e})")
+        return
+    serve_control_plane(state_dir)
+
+
+@cli.command("version")
+def version() -> None:
+    """Print the phalanx version."""
+    machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    _emit(f"phalanx v{phalanx.__version__} kubernetes {phalanx.KUBE_GIT_VERSION} "
+          f"python{platform.python_version()} {sys.platform}/{machine}", err=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="phalanx")
+
+
+if __name__ == "__main__":
+    main()
