@@ -1,0 +1,804 @@
+"""scheduling.k8s.io: PriorityClass (v1), Workload and PodGroup (v1alpha2, Kubernetes 1.36).
+
+Importing this module registers the three kinds with `registry.register`. What each strategy does
+follows kube-apiserver 1.36:
+
+- PriorityClass (cluster-scoped, short name `pc`): `preemptionPolicy` defaults to
+  `PreemptLowerPriority`; names starting with `system-` are reserved for the two classes in
+  `SYSTEM_PRIORITY_CLASSES` (which bootstrap creates); user values are capped at 1000000000;
+  `value` and `preemptionPolicy` are immutable; the Priority admission plugin allows only one
+  `globalDefault` class.
+- Workload: 1..8 `podGroupTemplates` with unique DNS-label names, a `basic`/`gang` scheduling policy
+  union, gated template fields dropped when their gate is off; the whole spec is immutable.
+  Upstream validates these types declaratively only (DeclarativeEnforcement), so errors use the
+  declarative validators' words (`must specify exactly one of: ...`, `field is immutable`,
+  `must be greater than or equal to 1`).
+- PodGroup (status subresource): `disruptionMode` defaults to `Pod` (WorkloadAwarePreemption),
+  immutable spec fields, metav1 condition validation on `/status`; admission on CREATE runs the
+  Priority, PodGroupProtection and PodGroupWorkloadExists plugins.
+
+Both v1alpha2 types keep upstream's JSON shape quirks: a template's `schedulingConstraints` and a
+PodGroup's `podGroupTemplateRef` are serialized as `null` when unset (their Go fields have no
+`omitempty`), and a PodGroup always carries a `status` object.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..machinery import errors
+from ..machinery.errors import FieldError
+from ..machinery.names import SUBDOMAIN_MSG, qualified_name_errors
+from .registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
+    age_cell, register
+
+GROUP = "scheduling.k8s.io"
+
+# -- PriorityClass constants (pkg/apis/scheduling) -------------------------------------------------
+SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
+SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
+SYSTEM_NODE_CRITICAL = "system-node-critical"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+# The classes kube-apiserver creates at start-up; validation accepts a `system-` name only if it
+# matches one of these exactly (name, value, globalDefault).
+SYSTEM_PRIORITY_CLASSES: list[Obj] = [
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": SYSTEM_NODE_CRITICAL},
+        "value": SYSTEM_CRITICAL_PRIORITY + 1000,
+        "description": "Used for system critical pods that must not be moved from their current node.",
+        "preemptionPolicy": PREEMPT_LOWER_PRIORITY,
+    },
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": SYSTEM_CLUSTER_CRITICAL},
+        "value": SYSTEM_CRITICAL_PRIORITY,
+        "description": "Used for system critical pods that must run in the cluster, but can be moved to "
+                       "another node if necessary.",
+        "preemptionPolicy": PREEMPT_LOWER_PRIORITY,
+    },
+]
+
+# -- Workload / PodGroup constants (scheduling/v1alpha2) -------------------------------------------
+WORKLOAD_MAX_POD_GROUP_TEMPLATES = 8
+MAX_POD_GROUP_RESOURCE_CLAIMS = 4
+MAX_TOPOLOGY_CONSTRAINTS = 1
+PRIORITY_MIN = -2147483648
+PRIORITY_MAX = 1_000_000_000
+DISRUPTION_MODES = ("Pod", "PodGroup")
+DEFAULT_DISRUPTION_MODE = "Pod"
+
+POD_GROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
+DISRUPTION_TARGET = "DisruptionTarget"
+
+GATE_GENERIC_WORKLOAD = "GenericWorkload"
+GATE_TAS = "TopologyAwareWorkloadScheduling"
+GATE_WAP = "WorkloadAwarePreemption"
+GATE_DRA_WORKLOAD_CLAIMS = "DRAWorkloadResourceClaims"
+
+WORKLOADS_KEY = f"{GROUP}/workloads"
+PRIORITY_CLASSES_KEY = f"{GROUP}/priorityclasses"
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+
+def _enabled(ctx: StrategyContext, gate: str, default: bool = False) -> bool:
+    try:
+        return bool(ctx.enabled(gate))
+    except Exception:  # an unknown gate: its upstream default
+        return default
+
+
+def _is_set(d: Any, key: str) -> bool:
+    return isinstance(d, dict) and d.get(key) is not None
+
+
+def _dict(d: Any, key: str) -> dict:
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def _list(d: Any, key: str) -> list:
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, list) else []
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError wording: `<msg> (e.g. 'a',  or 'b', regex used for validation is '<fmt>')`."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    out = msg + " (e.g. "
+    for i, ex in enumerate(examples):
+        if i:
+            out += " or "
+        out += f"'{ex}', "
+    return out + f"regex used for validation is '{fmt}')"
+
+
+_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
+_SUBDOMAIN_RE = re.compile(rf"^{_LABEL_FMT}(\.{_LABEL_FMT})*$")
+_LABEL_MSG = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " \
+             "and must start and end with an alphanumeric character"
+
+
+def short_name_errors(value: str) -> list[str]:
+    """Declarative `k8s-short-name` (DNS-1123 label) in the words of apimachinery's validate/content."""
+    msgs = []
+    if len(value) > 63:
+        msgs.append("must be no more than 63 bytes")
+    if not _LABEL_RE.match(value):
+        if _SUBDOMAIN_RE.match(value):
+            msgs.append("must not contain dots")
+        else:
+            msgs.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+    return msgs
+
+
+def long_name_errors(value: str) -> list[str]:
+    """Declarative `k8s-long-name` (DNS-1123 subdomain) in the words of validate/content."""
+    msgs = []
+    if len(value) > 253:
+        msgs.append("must be no more than 253 bytes")
+    if not _SUBDOMAIN_RE.match(value):
+        msgs.append(SUBDOMAIN_MSG)
+    return msgs
+
+
+def path_segment_errors(value: str) -> list[str]:
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def _union(path: str, obj: dict, members: tuple[str, ...]) -> list[FieldError]:
+    """Declarative `+k8s:unionMember` check: exactly one member set."""
+    set_fields = [m for m in members if _is_set(obj, m)]
+    all_fields = ", ".join(f"`{m}`" for m in members)
+    if len(set_fields) > 1:
+        return [errors.invalid(path, "{" + ", ".join(set_fields) + "}", f"must specify exactly one of: {all_fields}")]
+    if not set_fields:
+        return [errors.invalid(path, "", f"must specify one of: {all_fields}")]
+    return []
+
+
+def _immutable(path: str) -> FieldError:
+    """Declarative `+k8s:immutable`: the value is not echoed."""
+    return errors.invalid(path, None, "field is immutable")
+
+
+def _duplicates(path: str, items: list, key: str) -> list[FieldError]:
+    """Declarative `validate.Unique` for a list map: one Duplicate per later repeat of a key."""
+    seen: set = set()
+    errs = []
+    for i, item in enumerate(items):
+        k = item.get(key) if isinstance(item, dict) else None
+        if k in seen:
+            errs.append(errors.duplicate(f"{path}[{i}]", item))
+        else:
+            seen.add(k)
+    return errs
+
+
+# -- metav1.Condition validation (apimachinery meta/v1/validation) ----------------------------------
+
+_CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
+_CONDITION_REASON_MSG = _regex_error(
+    "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
+    "characters or '_,:', and must end with an alphanumeric character or '_'",
+    _CONDITION_REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
+
+
+def validate_conditions(conditions: Any, path: str) -> list[FieldError]:
+    """`metav1validation.ValidateConditions`: unique types and each condition well formed."""
+    errs: list[FieldError] = []
+    first: dict[str, int] = {}
+    for i, c in enumerate(conditions or []):
+        if not isinstance(c, dict):
+            continue
+        p = f"{path}[{i}]"
+        ctype = c.get("type") or ""
+        if ctype in first:
+            errs.append(errors.duplicate(f"{p}.type", ctype))
+        else:
+            first[ctype] = i
+        for m in qualified_name_errors(ctype):
+            errs.append(errors.invalid(f"{p}.type", ctype, m))
+        status = c.get("status") or ""
+        if status not in ("True", "False", "Unknown"):
+            errs.append(errors.not_supported(f"{p}.status", status, ["False", "True", "Unknown"]))
+        og = c.get("observedGeneration")
+        if isinstance(og, int) and og < 0:
+            errs.append(errors.invalid(f"{p}.observedGeneration", og, "must be greater than or equal to zero"))
+        if not c.get("lastTransitionTime"):
+            errs.append(errors.required(f"{p}.lastTransitionTime", "must be set"))
+        reason = c.get("reason") or ""
+        if not reason:
+            errs.append(errors.required(f"{p}.reason", "must be set"))
+        else:
+            if not _CONDITION_REASON_RE.match(reason):
+                errs.append(errors.invalid(f"{p}.reason", reason, _CONDITION_REASON_MSG))
+            if len(reason) > 1024:
+                errs.append(errors.too_long(f"{p}.reason", 1024))
+        if len(c.get("message") or "") > 32 * 1024:
+            errs.append(errors.too_long(f"{p}.message", 32 * 1024))
+    return errs
+
+
+# ===================================================================================================
+# PriorityClass
+# ===================================================================================================
+
+def _known_system_class_error(name: str, value: Any, global_default: bool) -> str | None:
+    for spc in SYSTEM_PRIORITY_CLASSES:
+        if spc["metadata"]["name"] == name:
+            if spc["value"] != value:
+                return f"value of {name} PriorityClass must be {spc['value']}"
+            if bool(spc.get("globalDefault", False)) != global_default:
+                return f"globalDefault of {name} PriorityClass must be {str(bool(spc.get('globalDefault'))).lower()}"
+            return None
+    return f"{name} is not a known system priority class"
+
+
+def _validate_preemption_policy(policy: Any, path: str) -> list[FieldError]:
+    if policy in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        return []
+    if policy == "":
+        return [errors.required(path, "")]
+    return [errors.not_supported(path, policy, [PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER])]
+
+
+def default_priority_class(pcs: list[Obj]) -> Obj | None:
+    """The global default class; with several (a race), the one with the lowest value, as upstream."""
+    best = None
+    for pc in pcs:
+        if pc.get("globalDefault") and (best is None or best.get("value", 0) > pc.get("value", 0)):
+            best = pc
+    return best
+
+
+class PriorityClassStrategy(Strategy):
+    columns = [
+        NAME_COLUMN,
+        Column("Value", "integer", "", "value represents the integer value of this priority class. This is the "
+               "actual priority that pods receive when they have the name of this class in their pod spec."),
+        Column("Global-Default", "boolean", "", "globalDefault specifies whether this PriorityClass should be "
+               "considered as the default priority for pods that do not have any priority class."),
+        AGE_COLUMN,
+        Column("PreemptionPolicy", "string", "", "preemptionPolicy is the Policy for preempting pods with lower "
+               "priority."),
+    ]
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        if obj.get("preemptionPolicy") is None:
+            obj["preemptionPolicy"] = PREEMPT_LOWER_PRIORITY
+
+    def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
+        # The Priority plugin's validating half: only one globalDefault class may exist.
+        if operation not in ("CREATE", "UPDATE") or not obj.get("globalDefault"):
+            return
+        dpc = default_priority_class(ctx.list_objects(PRIORITY_CLASSES_KEY, None) or [])
+        if dpc is None:
+            return
+        name = obj["metadata"].get("name", "")
+        if operation == "CREATE" or dpc["metadata"]["name"] != name:
+            raise errors.forbidden_error(
+                "priorityclasses", GROUP, name,
+                f"PriorityClass {dpc['metadata']['name']} is already marked as default. Only one default can exist")
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        name = obj.get("metadata", {}).get("name") or ""
+        value = obj.get("value", 0)
+        if name.startswith(SYSTEM_PRIORITY_CLASS_PREFIX):
+            why = _known_system_class_error(name, value, bool(obj.get("globalDefault")))
+            if why:
+                errs.append(errors.forbidden(
+                    "metadata.name",
+                    f"priority class names with '{SYSTEM_PRIORITY_CLASS_PREFIX}' prefix are reserved for system use "
+                    f"only. error: {why}"))
+        elif isinstance(value, int) and value > HIGHEST_USER_DEFINABLE_PRIORITY:
+            errs.append(errors.forbidden(
+                "value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"))
+        if obj.get("preemptionPolicy") is not None:
+            errs += _validate_preemption_policy(obj["preemptionPolicy"], "preemptionPolicy")
+        return errs
+
+    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        if new.get("value", 0) != old.get("value", 0):
+            errs.append(errors.forbidden("value", "may not be changed in an update."))
+        if new.get("preemptionPolicy") != old.get("preemptionPolicy"):
+            errs.append(errors.immutable("preemptionPolicy", new.get("preemptionPolicy")))
+        return errs
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        return [obj["metadata"]["name"], obj.get("value", 0), bool(obj.get("globalDefault", False)),
+                age_cell(obj, ctx), obj.get("preemptionPolicy") or ""]
+
+
+# ===================================================================================================
+# Workload and PodGroup shared parts
+# ===================================================================================================
+
+def _validate_scheduling_policy(policy: Any, path: str) -> list[FieldError]:
+    policy = policy if isinstance(policy, dict) else {}
+    errs = _union(path, policy, ("basic", "gang"))
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        mc = gang.get("minCount") or 0
+        p = f"{path}.gang.minCount"
+        if mc == 0:
+            errs.append(errors.required(p, ""))
+        elif isinstance(mc, int) and mc < 1:
+            errs.append(errors.invalid(p, mc, "must be greater than or equal to 1"))
+    return errs
+
+
+def _validate_scheduling_constraints(sc: Any, path: str) -> list[FieldError]:
+    topology = _list(sc, "topology")
+    if len(topology) > MAX_TOPOLOGY_CONSTRAINTS:
+        return [errors.too_many(f"{path}.topology", len(topology), MAX_TOPOLOGY_CONSTRAINTS)]
+    errs: list[FieldError] = []
+    for i, tc in enumerate(topology):
+        p = f"{path}.topology[{i}].key"
+        key = (tc or {}).get("key") or ""
+        if not key:
+            errs.append(errors.required(p, ""))
+        else:
+            errs += [errors.invalid(p, key, m) for m in qualified_name_errors(key)]
+    return errs
+
+
+def _validate_resource_claim(claim: Any, path: str) -> list[FieldError]:
+    claim = claim if isinstance(claim, dict) else {}
+    errs = _union(path, claim, ("resourceClaimName", "resourceClaimTemplateName"))
+    name = claim.get("name") or ""
+    if not name:
+        errs.append(errors.required(f"{path}.name", ""))
+    else:
+        errs += [errors.invalid(f"{path}.name", name, m) for m in short_name_errors(name)]
+    for f in ("resourceClaimName", "resourceClaimTemplateName"):
+        v = claim.get(f)
+        if v is not None:
+            errs += [errors.invalid(f"{path}.{f}", v, m) for m in long_name_errors(v)]
+    return errs
+
+
+def _validate_resource_claims(claims: Any, path: str) -> list[FieldError]:
+    claims = claims if isinstance(claims, list) else []
+    if len(claims) > MAX_POD_GROUP_RESOURCE_CLAIMS:
+        return [errors.too_many(path, len(claims), MAX_POD_GROUP_RESOURCE_CLAIMS)]
+    errs = _duplicates(path, claims, "name")
+    for i, c in enumerate(claims):
+        errs += _validate_resource_claim(c, f"{path}[{i}]")
+    return errs
+
+
+def _validate_wap_fields(spec: dict, path: str, ctx: StrategyContext, old: dict | None,
+                         pod_group: bool) -> list[FieldError]:
+    """disruptionMode / priorityClassName / priority under the gated declarative rules.
+
+    With the gate off each field is Forbidden. With it on, a PodGroup's fields are immutable and
+    its disruptionMode required (it is defaulted); a template's are only format-checked (the
+    whole template list is immutable instead). Unchanged values are not re-validated (ratcheting).
+    """
+    errs: list[FieldError] = []
+    wap = _enabled(ctx, GATE_WAP)
+    updating = old is not None
+    for fname in ("disruptionMode", "priorityClassName", "priority"):
+        v = spec.get(fname)
+        ov = (old or {}).get(fname)
+        if fname == "priorityClassName":
+            v, ov = v or "", ov or ""
+        is_set = v not in (None, "")
+        if updating and v == ov:
+            continue
+        p = f"{path}.{fname}"
+        if not wap:
+            if is_set:
+                errs.append(errors.forbidden(p, ""))
+            continue
+        stop = False
+        if pod_group and fname == "disruptionMode" and v is None:
+            errs.append(errors.required(p, ""))
+            stop = True
+        if pod_group and updating:
+            errs.append(_immutable(p))
+            stop = True
+        if stop or not is_set:
+            continue
+        if fname == "disruptionMode":
+            if v not in DISRUPTION_MODES:
+                errs.append(errors.not_supported(p, v, list(DISRUPTION_MODES)))
+        elif fname == "priorityClassName":
+            errs += [errors.invalid(p, v, m) for m in long_name_errors(v)]
+        elif isinstance(v, int):
+            if v > PRIORITY_MAX:
+                errs.append(errors.invalid(p, v, f"must be less than or equal to {PRIORITY_MAX}"))
+            if v < PRIORITY_MIN:
+                errs.append(errors.invalid(p, v, f"must be greater than or equal to {PRIORITY_MIN}"))
+    return errs
+
+
+def _drop_gated_fields(spec: dict, old: dict | None, ctx: StrategyContext, *, null_constraints: bool) -> None:
+    """`dropDisabled*Fields`: clear fields whose gate is off unless the old object used them.
+
+    `null_constraints`: a Workload template serializes an unset `schedulingConstraints` as null.
+    """
+    old = old or {}
+    if not _enabled(ctx, GATE_TAS) and old.get("schedulingConstraints") is None:
+        if null_constraints:
+            spec["schedulingConstraints"] = None
+        else:
+            spec.pop("schedulingConstraints", None)
+    if not _enabled(ctx, GATE_DRA_WORKLOAD_CLAIMS) and not old.get("resourceClaims"):
+        spec.pop("resourceClaims", None)
+    if not _enabled(ctx, GATE_WAP):
+        if old.get("disruptionMode") is None:
+            spec.pop("disruptionMode", None)
+        if not old.get("priorityClassName"):
+            spec.pop("priorityClassName", None)
+        if old.get("priority") is None:
+            spec.pop("priority", None)
+
+
+# ===================================================================================================
+# Workload
+# ===================================================================================================
+
+def _validate_controller_ref(ref: dict, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    api_group = ref.get("apiGroup") or ""
+    if api_group:
+        errs += [errors.invalid(f"{path}.apiGroup", api_group, m) for m in long_name_errors(api_group)]
+    for f in ("kind", "name"):
+        v = ref.get(f) or ""
+        if not v:
+            errs.append(errors.required(f"{path}.{f}", ""))
+        else:
+            errs += [errors.invalid(f"{path}.{f}", v, m) for m in path_segment_errors(v)]
+    return errs
+
+
+def _validate_pod_group_template(t: Any, path: str, ctx: StrategyContext) -> list[FieldError]:
+    t = t if isinstance(t, dict) else {}
+    errs: list[FieldError] = []
+    name = t.get("name") or ""
+    if not name:
+        errs.append(errors.required(f"{path}.name", ""))
+    else:
+        errs += [errors.invalid(f"{path}.name", name, m) for m in short_name_errors(name)]
+    errs += _validate_scheduling_policy(t.get("schedulingPolicy"), f"{path}.schedulingPolicy")
+    sc = t.get("schedulingConstraints")
+    if sc is not None:
+        if not _enabled(ctx, GATE_TAS):
+            errs.append(errors.forbidden(f"{path}.schedulingConstraints", ""))
+        else:
+            errs += _validate_scheduling_constraints(sc, f"{path}.schedulingConstraints")
+    if t.get("resourceClaims"):
+        errs += _validate_resource_claims(t["resourceClaims"], f"{path}.resourceClaims")
+    errs += _validate_wap_fields(t, path, ctx, None, pod_group=False)
+    return errs
+
+
+class WorkloadStrategy(Strategy):
+    columns = [NAME_COLUMN, AGE_COLUMN]
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        for t in _list(spec, "podGroupTemplates"):
+            if isinstance(t, dict):
+                t.setdefault("schedulingPolicy", {})
+                t.setdefault("schedulingConstraints", None)
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj.pop("status", None)  # Workload has no status
+        for t in _list(obj.get("spec"), "podGroupTemplates"):
+            if isinstance(t, dict):
+                _drop_gated_fields(t, None, ctx, null_constraints=True)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
+        new.pop("status", None)
+        old_templates = _list(old.get("spec"), "podGroupTemplates")
+        for i, t in enumerate(_list(new.get("spec"), "podGroupTemplates")):
+            if isinstance(t, dict):
+                _drop_gated_fields(t, old_templates[i] if i < len(old_templates) else None, ctx,
+                                  null_constraints=True)
+
+    def _validate_spec(self, spec: Any, old_spec: Any, ctx: StrategyContext) -> list[FieldError]:
+        spec = spec if isinstance(spec, dict) else {}
+        errs: list[FieldError] = []
+        updating = old_spec is not None
+        old_spec = old_spec if isinstance(old_spec, dict) else {}
+        # controllerRef
+        ref, old_ref = spec.get("controllerRef"), old_spec.get("controllerRef")
+        if not (updating and ref == old_ref):
+            if updating:
+                errs.append(_immutable("spec.controllerRef"))
+            elif isinstance(ref, dict):
+                errs += _validate_controller_ref(ref, "spec.controllerRef")
+        # podGroupTemplates
+        templates, old_templates = _list(spec, "podGroupTemplates"), _list(old_spec, "podGroupTemplates")
+        path = "spec.podGroupTemplates"
+        if not (updating and templates == old_templates):
+            early: list[FieldError] = []
+            if updating:
+                early.append(_immutable(path))
+            if len(templates) > WORKLOAD_MAX_POD_GROUP_TEMPLATES:
+                early.append(errors.too_many(path, len(templates), WORKLOAD_MAX_POD_GROUP_TEMPLATES))
+            if not templates:
+                early.append(errors.required(path, ""))
+            if early:
+                return errs + early
+            errs += _duplicates(path, templates, "name")
+            for i, t in enumerate(templates):
+                errs += _validate_pod_group_template(t, f"{path}[{i}]", ctx)
+        return errs
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return self._validate_spec(obj.get("spec"), None, ctx)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        if new.get("spec") == old.get("spec"):
+            return []
+        return self._validate_spec(new.get("spec"), old.get("spec") or {}, ctx)
+
+
+# ===================================================================================================
+# PodGroup
+# ===================================================================================================
+
+def _validate_template_ref(ref: dict, path: str) -> list[FieldError]:
+    errs = _union(path, ref, ("workload",))
+    wl = ref.get("workload")
+    if isinstance(wl, dict):
+        p = f"{path}.workload"
+        name = wl.get("workloadName") or ""
+        if not name:
+            errs.append(errors.required(f"{p}.workloadName", ""))
+        else:
+            errs += [errors.invalid(f"{p}.workloadName", name, m) for m in long_name_errors(name)]
+        tname = wl.get("podGroupTemplateName") or ""
+        if not tname:
+            errs.append(errors.required(f"{p}.podGroupTemplateName", ""))
+        else:
+            errs += [errors.invalid(f"{p}.podGroupTemplateName", tname, m) for m in short_name_errors(tname)]
+    return errs
+
+
+def _validate_pod_group_spec(spec: Any, old_spec: Any, ctx: StrategyContext) -> list[FieldError]:
+    spec = spec if isinstance(spec, dict) else {}
+    updating = old_spec is not None
+    old_spec = old_spec if isinstance(old_spec, dict) else {}
+    if updating and spec == old_spec:
+        return []
+    errs: list[FieldError] = []
+    # podGroupTemplateRef
+    ref, oref = spec.get("podGroupTemplateRef"), old_spec.get("podGroupTemplateRef")
+    if not (updating and ref == oref):
+        if updating:
+            errs.append(_immutable("spec.podGroupTemplateRef"))
+        elif isinstance(ref, dict):
+            errs += _validate_template_ref(ref, "spec.podGroupTemplateRef")
+    # schedulingPolicy
+    sp, osp = spec.get("schedulingPolicy"), old_spec.get("schedulingPolicy")
+    if not (updating and sp == osp):
+        if updating:
+            errs.append(_immutable("spec.schedulingPolicy"))
+        else:
+            errs += _validate_scheduling_policy(sp, "spec.schedulingPolicy")
+    # schedulingConstraints
+    sc, osc = spec.get("schedulingConstraints"), old_spec.get("schedulingConstraints")
+    if not (updating and sc == osc):
+        if not _enabled(ctx, GATE_TAS):
+            if sc is not None:
+                errs.append(errors.forbidden("spec.schedulingConstraints", ""))
+        elif updating:
+            errs.append(_immutable("spec.schedulingConstraints"))
+        elif sc is not None:
+            errs += _validate_scheduling_constraints(sc, "spec.schedulingConstraints")
+    # resourceClaims
+    rc, orc = spec.get("resourceClaims") or [], old_spec.get("resourceClaims") or []
+    if not (updating and rc == orc):
+        if updating:
+            errs.append(_immutable("spec.resourceClaims"))
+        elif rc:
+            errs += _validate_resource_claims(rc, "spec.resourceClaims")
+    errs += _validate_wap_fields(spec, "spec", ctx, old_spec if updating else None, pod_group=True)
+    return errs
+
+
+def _validate_pod_group_status(status: Any, old_status: Any) -> list[FieldError]:
+    """Declarative rules on status (resourceClaimStatuses: at most 4, unique names, valid claim names)."""
+    status = status if isinstance(status, dict) else {}
+    rcs = _list(status, "resourceClaimStatuses")
+    if old_status is not None and rcs == _list(old_status, "resourceClaimStatuses"):
+        return []
+    path = "status.resourceClaimStatuses"
+    if len(rcs) > MAX_POD_GROUP_RESOURCE_CLAIMS:
+        return [errors.too_many(path, len(rcs), MAX_POD_GROUP_RESOURCE_CLAIMS)]
+    errs = _duplicates(path, rcs, "name")
+    for i, s in enumerate(rcs):
+        v = (s or {}).get("resourceClaimName")
+        if v is not None:
+            errs += [errors.invalid(f"{path}[{i}].resourceClaimName", v, m) for m in long_name_errors(v)]
+    return errs
+
+
+def _scheduled_condition(obj: Obj) -> dict | None:
+    for c in _list(obj.get("status"), "conditions"):
+        if isinstance(c, dict) and c.get("type") == POD_GROUP_SCHEDULED:
+            return c
+    return None
+
+
+class PodGroupStrategy(Strategy):
+    status_is_subresource = True
+    columns = [
+        NAME_COLUMN,
+        Column("Policy", "string", "", "The scheduling policy of the pod group: Basic or Gang."),
+        Column("Workload", "string", "", "The Workload whose PodGroupTemplate this pod group was created from."),
+        Column("Status", "string", "", "The reason of the PodGroupScheduled condition."),
+        AGE_COLUMN,
+    ]
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("podGroupTemplateRef", None)
+        spec.setdefault("schedulingPolicy", {})
+        if _enabled(ctx, GATE_WAP) and spec.get("disruptionMode") is None:
+            spec["disruptionMode"] = DEFAULT_DISRUPTION_MODE
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj["status"] = {}
+        if isinstance(obj.get("spec"), dict):
+            _drop_gated_fields(obj["spec"], None, ctx, null_constraints=False)
+
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
+        new["status"] = old.get("status", {})
+        if isinstance(new.get("spec"), dict):
+            _drop_gated_fields(new["spec"], old.get("spec") if isinstance(old.get("spec"), dict) else None, ctx,
+                              null_constraints=False)
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
+        super().prepare_for_status_update(new, old, ctx)
+        new.setdefault("status", {})
+        if not _enabled(ctx, GATE_DRA_WORKLOAD_CLAIMS) and not _list(old.get("spec"), "resourceClaims"):
+            if isinstance(new["status"], dict):
+                new["status"].pop("resourceClaimStatuses", None)
+
+    def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
+        if operation != "CREATE":
+            return
+        name = obj.get("metadata", {}).get("name", "")
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        # Priority (mutating): resolve priorityClassName -> priority.
+        if _enabled(ctx, GATE_WAP):
+            self._admit_priority(name, spec, ctx)
+        # PodGroupProtection (mutating): every new PodGroup gets the protection finalizer.
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if POD_GROUP_PROTECTION_FINALIZER not in finalizers:
+            finalizers.append(POD_GROUP_PROTECTION_FINALIZER)
+        # PodGroupWorkloadExists (validating): upstream runs it after validation, so an invalid
+        # PodGroup is reported as such (422) rather than refused here.
+        if self.validate(obj, ctx):
+            return
+        ref = spec.get("podGroupTemplateRef")
+        wl = ref.get("workload") if isinstance(ref, dict) else None
+        if not isinstance(wl, dict):
+            return
+        wname = wl.get("workloadName") or ""
+        tname = wl.get("podGroupTemplateName") or ""
+        workload = ctx.lookup(WORKLOADS_KEY, obj["metadata"].get("namespace", ""), wname)
+        if workload is None:
+            raise errors.forbidden_error("podgroups", GROUP, name, f'PodGroup rejected: Workload "{wname}" not found')
+        if (workload.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.forbidden_error("podgroups", GROUP, name,
+                                         f'PodGroup rejected: Workload "{wname}" is being deleted')
+        if not any(isinstance(t, dict) and t.get("name") == tname
+                   for t in _list(workload.get("spec"), "podGroupTemplates")):
+            raise errors.forbidden_error(
+                "podgroups", GROUP, name,
+                f'PodGroup rejected: PodGroupTemplate "{tname}" not found in Workload "{wname}"')
+
+    @staticmethod
+    def _admit_priority(name: str, spec: dict, ctx: StrategyContext) -> None:
+        class_name = spec.get("priorityClassName") or ""
+        if not class_name:
+            dpc = default_priority_class(ctx.list_objects(PRIORITY_CLASSES_KEY, None) or [])
+            priority = dpc.get("value", 0) if dpc else 0
+            class_name = dpc["metadata"]["name"] if dpc else ""
+        else:
+            pc = ctx.lookup(PRIORITY_CLASSES_KEY, "", class_name)
+            if pc is None:
+                raise errors.forbidden_error("podgroups", GROUP, name,
+                                             f"no PriorityClass with name {class_name} was found")
+            priority = pc.get("value", 0)
+        preset = spec.get("priority")
+        if preset is not None and preset != priority:
+            raise errors.forbidden_error(
+                "podgroups", GROUP, name,
+                f"the integer value of priority ({preset}) must not be provided in pod group spec; priority "
+                f"admission controller computed {priority} from the given PriorityClass name")
+        if class_name:
+            spec["priorityClassName"] = class_name
+        spec["priority"] = priority
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return _validate_pod_group_spec(obj.get("spec"), None, ctx) + \
+            _validate_pod_group_status(obj.get("status"), None)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        # Upstream defaults the stored object when it reads it back, so an object stored before
+        # WorkloadAwarePreemption was enabled compares as if it had `disruptionMode: Pod`.
+        old_spec = dict(old.get("spec") or {})
+        if _enabled(ctx, GATE_WAP) and old_spec.get("disruptionMode") is None:
+            old_spec["disruptionMode"] = DEFAULT_DISRUPTION_MODE
+        return _validate_pod_group_spec(new.get("spec"), old_spec, ctx) + \
+            _validate_pod_group_status(new.get("status"), old.get("status") or {})
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        status = new.get("status") if isinstance(new.get("status"), dict) else {}
+        errs = validate_conditions(status.get("conditions"), "status.conditions")
+        spec_claims = {c.get("name") for c in _list(new.get("spec"), "resourceClaims") if isinstance(c, dict)}
+        for i, s in enumerate(_list(status, "resourceClaimStatuses")):
+            sname = (s or {}).get("name") or ""
+            if sname not in spec_claims:
+                errs.append(errors.invalid(f"status.resourceClaimStatuses[{i}].name", sname,
+                                           "must match the name of an entry in `spec.resourceClaims`"))
+        return errs + _validate_pod_group_status(status, old.get("status") or {})
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        return [obj["metadata"]["name"], pod_group_policy(spec), pod_group_workload(spec),
+                pod_group_status(obj), age_cell(obj, ctx)]
+
+
+def pod_group_policy(spec: dict) -> str:
+    sp = spec.get("schedulingPolicy") if isinstance(spec.get("schedulingPolicy"), dict) else {}
+    if sp.get("gang") is not None:
+        return "Gang"
+    if sp.get("basic") is not None:
+        return "Basic"
+    return ""
+
+
+def pod_group_workload(spec: dict) -> str:
+    ref = spec.get("podGroupTemplateRef")
+    wl = ref.get("workload") if isinstance(ref, dict) else None
+    if isinstance(wl, dict) and wl.get("workloadName"):
+        return wl["workloadName"]
+    return "<none>"
+
+
+def pod_group_status(obj: Obj) -> str:
+    c = _scheduled_condition(obj)
+    return (c or {}).get("reason") or ""
+
+
+
+PRIORITY_CLASSES = register(ResourceType(
+    group=GROUP, version="v1", kind="PriorityClass", plural="priorityclasses", namespaced=False,
+    strategy=PriorityClassStrategy(), short_names=["pc"]))
+
+WORKLOADS = register(ResourceType(
+    group=GROUP, version="v1alpha2", kind="Workload", plural="workloads", namespaced=True,
+    strategy=WorkloadStrategy(), requires_gate=GATE_GENERIC_WORKLOAD, alpha=True))
+
+POD_GROUPS = register(ResourceType(
+    group=GROUP, version="v1alpha2", kind="PodGroup", plural="podgroups", namespaced=True,
+    strategy=PodGroupStrategy(), subresources=["status"], requires_gate=GATE_GENERIC_WORKLOAD, alpha=True))
