@@ -26,12 +26,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import timezone
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any, Callable
 
 import orjson
 
-from ..machinery import errors
+from ..machinery import errors, quantity
 from ..machinery.errors import FieldError
 from ..machinery.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, \
     qualified_name_errors, validate_annotations, validate_labels
@@ -146,40 +146,17 @@ _SEMVER_RE = re.compile(
     r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
     r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_QUANTITY_SUFFIX = {
-    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal("1e3"),
-    "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
-    "Ki": Decimal(2 ** 10), "Mi": Decimal(2 ** 20), "Gi": Decimal(2 ** 30), "Ti": Decimal(2 ** 40),
-    "Pi": Decimal(2 ** 50), "Ei": Decimal(2 ** 60),
-}
 QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
-def parse_quantity(value: Any) -> Decimal | None:
-    """A resource.Quantity string (or number) as a Decimal; None when it is not a quantity."""
-    if isinstance(value, bool):
+def parse_quantity(value: Any) -> Fraction | None:
+    """A resource.Quantity string (or number) as an exact value; None when it is not a quantity."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY_RE.match(value.strip())
-    if not m:
-        return None
-    number, suffix = m.groups()
     try:
-        base = Decimal(number)
-    except InvalidOperation:
+        return quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
+    except ValueError:
         return None
-    if suffix in _QUANTITY_SUFFIX:
-        return base * _QUANTITY_SUFFIX[suffix]
-    if suffix[:1] in ("e", "E"):
-        try:
-            return base * (Decimal(10) ** int(suffix[1:]))
-        except ValueError:
-            return None
-    return None
 
 
 def _truncate_key(key: str, max_len: int) -> str:
@@ -778,7 +755,7 @@ def _validate_version(v: str, path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_request_policy(capacity_value: Decimal | None, policy: dict, path: str) -> list[FieldError]:
+def _validate_request_policy(capacity_value: Fraction | None, policy: dict, path: str) -> list[FieldError]:
     valid_values = _list(policy, "validValues")
     valid_range = policy.get("validRange")
     if valid_values and valid_range is not None:
@@ -786,7 +763,7 @@ def _validate_request_policy(capacity_value: Decimal | None, policy: dict, path:
                                        '"validRange" at the same time')]
     default = policy.get("default")
     dflt = parse_quantity(default)
-    cap = capacity_value if capacity_value is not None else Decimal(0)
+    cap = capacity_value if capacity_value is not None else Fraction(0)
     errs: list[FieldError] = []
     if valid_values:
         if default is None:
@@ -854,11 +831,13 @@ def _validate_request_policy(capacity_value: Decimal | None, policy: dict, path:
     return errs
 
 
-def capacity_str(q: Decimal | None) -> str:
+def capacity_str(q: Fraction | None) -> str:
     if q is None:
         return "0"
-    q = q.normalize()
-    return str(int(q)) if q == q.to_integral_value() else str(q)
+    if q.denominator == 1:
+        return str(q.numerator)
+    from decimal import Decimal
+    return format(Decimal(q.numerator) / Decimal(q.denominator), "f").rstrip("0").rstrip(".")
 
 
 def _validate_capacity(cap: Any, path: str, multi: bool) -> list[FieldError]:

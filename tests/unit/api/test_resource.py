@@ -6,6 +6,7 @@ import copy
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from fractions import Fraction
 
 from phalanx.api import resource
 from phalanx.api.registry import StrategyContext
@@ -490,7 +491,7 @@ def test_device_class():
 
 def test_quantities():
     assert resource.parse_quantity("80Gi") == 80 * 2 ** 30
-    assert resource.parse_quantity("100m") == resource.Decimal("0.1")
+    assert resource.parse_quantity("100m") == Fraction(1, 10)
     assert resource.parse_quantity("1e3") == 1000
     assert resource.parse_quantity("abc") is None
 
