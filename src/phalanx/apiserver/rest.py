@@ -473,7 +473,8 @@ class API:
             return old
         if dry_run:
             return obj
-        if omd.get("deletionTimestamp") and not md.get("finalizers"):
+        if (omd.get("deletionTimestamp") and not md.get("finalizers") and not omd.get("deletionGracePeriodSeconds")
+                and not self._spec_finalizers(rt, obj)):
             self._finish_delete(rt, ns, name, omd.get("resourceVersion"))
             return obj
         try:
@@ -610,7 +611,8 @@ class API:
         grace = self._grace_period(rt, obj, grace_period)
         if dry_run:
             return obj, not finalizers and not grace
-        if not finalizers and not grace and rt.key != "core/namespaces":
+        spec_finalizers = (obj.get("spec") or {}).get("finalizers") if rt.key == "core/namespaces" else None
+        if not finalizers and not grace and not spec_finalizers:
             return self._finish_delete(rt, ns, name, None), True
         if md.get("deletionTimestamp") and finalizers == (md.get("finalizers") or []) and not grace:
             return obj, False  # already terminating; nothing changes
@@ -631,6 +633,39 @@ class API:
             new.setdefault("status", {})["phase"] = "Terminating"
         try:
             return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    @staticmethod
+    def _spec_finalizers(rt: ResourceType, obj: Obj) -> list:
+        """Namespaces also wait for `spec.finalizers` (the namespace controller's `kubernetes`)."""
+        if rt.key != "core/namespaces":
+            return []
+        return list((obj.get("spec") or {}).get("finalizers") or [])
+
+    def finalize(self, rt: ResourceType, name: str, body: Obj) -> Obj:
+        """`PUT namespaces/<name>/finalize`: only spec.finalizers changes; a terminating namespace
+        whose finalizers are all gone is removed."""
+        if rt.key != "core/namespaces":
+            raise errors.method_not_allowed("finalize is only served for namespaces")
+        old = self.get(rt, "", name)
+        self._check_type_meta(rt, body)
+        new = deep_copy(body)
+        strategy = rt.strategy
+        if hasattr(strategy, "prepare_for_finalize_update"):
+            strategy.prepare_for_finalize_update(new, old, self.ctx)
+            self._raise_invalid(rt, new, strategy.validate_finalize_update(new, old, self.ctx))
+        else:
+            new = deep_copy(old)
+            new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return old
+        omd = old["metadata"]
+        if omd.get("deletionTimestamp") and not self._spec_finalizers(rt, new) and not omd.get("finalizers"):
+            return self._finish_delete(rt, "", name, omd["resourceVersion"])
+        try:
+            return self.store.update(rt.key, "", name, new, expected_rv=omd["resourceVersion"])
         except StoreConflict:
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
 
@@ -808,3 +843,5 @@ class WatchStream:
 def registry_loaded() -> None:
     from .. import api as api_pkg
     api_pkg.load_all()
+    from . import serviceip
+    serviceip.install()

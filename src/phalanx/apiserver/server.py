@@ -346,21 +346,12 @@ class Server:
             raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
         warnings: list[str] = []
         if sub == "finalize":
-            obj = self.finalize_namespace(rt, name, body)
+            obj = self.api.finalize(rt, name, body)
             return self._respond(request, rt, obj)
         obj = self.api.update(rt, namespace, name, body, subresource=sub, dry_run=self._dry_run(request),
                               field_manager=request.query.get("fieldManager") or _default_manager(request),
                               field_validation=self._field_validation(request), raw=raw, warnings=warnings)
         return self._respond(request, rt, obj, warnings=warnings)
-
-    def finalize_namespace(self, rt: ResourceType, name: str, body: dict) -> dict:
-        if rt.key != "core/namespaces":
-            raise errors.method_not_allowed("finalize is only served for namespaces")
-        from ..machinery.meta import deep_copy
-        old = self.api.get(rt, "", name)
-        new = deep_copy(old)
-        new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
-        return self.api.store.update(rt.key, "", name, new, expected_rv=old["metadata"]["resourceVersion"])
 
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
                     sub: str | None) -> web.Response:

@@ -1,8 +1,8 @@
 """The in-process components a control plane runs beside its API server.
 
 Each component talks to the API only through an in-process `Client`, so the same component can run
-in its own process against any API server. `start_all(control_plane)` starts those that exist and
-returns them (each has `async stop()`).
+in its own process against any API server. `start_all(control_plane)` starts them on one shared
+informer factory and returns a handle whose `stop()` stops them all.
 """
 
 from __future__ import annotations
@@ -10,14 +10,34 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..client import InformerFactory, InProcessClient
+from ..controllers.garbagecollector import GarbageCollector
+from ..controllers.namespace import NamespaceController
+from ..controllers.serviceaccount import ServiceAccountsController
+
 log = logging.getLogger("phalanx.components")
 
 
+class Components:
+    def __init__(self, controllers: list[Any], factory: InformerFactory):
+        self.controllers = controllers
+        self.factory = factory
+
+    async def stop(self) -> None:
+        for c in reversed(self.controllers):
+            try:
+                await c.stop()
+            except Exception:  # pragma: no cover - best effort at shutdown
+                log.exception("stopping %s", type(c).__name__)
+        await self.factory.stop()
+
+
 async def start_all(cp: Any) -> list[Any]:
-    started: list[Any] = []
-    try:
-        from ..client import InProcessClient, InformerFactory  # noqa: F401
-    except ImportError:
-        log.warning("client package not available yet: no controllers started")
-        return started
-    return started
+    """kube-controller-manager's part: garbage collector, namespace and service-account controllers."""
+    client = InProcessClient(cp.api, field_manager="kube-controller-manager")
+    factory = InformerFactory(client)
+    controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
+                   ServiceAccountsController(client, factory)]
+    for c in controllers:
+        c.start()
+    return [Components(controllers, factory)]

@@ -1,0 +1,129 @@
+"""core/v1 Events in the shape client-go's event recorder writes them, with its deduplication.
+
+Each client holds one `EventRecorder`; components call `client.create_event(...)`:
+
+    await client.create_event(pod, "FailedScheduling", "0/3 nodes are available: ...",
+                              type="Warning", component="default-scheduler")
+
+The first occurrence creates an Event named `<object name>.<hex nanoseconds>` in the object's
+namespace ("default" for cluster-scoped objects) with `count: 1` and `firstTimestamp` =
+`lastTimestamp`. A repeat (same source, involved object, type, reason and message) updates that
+Event instead: `count` + 1, a new `lastTimestamp`, `firstTimestamp` kept — as client-go's
+EventCorrelator does (its LRU holds 4096 keys). Recording never raises: a failure is logged and
+the event dropped, as upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy, now_rfc3339
+from .clock import REAL_CLOCK, Clock, to_datetime
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .interface import Client
+
+log = logging.getLogger("phalanx.client.events")
+
+Obj = dict[str, Any]
+MAX_CACHE_ENTRIES = 4096
+
+
+def object_reference(obj: Obj, field_path: str | None = None) -> dict:
+    """An ObjectReference to `obj` (empty fields omitted, as the Go types serialize)."""
+    md = obj.get("metadata") or {}
+    ref = {"kind": obj.get("kind", ""), "namespace": md.get("namespace", ""), "name": md.get("name", ""),
+           "uid": md.get("uid", ""), "apiVersion": obj.get("apiVersion", ""),
+           "resourceVersion": md.get("resourceVersion", ""), "fieldPath": field_path or ""}
+    return {k: v for k, v in ref.items() if v}
+
+
+class EventRecorder:
+    def __init__(self, client: "Client", *, clock: Clock = REAL_CLOCK, component: str = "",
+                 host: str = "", cache_size: int = MAX_CACHE_ENTRIES):
+        self.client = client
+        self.clock = clock
+        self.component = component
+        self.host = host
+        self.cache_size = cache_size
+        self._cache: collections.OrderedDict[tuple, Obj] = collections.OrderedDict()
+        self._last_nanos = 0
+        self._lock = asyncio.Lock()
+
+    def _unique_nanos(self) -> int:
+        nanos = int(self.clock.now() * 1e9)
+        if nanos <= self._last_nanos:
+            nanos = self._last_nanos + 1
+        self._last_nanos = nanos
+        return nanos
+
+    async def record(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
+                     component: str | None = None, host: str | None = None,
+                     field_path: str | None = None) -> Obj | None:
+        component = component if component is not None else self.component
+        host = host if host is not None else self.host
+        ref = object_reference(regarding, field_path)
+        key = (component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+               ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, message)
+        now = now_rfc3339(to_datetime(self.clock.now()))
+        async with self._lock:
+            previous = self._cache.get(key)
+            try:
+                if previous is not None:
+                    event = deep_copy(previous)
+                    event["count"] = int(event.get("count") or 1) + 1
+                    event["lastTimestamp"] = now
+                    event["metadata"].pop("resourceVersion", None)
+                    try:
+                        saved = await self.client.update(event)
+                    except StatusError as e:
+                        if e.code != 404:
+                            raise
+                        saved = await self.client.create(self._for_create(event))
+                else:
+                    saved = await self.client.create(self._new_event(ref, reason, message, type, component,
+                                                                     host, now))
+            except StatusError as e:
+                log.warning("unable to record event %s %s for %s/%s: %s", type, reason,
+                            ref.get("namespace", ""), ref.get("name", ""), e.message)
+                self._cache.pop(key, None)
+                return None
+            self._cache[key] = saved
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            return saved
+
+    @staticmethod
+    def _for_create(event: Obj) -> Obj:
+        md = event["metadata"]
+        for f in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+            md.pop(f, None)
+        return event
+
+    def _new_event(self, ref: dict, reason: str, message: str, type: str, component: str, host: str,
+                   now: str) -> Obj:
+        namespace = ref.get("namespace") or "default"
+        source = {"component": component}
+        if host:
+            source["host"] = host
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{ref.get('name', '')}.{self._unique_nanos():x}", "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "source": source,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "type": type,
+            "eventTime": None,
+            "reportingComponent": component,
+            "reportingInstance": host,
+        }

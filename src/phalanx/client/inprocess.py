@@ -1,0 +1,214 @@
+"""`InProcessClient`: the `Client` protocol over a `rest.API` in the same process.
+
+    api = API(MemoryStore(), gates)
+    client = InProcessClient(api, field_manager="kube-scheduler")
+    pod = await client.get("v1", "Pod", "default", "p")
+
+Every call goes straight to the API (no HTTP, no JSON encoding) but keeps the HTTP client's
+contract: objects are copied in and out (`meta.deep_copy`), so a caller never holds a dict the
+store shares; errors are the same `StatusError`s the HTTP server would turn into Status bodies;
+a watch is an async iterator over the API's `WatchStream`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..machinery import errors
+from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy
+from .clock import REAL_CLOCK, Clock
+from .events import EventRecorder
+from .interface import MERGE_PATCH, Obj, ResourceInfo, find_resource, no_kind_match
+
+
+def _namespace(md: dict) -> str:
+    return md.get("namespace") or ""
+
+
+class InProcessWatch:
+    """Adapts `WatchStream` (`ready()` / `await wait()`) to `async for (type, obj)`."""
+
+    def __init__(self, open_stream):
+        self._open = open_stream
+        self._stream = None
+        self._pending: list[tuple[str, Obj]] = []
+        self._closed = False
+
+    def __aiter__(self) -> "InProcessWatch":
+        return self
+
+    async def __anext__(self) -> tuple[str, Obj]:
+        if self._closed:
+            raise StopAsyncIteration
+        if self._stream is None:
+            self._stream = self._open()  # raises StatusError (e.g. 410 Expired) here, like HTTP does
+        while not self._pending:
+            stream = self._stream
+            self._pending = list(reversed(stream.ready()))
+            if self._pending:
+                break
+            if stream.closed:
+                self._closed = True
+                if stream.watcher.overflowed:
+                    raise errors.gone("watch channel was too slow and was closed")
+                raise StopAsyncIteration
+            await stream.wait(None)
+        type_, obj = self._pending.pop()
+        return type_, deep_copy(obj)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._stream is not None:
+            self._stream.close()
+
+    async def __aenter__(self) -> "InProcessWatch":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+
+class InProcessClient:
+    def __init__(self, api: Any, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
+                 host: str = ""):
+        self.api = api
+        self.field_manager = field_manager
+        self.clock = clock
+        self.events = EventRecorder(self, clock=clock, component=field_manager, host=host)
+
+    # -- resources ---------------------------------------------------------------------------
+    def _resources(self) -> list[ResourceInfo]:
+        out = []
+        for rt in self.api.types:
+            out.append(ResourceInfo(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced,
+                                    tuple(rt.verbs), tuple(rt.subresources)))
+        return out
+
+    def _rt(self, api_version: str, kind: str):
+        group, _, version = api_version.rpartition("/")
+        by_kind = kind[:1].isupper()
+        for rt in self.api.types:
+            if rt.group == group and rt.version == version and (rt.kind == kind if by_kind else rt.plural == kind):
+                return rt
+        raise no_kind_match(api_version, kind)
+
+    async def served_resources(self, *, refresh: bool = False) -> list[ResourceInfo]:
+        return self._resources()
+
+    async def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        r = find_resource(self._resources(), api_version, kind)
+        if r is None:
+            raise no_kind_match(api_version, kind)
+        return r
+
+    def _rt_of(self, obj: Obj):
+        if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind"):
+            raise errors.bad_request("Object 'Kind' is missing in the object to send")
+        return self._rt(obj["apiVersion"], obj["kind"])
+
+    @staticmethod
+    def _require_subresource(rt, sub: str | None) -> None:
+        if sub is not None and sub not in rt.subresources:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+
+    # -- verbs -------------------------------------------------------------------------------
+    async def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+        rt = self._rt(api_version, kind)
+        return deep_copy(self.api.get(rt, namespace or "", name))
+
+    async def list(self, api_version: str, kind: str, namespace: str | None = None, *,
+                   label_selector: str | None = None, field_selector: str | None = None) -> tuple[list[Obj], str]:
+        rt = self._rt(api_version, kind)
+        lst = self.api.list(rt, namespace or None, label_selector=label_selector, field_selector=field_selector)
+        return deep_copy(lst["items"]), lst["metadata"]["resourceVersion"]
+
+    def watch(self, api_version: str, kind: str, namespace: str | None = None, *,
+              resource_version: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None, allow_bookmarks: bool = True,
+              timeout_seconds: int | None = None) -> InProcessWatch:
+        def open_stream():
+            rt = self._rt(api_version, kind)
+            return self.api.watch(rt, namespace or None, resource_version=resource_version,
+                                  label_selector=label_selector, field_selector=field_selector,
+                                  allow_bookmarks=allow_bookmarks)
+        return InProcessWatch(open_stream)
+
+    async def create(self, obj: Obj, *, namespace: str | None = None) -> Obj:
+        rt = self._rt_of(obj)
+        ns = namespace or _namespace(obj.get("metadata") or {})
+        return deep_copy(self.api.create(rt, ns, deep_copy(obj), field_manager=self.field_manager))
+
+    async def _update(self, obj: Obj, subresource: str | None) -> Obj:
+        rt = self._rt_of(obj)
+        self._require_subresource(rt, subresource)
+        md = obj.get("metadata") or {}
+        return deep_copy(self.api.update(rt, _namespace(md), md.get("name", ""), deep_copy(obj),
+                                         subresource=subresource, field_manager=self.field_manager))
+
+    async def update(self, obj: Obj) -> Obj:
+        return await self._update(obj, None)
+
+    async def update_status(self, obj: Obj) -> Obj:
+        return await self._update(obj, "status")
+
+    async def patch(self, api_version: str, kind: str, namespace: str | None, name: str, body: Any,
+                    patch_type: str = MERGE_PATCH, subresource: str | None = None, *,
+                    force: bool = False) -> Obj:
+        rt = self._rt(api_version, kind)
+        self._require_subresource(rt, subresource)
+        if not isinstance(body, (bytes, bytearray, str)):
+            body = deep_copy(body)
+        obj, _ = self.api.patch(rt, namespace or "", name, patch_type, body, subresource=subresource,
+                                field_manager=self.field_manager, force=force)
+        return deep_copy(obj)
+
+    async def delete(self, api_version: str, kind: str, namespace: str | None, name: str, *,
+                     propagation: str | None = None, grace_period: int | None = None,
+                     preconditions: dict | None = None) -> Obj:
+        rt = self._rt(api_version, kind)
+        obj, _ = self.api.delete(rt, namespace or "", name, propagation=propagation, grace_period=grace_period,
+                                 preconditions=preconditions)
+        return deep_copy(obj)
+
+    async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
+        md: dict = {"name": name, "namespace": namespace}
+        if uid:
+            md["uid"] = uid
+        self.api.bind(namespace, name, {"apiVersion": "v1", "kind": "Binding", "metadata": md,
+                                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+
+    async def finalize(self, namespace: Obj) -> Obj:
+        """`PUT /api/v1/namespaces/<n>/finalize`: replace `spec.finalizers`; a terminating namespace
+        left with no finalizers of either kind is deleted (upstream's ShouldDeleteDuringUpdate)."""
+        rt = self._rt("v1", "Namespace")
+        name = (namespace.get("metadata") or {}).get("name", "")
+        old = self.api.get(rt, "", name)
+        rv = (namespace.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
+        new = deep_copy(old)
+        new.setdefault("spec", {})["finalizers"] = list((namespace.get("spec") or {}).get("finalizers") or [])
+        if new == old:
+            return deep_copy(old)
+        store = self.api.store
+        from ..store import StoreConflict, StoreNotFound
+        try:
+            if new["metadata"].get("deletionTimestamp") and not new["spec"]["finalizers"] \
+                    and not new["metadata"].get("finalizers"):
+                return deep_copy(store.delete(rt.key, "", name, expected_rv=old["metadata"]["resourceVersion"]))
+            return deep_copy(store.update(rt.key, "", name, new, expected_rv=old["metadata"]["resourceVersion"]))
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+        except StoreNotFound:
+            raise errors.not_found_error(rt.plural, rt.group, name) from None
+
+    # -- events ------------------------------------------------------------------------------
+    async def create_event(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
+                           component: str | None = None, host: str | None = None,
+                           field_path: str | None = None) -> Obj | None:
+        return await self.events.record(regarding, reason, message, type=type, component=component,
+                                        host=host, field_path=field_path)
+
+    async def close(self) -> None:
+        pass

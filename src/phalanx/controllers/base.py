@@ -1,0 +1,155 @@
+"""The shape every phalanx controller shares: informers -> keyed work queue -> `sync(key)` workers.
+
+A controller subclasses `Controller`, asks for the informers it needs in `__init__` and says what
+to enqueue, then writes `sync(key)` to read the current state and converge it:
+
+    class MyController(Controller):
+        name = "my-controller"
+
+        def __init__(self, client, factory=None, **kw):
+            super().__init__(client, factory, **kw)
+            self.things = self.informer("v1", "ConfigMap")
+            self.enqueue_on(self.things)            # every add/update/delete enqueues ns/name
+
+        async def sync(self, key: str) -> None:
+            obj = self.things.get(key)
+            ...
+
+    ctrl = MyController(client, factory, clock=clock)
+    ctrl.start()          # or: await ctrl.run() (returns after stop())
+    ...
+    await ctrl.stop()
+
+`run()` calls `setup()` (for work that needs the API, e.g. discovery), starts the factory's
+informers, waits until this controller's informers have synced, then runs `workers` workers. A
+`sync` that raises is retried with the queue's rate limit (5 ms doubling to 1000 s per key); one
+that returns normally resets the key's backoff. `enqueue_after(key, s)` asks for a later look
+(polling for something that has no event). Level-triggered: a controller keeps no state the
+API does not hold, so a new instance converges from the informers' first lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from ..client.clock import REAL_CLOCK, Clock
+from ..client.informer import Informer, InformerFactory, object_key
+from ..client.workqueue import WorkQueue
+from ..machinery.errors import StatusError
+
+Obj = dict[str, Any]
+
+
+class Controller:
+    name: str = "controller"
+    workers: int = 1
+
+    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None):
+        self.client = client
+        self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
+        self._own_factory = factory is None
+        self.factory = factory if factory is not None else InformerFactory(client, clock=self.clock)
+        if workers is not None:
+            self.workers = workers
+        self.queue = WorkQueue(self.name, clock=self.clock)
+        self.log = logging.getLogger(f"phalanx.controllers.{self.name}")
+        self._informers: list[Informer] = []
+        self._task: asyncio.Task | None = None
+        self._worker_tasks: list[asyncio.Task] = []
+        self._stop_event: asyncio.Event | None = None
+        self.synced = False
+
+    # -- wiring ------------------------------------------------------------------------------
+    def informer(self, api_version: str, kind: str, **kwargs) -> Informer:
+        """A shared informer from the factory that this controller waits for before working."""
+        inf = self.factory.informer(api_version, kind, **kwargs)
+        if inf not in self._informers:
+            self._informers.append(inf)
+        return inf
+
+    def enqueue_on(self, informer: Informer, key_of: Callable[[Obj], str | None] = object_key) -> None:
+        """Enqueue `key_of(obj)` on every add, update and delete the informer sees."""
+        def add(obj: Obj) -> None:
+            key = key_of(obj)
+            if key is not None:
+                self.queue.add(key)
+
+        informer.add_event_handler(on_add=add, on_update=lambda old, new: add(new), on_delete=add)
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    def enqueue_after(self, key: str, delay: float) -> None:
+        self.queue.add_after(key, delay)
+
+    # -- behaviour ---------------------------------------------------------------------------
+    async def setup(self) -> None:
+        """Runs once at the start of `run()`, before informers start. Override as needed."""
+
+    async def sync(self, key: str) -> None:
+        raise NotImplementedError
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        self._stop_event = asyncio.Event()
+        await self.setup()
+        self.factory.start()
+        await self.factory.wait_for_sync(self._informers)
+        self.synced = True
+        self.log.debug("caches synced; starting %d workers", self.workers)
+        self._worker_tasks = [asyncio.get_running_loop().create_task(self._worker(), name=f"{self.name} worker {i}")
+                              for i in range(self.workers)]
+        try:
+            await self._stop_event.wait()
+        finally:
+            for t in self._worker_tasks:
+                t.cancel()
+            for t in self._worker_tasks:
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
+            self._worker_tasks = []
+
+    def start(self) -> asyncio.Task:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
+        return self._task
+
+    async def stop(self) -> None:
+        self.queue.shutdown()
+        if self._stop_event is not None:
+            self._stop_event.set()
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self._own_factory:
+            await self.factory.stop()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if key is None:
+                return
+            try:
+                await self.sync(key)
+                self.queue.forget(key)
+            except asyncio.CancelledError:
+                raise
+            except StatusError as e:
+                level = logging.DEBUG if e.code in (404, 409) else logging.WARNING
+                self.log.log(level, "error syncing %r: %s %s: %s; requeuing", key, e.code, e.reason, e.message)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                self.log.exception("error syncing %r; requeuing", key)
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+            await asyncio.sleep(0)  # let informers and other workers run between keys
