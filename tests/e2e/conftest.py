@@ -113,7 +113,7 @@ def cluster(tmp_path_factory) -> Cluster:
 def ns(cluster: Cluster, request) -> str:
     """A fresh namespace per test, deleted afterwards (without waiting)."""
     name = "t-" + uuid.uuid4().hex[:8]
-    cluster.kubectl("create", "namespace", name).check()
+    cluster.kubectl("apply", "-f", "-", input=f'{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{name}"}}}}').check()
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false")
 

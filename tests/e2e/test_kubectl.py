@@ -61,7 +61,7 @@ def test_system_namespaces_exist(cluster: Cluster):
 def test_apply_created_unchanged_configured(cluster: Cluster, ns: str):
     assert cluster.kubectl("apply", "-n", ns, "-f", "-", input=POD).check().out.strip() == "pod/web created"
     assert cluster.kubectl("apply", "-n", ns, "-f", "-", input=POD).check().out.strip() == "pod/web unchanged"
-    edited = POD.replace("image: busybox:1\n  - name: d", "image: busybox:2\n  - name: d").replace(
+    edited = POD.replace("    image: busybox:1\n    env:", "    image: busybox:2\n    env:").replace(
         "    tier: front\n", "")
     assert cluster.kubectl("apply", "-n", ns, "-f", "-", input=edited).check().out.strip() == "pod/web configured"
     pod = cluster.kubectl("get", "pod", "web", "-n", ns, "-o", "json").check().json()

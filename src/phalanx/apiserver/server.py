@@ -218,7 +218,7 @@ class Server:
         m = request.method
         if name is None:
             if m == "GET":
-                if request.query.get("watch") in ("true", "1"):
+                if _qbool(request, "watch"):
                     return await self.watch(request, rt, namespace)
                 return self.list(request, rt, namespace)
             if m == "POST":
@@ -361,7 +361,7 @@ class Server:
                               f'the body of the request was in an unknown format - accepted media types include: '
                               f'{", ".join(PATCH_TYPES[:4])}')
         raw = await self._raw(request)
-        force = request.query.get("force") in ("true", "1")
+        force = _qbool(request, "force")
         warnings: list[str] = []
         manager = request.query.get("fieldManager") or _default_manager(request)
         obj, created = self.api.patch(rt, namespace, name, ct, raw, subresource=sub,
@@ -384,8 +384,8 @@ class Server:
             opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
         if "propagationPolicy" in q:
             opts["propagationPolicy"] = q["propagationPolicy"]
-        if q.get("orphanDependents") in ("true", "false"):
-            opts["orphanDependents"] = q["orphanDependents"] == "true"
+        if "orphanDependents" in q:
+            opts["orphanDependents"] = _qbool(request, "orphanDependents")
         if "dryRun" in q:
             opts["dryRun"] = q.getall("dryRun")
         return opts
@@ -453,8 +453,8 @@ class Server:
         q = request.query
         stream = self.api.watch(rt, namespace, resource_version=q.get("resourceVersion"),
                                 label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"),
-                                send_initial_events=q.get("sendInitialEvents") in ("true", "1"),
-                                allow_bookmarks=q.get("allowWatchBookmarks") in ("true", "1"))
+                                send_initial_events=_qbool(request, "sendInitialEvents"),
+                                allow_bookmarks=_qbool(request, "allowWatchBookmarks"))
         try:
             timeout = float(q.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
         except ValueError:
@@ -523,6 +523,14 @@ def _scale_of(rt: ResourceType, obj: dict) -> dict:
             "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
             "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
                        "selector": ",".join(f"{k}={v}" for k, v in sorted(sel.items()))}}
+
+
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _qbool(request: web.Request, name: str) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it."""
+    return request.query.get(name) in _TRUE
 
 
 def _default_manager(request: web.Request) -> str:
