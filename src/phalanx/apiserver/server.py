@@ -30,7 +30,7 @@ from .. import KUBE_GIT_VERSION, KUBE_MAJOR, KUBE_MINOR
 from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.errors import StatusError
-from . import discovery, tables
+from . import discovery, protobuf, tables
 from .rest import API, WatchStream
 
 log = logging.getLogger("phalanx.apiserver")
@@ -289,7 +289,14 @@ class Server:
                 return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             except yaml.YAMLError as e:
                 raise errors.bad_request(f"error converting YAML to JSON: yaml: {e}") from None
+        if protobuf.is_protobuf(ct):
+            return protobuf.decode(raw)
         raise errors.unsupported_media_type(ct)
+
+    @staticmethod
+    def _raw_json(request: web.Request, raw: bytes) -> bytes | None:
+        """The raw body for strict duplicate-field checks: JSON only (protobuf has no duplicates)."""
+        return None if protobuf.is_protobuf(request.headers.get("Content-Type", "")) else raw
 
     async def _body(self, request: web.Request, rt: ResourceType | None) -> Any:
         raw = await self._raw(request)
@@ -335,7 +342,8 @@ class Server:
         warnings: list[str] = []
         obj = self.api.create(rt, namespace, body, dry_run=self._dry_run(request),
                               field_manager=request.query.get("fieldManager") or _default_manager(request),
-                              field_validation=self._field_validation(request), raw=raw, warnings=warnings)
+                              field_validation=self._field_validation(request), raw=self._raw_json(request, raw),
+                              warnings=warnings)
         return self._respond(request, rt, obj, status=201, warnings=warnings)
 
     async def update(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
@@ -350,7 +358,8 @@ class Server:
             return self._respond(request, rt, obj)
         obj = self.api.update(rt, namespace, name, body, subresource=sub, dry_run=self._dry_run(request),
                               field_manager=request.query.get("fieldManager") or _default_manager(request),
-                              field_validation=self._field_validation(request), raw=raw, warnings=warnings)
+                              field_validation=self._field_validation(request), raw=self._raw_json(request, raw),
+                              warnings=warnings)
         return self._respond(request, rt, obj, warnings=warnings)
 
     async def patch(self, request: web.Request, rt: ResourceType, namespace: str, name: str,
@@ -372,7 +381,9 @@ class Server:
     async def _delete_options(self, request: web.Request) -> dict:
         raw = await self._raw(request)
         opts: dict = {}
-        if raw.strip():
+        if raw.strip() and protobuf.is_protobuf(request.headers.get("Content-Type", "")):
+            opts = protobuf.decode(raw)
+        elif raw.strip():
             try:
                 opts = orjson.loads(raw)
             except orjson.JSONDecodeError as e:
