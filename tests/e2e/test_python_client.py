@@ -42,7 +42,9 @@ def test_resourceclaim_create_list_watch_patch(api_client, ns: str):
     created = res.create_namespaced_resource_claim(ns, claim)
     assert created.spec.devices.requests[0].exactly.allocation_mode == "ExactCount"
     assert [c.metadata.name for c in res.list_namespaced_resource_claim(ns).items] == ["rc1"]
-    w = watch.Watch()
+    # The 36.x client derives the watch type from the list's docstring (V1ResourceClaimList), but
+    # its model is named ResourceV1ResourceClaim: name it explicitly.
+    w = watch.Watch(return_type="ResourceV1ResourceClaim")
     for ev in w.stream(res.list_namespaced_resource_claim, ns, timeout_seconds=5):
         assert ev["type"] == "ADDED" and ev["object"].metadata.name == "rc1"
         w.stop()
