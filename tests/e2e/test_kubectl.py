@@ -251,3 +251,15 @@ def test_owner_cascade(cluster: Cluster, ns: str):
     cluster.kubectl("delete", "configmap", "owner2", "-n", ns, "--cascade=orphan").check()
     refs = cluster.kubectl("get", "cm", "dependent2", "-n", ns, "-o", "jsonpath={.metadata.ownerReferences}").check().out
     assert refs == ""
+
+
+def test_typed_create_commands(cluster: Cluster, ns: str):
+    """kubectl's typed generators send protobuf bodies."""
+    assert cluster.kubectl("create", "namespace", f"{ns}-x").check().out.strip() == f"namespace/{ns}-x created"
+    assert cluster.kubectl("create", "deployment", "web", "--image=busybox", "--replicas=2", "-n", ns).check().out.strip() \
+        == "deployment.apps/web created"
+    assert cluster.kubectl("get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}").check().out == "2"
+    assert cluster.kubectl("create", "secret", "generic", "s", "--from-literal=k=v", "-n", ns).check().out.strip() \
+        == "secret/s created"
+    assert cluster.kubectl("get", "secret", "s", "-n", ns, "-o", "jsonpath={.data.k}").check().out == "dg=="
+    cluster.kubectl("delete", "namespace", f"{ns}-x", "--wait=false").check()
