@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import functools
 import re
 from functools import lru_cache
 from importlib import resources as _resources
@@ -128,8 +129,10 @@ def schema_for_gvk(group: str, version: str, kind: str) -> Optional[dict]:
     return components()[name] if name else None
 
 
+@functools.lru_cache(maxsize=None)
 def patch_meta(group: str, version: str, kind: str) -> PatchMeta:
-    """Schema-driven patch metadata for a kind (`PatchMeta.empty()` for an unknown kind)."""
+    """Schema-driven patch metadata for a kind (`PatchMeta.empty()` for an unknown kind); one shared,
+    memoizing instance per kind."""
     schema = schema_for_gvk(group, version, kind)
     if schema is None:
         return PatchMeta.empty()

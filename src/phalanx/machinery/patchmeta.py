@@ -25,11 +25,13 @@ Resolver = Callable[[str], Optional[dict]]
 
 
 class PatchMeta:
-    __slots__ = ("schema", "_resolve")
+    __slots__ = ("schema", "_resolve", "_fields", "_items")
 
     def __init__(self, schema: dict | None, resolve: Resolver | None = None):
         self._resolve = resolve or (lambda ref: None)
         self.schema = self._deref(schema) if schema else None
+        self._fields: dict[str, PatchMeta] = {}  # navigation is memoized: metas are cached per kind
+        self._items: PatchMeta | None = None
 
     @classmethod
     def empty(cls) -> "PatchMeta":
@@ -64,24 +66,35 @@ class PatchMeta:
         m = PatchMeta.__new__(PatchMeta)
         m._resolve = self._resolve
         m.schema = self._deref(s) if s else None
+        m._fields = {}
+        m._items = None
         return m
 
     # -- navigation ----------------------------------------------------------------------
     def field(self, name: str) -> "PatchMeta":
+        m = self._fields.get(name)
+        if m is not None:
+            return m
         s = self.schema
         if not s:
-            return self._child(None)
-        props = s.get("properties")
-        if props and name in props:
-            return self._child(props[name])
-        add = s.get("additionalProperties")
-        if isinstance(add, dict):
-            return self._child(add)
-        return self._child(None)
+            m = self._child(None)
+        else:
+            props = s.get("properties")
+            if props and name in props:
+                m = self._child(props[name])
+            else:
+                add = s.get("additionalProperties")
+                m = self._child(add if isinstance(add, dict) else None)
+        if len(self._fields) < 4096:  # map-valued fields (labels) must not grow the cache unboundedly
+            self._fields[name] = m
+        return m
 
     def items(self) -> "PatchMeta":
-        s = self.schema
-        return self._child(s.get("items") if s else None)
+        m = self._items
+        if m is None:
+            s = self.schema
+            m = self._items = self._child(s.get("items") if s else None)
+        return m
 
     def has_field(self, name: str) -> bool:
         s = self.schema
