@@ -1,4 +1,4 @@
-"""Fixtures for controller tests: a real `API` over a `MemoryStore`, on virtual time.
+"""Shared fixtures for unit and integration tests: a real `API` over a `MemoryStore`, on virtual time.
 
 `async def` tests run on a fresh event loop each (no plugin needed). `env` gives the API, its
 store, a VirtualClock driving both the API's timestamps and the client side, and an
@@ -33,6 +33,12 @@ class Env:
         self.store = MemoryStore(history=history)
         self.api = API(self.store, FeatureGates.from_config({}), now=self.clock.datetime)
         self.client = InProcessClient(self.api, clock=self.clock, field_manager="unit-test")
+
+    def bootstrap(self, nodes: list | None = None) -> None:
+        """What a new cluster holds: system namespaces, priority classes and the given NodeSpecs."""
+        from phalanx.cluster.bootstrap import bootstrap
+        from phalanx.cluster.spec import ClusterSpec
+        bootstrap(self.api, ClusterSpec(nodes=list(nodes or [])))
 
     async def namespace(self, name: str) -> dict:
         return await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})

@@ -1,0 +1,123 @@
+"""The simulated kubelet moves bound pods through upstream's lifecycle, on virtual time."""
+
+from __future__ import annotations
+
+from phalanx.client import InformerFactory
+from phalanx.cluster.spec import NodeSpec
+from phalanx.nodes.kubelet import SimulatedKubelets, StageDelays, parse_duration
+
+
+def pod(name, node=None, annotations=None, restart="Never"):
+    p = {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+         "spec": {"restartPolicy": restart, "terminationGracePeriodSeconds": 30,
+                  "containers": [{"name": "c", "image": "busybox"}]}}
+    return p
+
+
+async def start(env, **kw):
+    env.bootstrap([NodeSpec("n1"), NodeSpec("n2")])
+    factory = InformerFactory(env.client, clock=env.clock)
+    k = SimulatedKubelets(env.client, factory, clock=env.clock, **kw)
+    k.start()
+    await env.run_until(lambda: k.synced, within=5)
+    return k, factory
+
+
+async def stop(k, factory):
+    await k.stop()
+    await factory.stop()
+
+
+def test_parse_duration():
+    assert parse_duration("30s") == 30
+    assert parse_duration("1m30s") == 90
+    assert parse_duration("500ms") == 0.5
+    assert parse_duration("x") is None
+
+
+async def test_bound_pod_runs_with_upstream_conditions(env):
+    k, f = await start(env)
+    await env.client.create(pod("a"))
+    await env.client.bind("default", "a", "n1")
+
+    await env.run_until(lambda: (k.pods.get("default/a") or {}).get("status", {}).get("phase") == "Running", within=10)
+    p = await env.client.get("v1", "Pod", "default", "a")
+    st = p["status"]
+    assert st["phase"] == "Running"
+    conds = {c["type"]: c["status"] for c in st["conditions"]}
+    assert conds == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True",
+                     "ContainersReady": "True", "PodScheduled": "True"}
+    assert st["podIP"].startswith("10.244.") and st["hostIP"].startswith("172.18.")
+    assert st["containerStatuses"][0]["ready"] is True and "running" in st["containerStatuses"][0]["state"]
+    assert st["startTime"]
+    await stop(k, f)
+
+
+async def test_unbound_pod_is_left_alone(env):
+    k, f = await start(env)
+    await env.client.create(pod("idle"))
+    await env.run_until(lambda: False, within=5)
+    p = await env.client.get("v1", "Pod", "default", "idle")
+    assert p["status"]["phase"] == "Pending" and "containerStatuses" not in p["status"]
+    await stop(k, f)
+
+
+async def test_run_for_and_exit_code(env):
+    k, f = await start(env)
+    await env.client.create(pod("ok", annotations={"phalanx.dev/run-for": "30s"}))
+    await env.client.create(pod("bad", annotations={"phalanx.dev/run-for": "10s", "phalanx.dev/exit-code": "2"}))
+    await env.client.bind("default", "ok", "n1")
+    await env.client.bind("default", "bad", "n2")
+    phase = lambda n: (k.pods.get(f"default/{n}") or {}).get("status", {}).get("phase")  # noqa: E731
+    await env.run_until(lambda: phase("bad") == "Failed", within=60)
+    assert phase("ok") == "Running"
+    await env.run_until(lambda: phase("ok") == "Succeeded", within=60)
+    bad = await env.client.get("v1", "Pod", "default", "bad")
+    term = bad["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"]) == (2, "Error")
+    await stop(k, f)
+
+
+async def test_on_failure_restarts_the_container(env):
+    k, f = await start(env)
+    await env.client.create(pod("r", annotations={"phalanx.dev/run-for": "10s", "phalanx.dev/exit-code": "1"},
+                                restart="OnFailure"))
+    await env.client.bind("default", "r", "n1")
+    restarts = lambda: ((k.pods.get("default/r") or {}).get("status", {}).get("containerStatuses") or [{}])[0].get("restartCount", 0)  # noqa: E731
+    await env.run_until(lambda: restarts() >= 2, within=60)
+    p = await env.client.get("v1", "Pod", "default", "r")
+    assert p["status"]["phase"] == "Running"
+    assert p["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
+    await stop(k, f)
+
+
+async def test_graceful_deletion_removes_the_pod(env):
+    k, f = await start(env, delays=StageDelays(terminating=5))
+    await env.client.create(pod("d"))
+    await env.client.bind("default", "d", "n1")
+    await env.run_until(lambda: (k.pods.get("default/d") or {}).get("status", {}).get("phase") == "Running", within=10)
+    await env.client.delete("v1", "Pod", "default", "d")
+    p = await env.client.get("v1", "Pod", "default", "d")
+    assert p["metadata"]["deletionTimestamp"] and p["metadata"]["deletionGracePeriodSeconds"] == 30
+    await env.run_until(lambda: k.pods.get("default/d") is None, within=60)
+    await stop(k, f)
+
+
+async def test_container_creating_stage(env):
+    k, f = await start(env, delays=StageDelays(container_creating=20))
+    await env.client.create(pod("slow"))
+    await env.client.bind("default", "slow", "n1")
+    waiting = lambda: (((k.pods.get("default/slow") or {}).get("status", {}).get("containerStatuses") or [{}])[0]
+                       .get("state", {}).get("waiting", {}).get("reason"))  # noqa: E731
+    await env.run_until(lambda: waiting() == "ContainerCreating", within=5)
+    await env.run_until(lambda: (k.pods.get("default/slow") or {}).get("status", {}).get("phase") == "Running", within=60)
+    await stop(k, f)
+
+
+async def test_node_leases_are_renewed(env):
+    k, f = await start(env, lease_period=10)
+    await env.run_until(lambda: False, within=25)
+    lease = await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n1")
+    assert lease["spec"]["holderIdentity"] == "n1" and lease["spec"]["renewTime"]
+    await stop(k, f)
