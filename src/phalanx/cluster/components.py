@@ -14,6 +14,7 @@ from ..client import InformerFactory, InProcessClient
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.namespace import NamespaceController
 from ..controllers.serviceaccount import ServiceAccountsController
+from ..nodes.kubelet import SimulatedKubelets
 
 log = logging.getLogger("phalanx.components")
 
@@ -33,11 +34,12 @@ class Components:
 
 
 async def start_all(cp: Any) -> list[Any]:
-    """kube-controller-manager's part: garbage collector, namespace and service-account controllers."""
+    """kube-controller-manager's controllers and the simulated kubelets, on one informer factory."""
     client = InProcessClient(cp.api, field_manager="kube-controller-manager")
     factory = InformerFactory(client)
+    kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory)]
+                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory)]
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]
