@@ -402,7 +402,11 @@ def _validate_cel_expression(expr: Any, path: str, stored: bool) -> list[FieldEr
         problem = CEL_EXPRESSION_CHECK(expr)
         if problem:
             kind, detail = problem
-            return [errors.required(path, detail) if kind == "Required" else errors.invalid(path, expr, detail)]
+            if kind == "Required":
+                return [errors.required(path, detail)]
+            if kind == "Forbidden":
+                return [errors.forbidden(path, detail)]
+            return [errors.invalid(path, expr, detail)]
         return []
     if not expr.strip():
         return [errors.required(path, "")]

@@ -845,3 +845,5 @@ def registry_loaded() -> None:
     api_pkg.load_all()
     from . import serviceip
     serviceip.install()
+    from ..dra import cel
+    cel.install_validation_hook()

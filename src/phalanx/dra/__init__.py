@@ -1,1 +1,30 @@
-"""dra."""
+"""Dynamic Resource Allocation, the pure-logic core: CEL selectors, resource pools, the allocator.
+
+No API client here: the scheduler's DynamicResources plugin and the controllers call in.
+
+    from phalanx.dra import AllocatorCache, allocate, devices_in_use
+
+    cache = AllocatorCache()                               # one per scheduler
+    in_use = devices_in_use(all_claims) | in_flight        # set of DeviceID
+    outcome = allocate(pod_claims, node, slices, classes, in_use, gates=gates, cache=cache)
+    outcome.results   # [AllocationResult dict per claim] or None
+    outcome.message   # "cannot allocate all claims" when it failed; outcome.reasons say why
+
+Modules: `cel` (selector environment and compile cache), `semver`, `devices` (DeviceID, devices in
+use, taints, attributes), `pools` (slice index and per-node pools), `allocator`.
+"""
+
+from .allocator import (ALLOCATION_RESULTS_MAX_SIZE, CANNOT_ALLOCATE_ALL_CLAIMS, AllocationError,
+                        AllocationOutcome, AllocatorCache, AllocatorFeatures, SelectorError, allocate, claim_ref)
+from .cel import (CELCompileError, CELDevice, CELError, CELFeatures, CELRuntimeError, CompiledSelector,
+                  SelectorCache, check_expression, compile_selector, install_validation_hook)
+from .devices import DeviceID, consumed_capacity, device_id, devices_in_use
+from .pools import Inventory
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE", "CANNOT_ALLOCATE_ALL_CLAIMS", "AllocationError", "AllocationOutcome",
+    "AllocatorCache", "AllocatorFeatures", "SelectorError", "allocate", "claim_ref",
+    "CELCompileError", "CELDevice", "CELError", "CELFeatures", "CELRuntimeError", "CompiledSelector",
+    "SelectorCache", "check_expression", "compile_selector", "install_validation_hook",
+    "DeviceID", "consumed_capacity", "device_id", "devices_in_use", "Inventory",
+]

@@ -1,0 +1,231 @@
+"""Devices as the DRA allocator sees them: identity, attributes, taints, counters, capacity.
+
+    did = device_id("gpu.example.com", "node-1", "gpu-0")     # DeviceID; str(did) == "gpu.example.com/node-1/gpu-0"
+    in_use = devices_in_use(claims)        # from status.allocation of every allocated ResourceClaim
+    shared = consumed_capacity(claims)     # shared (allowMultipleAllocations) devices: capacity taken
+
+`Device` wraps one entry of `ResourceSlice.spec.devices` once, when the slice is indexed
+(`pools.Inventory`): attribute lookups, parsed counter consumption and capacity are ready, the CEL
+view of the device is built on first use, and selector results are cached on it
+(`match_cache`, keyed by the allocator), so a device is evaluated once per selector set for as
+long as its slice is unchanged.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Iterable, Mapping, NamedTuple, Optional
+
+from ..machinery.quantity import parse_quantity, parse_quantity_format
+from .cel import CELDevice, CELFeatures
+
+
+class DeviceID(NamedTuple):
+    """Upstream's DeviceID: driver, pool and device name."""
+
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+def device_id(driver: str, pool: str, device: str) -> DeviceID:
+    return DeviceID(driver, pool, device)
+
+
+def _allocation_results(claim: Mapping[str, Any]) -> list:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return (allocation.get("devices") or {}).get("results") or []
+
+
+def devices_in_use(claims: Iterable[Mapping[str, Any]]) -> set[DeviceID]:
+    """Devices allocated exclusively by the given claims.
+
+    Results with `adminAccess: true` do not make a device busy (upstream excludes them), nor do
+    shared allocations (`shareID` set, allowMultipleAllocations devices): see `consumed_capacity`.
+    """
+    used: set[DeviceID] = set()
+    for claim in claims:
+        for r in _allocation_results(claim):
+            if r.get("adminAccess") or r.get("shareID"):
+                continue
+            used.add(DeviceID(r.get("driver", ""), r.get("pool", ""), r.get("device", "")))
+    return used
+
+
+def consumed_capacity(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceID, dict[str, Fraction]]:
+    """Capacity taken from shared devices by the given claims' `consumedCapacity` results."""
+    taken: dict[DeviceID, dict[str, Fraction]] = {}
+    for claim in claims:
+        for r in _allocation_results(claim):
+            if not r.get("shareID") or r.get("adminAccess"):
+                continue
+            did = DeviceID(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+            per_device = taken.setdefault(did, {})
+            for name, q in (r.get("consumedCapacity") or {}).items():
+                full = qualify(name, did.driver)
+                per_device[full] = per_device.get(full, Fraction(0)) + parse_quantity(q)
+    return taken
+
+
+def qualify(name: str, driver: str) -> str:
+    """A QualifiedName with its domain spelled out (a bare name belongs to the driver)."""
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def lookup_attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Optional[Mapping[str, Any]]:
+    """Upstream's lookupAttribute: a fully qualified name, or the bare name when the domain is
+    the driver's own."""
+    attr = attributes.get(name)
+    if attr is not None:
+        return attr
+    sep = name.find("/")
+    if sep < 0 or name[:sep] != driver:
+        return None
+    return attributes.get(name[sep + 1:])
+
+
+_SCALAR_KINDS = ("string", "int", "bool", "version")
+
+
+def attribute_match_key(attr: Mapping[str, Any]) -> Optional[tuple[str, Any]]:
+    """(kind, value) for the scalar kinds matchAttribute compares; None for anything else."""
+    for kind in _SCALAR_KINDS:
+        value = attr.get(kind)
+        if value is not None:
+            return (kind, value)
+    return None
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Upstream's ToleratesTaint for DeviceToleration/DeviceTaint."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists"
+
+
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def taints_prevent_allocation(taints: list, tolerations: list) -> bool:
+    """A NoSchedule/NoExecute taint that no toleration tolerates; other effects never block."""
+    for taint in taints:
+        if taint.get("effect") in _BLOCKING_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
+            return True
+    return False
+
+
+class CapacityPolicy(NamedTuple):
+    default: Optional[Fraction]
+    valid_values: tuple[Fraction, ...]
+    minimum: Optional[Fraction]
+    maximum: Optional[Fraction]
+    step: Optional[Fraction]
+
+
+def _policy(raw: Optional[Mapping[str, Any]]) -> Optional[CapacityPolicy]:
+    if not raw:
+        return None
+
+    def q(v: Any) -> Optional[Fraction]:
+        return parse_quantity(v) if v is not None else None
+    rng = raw.get("validRange") or {}
+    return CapacityPolicy(q(raw.get("default")), tuple(sorted(parse_quantity(v) for v in raw.get("validValues") or [])),
+                          q(rng.get("min")), q(rng.get("max")), q(rng.get("step")))
+
+
+class Device:
+    """One device of a ResourceSlice, parsed once."""
+
+    __slots__ = ("id", "name", "driver", "pool_name", "spec", "slice", "attributes", "taints", "consumes_counters",
+                 "node_name", "node_selector", "all_nodes", "binding_conditions", "binding_failure_conditions",
+                 "allow_multiple_allocations", "capacity", "capacity_formats", "capacity_policies", "match_cache",
+                 "_cel")
+
+    def __init__(self, spec: Mapping[str, Any], slice_: Any, driver: str, pool_name: str):
+        self.name: str = spec.get("name", "")
+        self.id = DeviceID(driver, pool_name, self.name)
+        self.driver = driver
+        self.pool_name = pool_name
+        self.spec = spec
+        self.slice = slice_  # pools.Slice
+        self.attributes: Mapping[str, Any] = spec.get("attributes") or {}
+        self.taints: list = list(spec.get("taints") or [])
+        self.consumes_counters: list[tuple[str, dict[str, Fraction]]] = [
+            (c.get("counterSet", ""), {n: parse_quantity((v or {}).get("value", "0"))
+                                       for n, v in (c.get("counters") or {}).items()})
+            for c in spec.get("consumesCounters") or []]
+        self.node_name: Optional[str] = spec.get("nodeName") or None
+        self.node_selector: Optional[Mapping[str, Any]] = spec.get("nodeSelector")
+        self.all_nodes = bool(spec.get("allNodes"))
+        self.binding_conditions: list = list(spec.get("bindingConditions") or [])
+        self.binding_failure_conditions: list = list(spec.get("bindingFailureConditions") or [])
+        self.allow_multiple_allocations = bool(spec.get("allowMultipleAllocations"))
+        self.capacity: dict[str, Fraction] = {}
+        self.capacity_formats: dict[str, str] = {}
+        self.capacity_policies: dict[str, Optional[CapacityPolicy]] = {}
+        for name, cap in (spec.get("capacity") or {}).items():
+            full = qualify(name, driver)
+            try:
+                self.capacity[full], self.capacity_formats[full] = parse_quantity_format((cap or {}).get("value", "0"))
+            except ValueError:
+                self.capacity[full], self.capacity_formats[full] = Fraction(0), "DecimalSI"
+            self.capacity_policies[full] = _policy((cap or {}).get("requestPolicy"))
+        self.match_cache: dict[Any, Any] = {}
+        self._cel: dict[CELFeatures, CELDevice] = {}
+
+    def cel(self, features: CELFeatures) -> CELDevice:
+        view = self._cel.get(features)
+        if view is None:
+            view = self._cel[features] = CELDevice(self.driver, self.spec, features, self.capacity)
+        return view
+
+    def attribute(self, name: str) -> Optional[Mapping[str, Any]]:
+        return lookup_attribute(self.attributes, self.driver, name)
+
+    def capacity_demand(self, requests: Mapping[str, Fraction]) -> Optional[dict[str, Fraction]]:
+        """What one allocation of this shared device takes from each capacity (None: cannot fit).
+
+        Simplified from KEP-5075: a requested amount is raised to the policy's smallest valid
+        value (validValues) or to `min` and the next `step` (validRange); a capacity the request
+        does not name takes the policy's `default`, or all of it without a policy.
+        """
+        demand: dict[str, Fraction] = {}
+        for name, total in self.capacity.items():
+            policy = self.capacity_policies.get(name)
+            wanted = requests.get(name)
+            if wanted is None:
+                wanted = policy.default if policy is not None and policy.default is not None else total
+            elif policy is not None:
+                if policy.valid_values:
+                    fitting = [v for v in policy.valid_values if v >= wanted]
+                    if not fitting:
+                        return None
+                    wanted = fitting[0]
+                elif policy.minimum is not None:
+                    if wanted < policy.minimum:
+                        wanted = policy.minimum
+                    if policy.step:
+                        steps = -((policy.minimum - wanted) // policy.step)
+                        wanted = policy.minimum + steps * policy.step
+                    if policy.maximum is not None and wanted > policy.maximum:
+                        return None
+            if wanted > total:
+                return None
+            demand[name] = wanted
+        for name in requests:
+            if name not in self.capacity:
+                return None
+        return demand
+
+    def __repr__(self) -> str:
+        return f"Device({self.id})"
