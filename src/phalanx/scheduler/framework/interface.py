@@ -1,0 +1,475 @@
+"""Extension points of the scheduling framework: one base class per upstream plugin interface.
+
+A plugin is a class with a `NAME` that inherits the extension points it implements, plus a
+factory `new(args, handle)` registered under that name (see `registry.py`):
+
+    class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+        NAME = "NodeUnschedulable"
+        def filter(self, state, pod, node_info):          # pod is a PodInfo
+            ...return None (fits) or Status.new(Code.UnschedulableAndUnresolvable, "...")
+
+Per-pod points: PreEnqueue, QueueSort, PreFilter (+ AddPod/RemovePod extensions), Filter,
+PostFilter, PreScore, Score (+ NormalizeScore), Reserve/Unreserve, Permit, PreBind, Bind,
+PostBind. Pod-group points of 1.36 workload scheduling: PlacementGenerate, PlacementScore
+(+ NormalizePlacementScore), PlacementFeasible.
+
+Two phalanx additions keep CPython fast without changing semantics: `FilterPlugin.filter_nodes`
+and `ScorePlugin.score_nodes` evaluate a whole list of nodes in one call. Their defaults call
+`filter` / `score` per node; a plugin overrides them with one tight loop when it can. They must
+give exactly the per-node results.
+
+`Handle` is what factories receive (the Framework implements it): the current snapshot, the
+nominator, namespace labels, PDBs, default spreading selectors, and the plugin runners that
+preemption uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence
+
+from .cycle_state import CycleState
+from .status import Code, Status
+from .types import ClusterEventWithHint, NodeInfo, Obj, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from phalanx.machinery.selectors import LabelSelector
+
+    from .diagnosis import NodeToStatus
+    from .snapshot import Snapshot
+
+# Upstream's cap on how long a pod may wait at Permit.
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
+
+
+class Plugin:
+    """Every plugin has a name; it is used in configuration, statuses and events."""
+
+    NAME: str = ""
+
+    def name(self) -> str:
+        return self.NAME
+
+    def __repr__(self) -> str:
+        return f"<plugin {self.name()}>"
+
+
+# -- queue ----------------------------------------------------------------------------------------
+
+class PreEnqueuePlugin(Plugin):
+    """Runs before a pod enters the active queue; a rejection keeps it gated (must be cheap)."""
+
+    def pre_enqueue(self, pod: PodInfo) -> Optional[Status]:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    """Orders the active queue; exactly one per profile."""
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        raise NotImplementedError
+
+
+class EnqueueExtensions(Plugin):
+    """Which cluster events may make a pod this plugin rejected schedulable again."""
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        raise NotImplementedError
+
+
+# -- filtering ------------------------------------------------------------------------------------
+
+@dataclass
+class PreFilterResult:
+    """Narrows the nodes Filter looks at; `node_names is None` means all nodes."""
+
+    node_names: Optional[set[str]] = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: Optional["PreFilterResult"]) -> Optional["PreFilterResult"]:
+        mine = self.node_names
+        theirs = None if other is None else other.node_names
+        if mine is None and theirs is None:
+            return None
+        if mine is None:
+            return PreFilterResult(set(theirs))  # type: ignore[arg-type]
+        if theirs is None:
+            return PreFilterResult(set(mine))
+        return PreFilterResult(mine & theirs)
+
+
+def merge_pre_filter_results(a: Optional[PreFilterResult], b: Optional[PreFilterResult]) -> Optional[PreFilterResult]:
+    if a is None:
+        return None if b is None or b.all_nodes() else PreFilterResult(set(b.node_names or ()))
+    return a.merge(b)
+
+
+class PreFilterExtensions:
+    """Incremental updates of PreFilter state while preemption or nominated pods are evaluated."""
+
+    def add_pod(self, state: CycleState, pod_to_schedule: PodInfo, pod_info_to_add: PodInfo,
+                node_info: NodeInfo) -> Optional[Status]:
+        raise NotImplementedError
+
+    def remove_pod(self, state: CycleState, pod_to_schedule: PodInfo, pod_info_to_remove: PodInfo,
+                   node_info: NodeInfo) -> Optional[Status]:
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    """Runs once per cycle before Filter. Returning Skip disables this plugin's Filter and
+    PreFilterExtensions for the cycle; a PreFilterResult narrows the candidate nodes."""
+
+    def pre_filter(self, state: CycleState, pod: PodInfo,
+                   nodes: Sequence[NodeInfo]) -> tuple[Optional[PreFilterResult], Optional[Status]]:
+        raise NotImplementedError
+
+    def pre_filter_extensions(self) -> Optional[PreFilterExtensions]:
+        return None
+
+
+class FilterPlugin(Plugin):
+    """Decides whether the pod may run on one node: None (fits), Unschedulable,
+    UnschedulableAndUnresolvable or Error."""
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Optional[Status]:
+        raise NotImplementedError
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[int, Status]]:
+        """The rejections among `nodes` as (index, status), in index order."""
+        out = []
+        f = self.filter
+        for i, ni in enumerate(nodes):
+            st = f(state, pod, ni)
+            if st is not None and st.code != Code.Success:
+                out.append((i, st))
+        return out
+
+
+class NominatingMode(IntEnum):
+    ModeNoop = 0
+    ModeOverride = 1
+
+
+@dataclass
+class NominatingInfo:
+    nominated_node_name: str = ""
+    nominating_mode: NominatingMode = NominatingMode.ModeNoop
+
+    def mode(self) -> NominatingMode:
+        return self.nominating_mode
+
+
+@dataclass
+class PostFilterResult:
+    """What a PostFilter plugin proposes: a nominated node and, for preemption, the victims the
+    caller must delete (the plugin never deletes anything itself)."""
+
+    nominating_info: Optional[NominatingInfo] = None
+    victims: list[PodInfo] = field(default_factory=list)
+    # Lower-priority pods nominated to the chosen node whose nomination the caller should clear.
+    lower_priority_nominated_pods: list[PodInfo] = field(default_factory=list)
+
+    @classmethod
+    def with_nominated_node(cls, node_name: str, victims: Iterable[PodInfo] = (),
+                            lower_priority_nominated_pods: Iterable[PodInfo] = ()) -> "PostFilterResult":
+        return cls(NominatingInfo(node_name, NominatingMode.ModeOverride), list(victims),
+                   list(lower_priority_nominated_pods))
+
+    def mode(self) -> NominatingMode:
+        return NominatingMode.ModeNoop if self.nominating_info is None else self.nominating_info.nominating_mode
+
+    @property
+    def nominated_node_name(self) -> str:
+        return "" if self.nominating_info is None else self.nominating_info.nominated_node_name
+
+
+class PostFilterPlugin(Plugin):
+    """Runs when no node fits (e.g. preemption). Returns Success with a result, Unschedulable,
+    UnschedulableAndUnresolvable, or Error."""
+
+    def post_filter(self, state: CycleState, pod: PodInfo,
+                    node_to_status: "NodeToStatus") -> tuple[Optional[PostFilterResult], Optional[Status]]:
+        raise NotImplementedError
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+
+class PreScorePlugin(Plugin):
+    """Runs once with the feasible nodes; Skip disables this plugin's Score for the cycle."""
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Optional[Status]:
+        raise NotImplementedError
+
+
+class ScoreExtensions:
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int],
+                        nodes: Sequence[NodeInfo]) -> Optional[Status]:
+        """Rewrite `scores` (aligned with `nodes`) in place into [0, MAX_NODE_SCORE]."""
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Optional[Status]]:
+        raise NotImplementedError
+
+    def score_nodes(self, state: CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeInfo]) -> tuple[list[int], Optional[Status]]:
+        """Raw scores aligned with `nodes`, or the first failure."""
+        out = []
+        f = self.score
+        for ni in nodes:
+            s, st = f(state, pod, ni)
+            if st is not None and st.code != Code.Success:
+                return out, st
+            out.append(s)
+        return out, None
+
+    def score_extensions(self) -> Optional[ScoreExtensions]:
+        return None
+
+
+# -- reservation and binding -------------------------------------------------------------------
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Must be idempotent; may run even when reserve() did not."""
+        raise NotImplementedError
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Optional[Status], float]:
+        """(status, timeout seconds); Wait holds the pod until allowed, rejected or timed out."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        """Success: pre_bind has work for this pod; Skip: nothing to do."""
+        return None
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        """Bind, or return Skip to let the next bind plugin handle the pod."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError
+
+
+# -- pod-group scheduling (1.36 workload scheduling) --------------------------------------------
+
+@dataclass
+class PodGroupInfo:
+    """A PodGroup as its scheduling cycle sees it: the object and its pods still to place."""
+
+    namespace: str
+    name: str
+    pod_group: Optional[Obj] = None
+    unscheduled_pods: list[PodInfo] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class Placement:
+    """A candidate domain for a whole PodGroup: the nodes it may use (e.g. one rack)."""
+
+    name: str
+    nodes: list[NodeInfo]
+
+    def node_names(self) -> set[str]:
+        return {ni.name for ni in self.nodes}
+
+
+@dataclass
+class PodGroupAssignments:
+    """The outcome of trying a PodGroup in one Placement: pod key -> node name."""
+
+    placement: Placement
+    assignments: dict[str, str] = field(default_factory=dict)
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+
+
+@dataclass
+class PlacementScore:
+    placement: Placement
+    score: int
+
+
+@dataclass(frozen=True)
+class PlacementProgress:
+    """Where a PodGroup cycle stands: pods placed so far and pods not yet evaluated."""
+
+    scheduled: int
+    remaining: int
+
+
+class PlacementGeneratePlugin(Plugin):
+    def generate_placements(self, state: CycleState, pod_group: PodGroupInfo,
+                            parent: Placement) -> tuple[list[Placement], Optional[Status]]:
+        raise NotImplementedError
+
+
+class PlacementScoreExtensions:
+    def normalize_placement_score(self, state: CycleState, pod_group: PodGroupInfo,
+                                  scores: list[PlacementScore]) -> Optional[Status]:
+        raise NotImplementedError
+
+
+class PlacementScorePlugin(Plugin):
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Optional[Status]]:
+        raise NotImplementedError
+
+    def placement_score_extensions(self) -> Optional[PlacementScoreExtensions]:
+        return None
+
+
+class PlacementFeasiblePlugin(Plugin):
+    """Called after each pod of a group cycle: Success (enough placed), Wait (still possible),
+    Unschedulable (cannot be satisfied any more: abort)."""
+
+    def placement_feasible(self, state: CycleState, pod_group: PodGroupInfo,
+                           progress: PlacementProgress) -> Optional[Status]:
+        raise NotImplementedError
+
+
+EXTENSION_POINTS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
+    "placementFeasible": PlacementFeasiblePlugin,
+}
+"""Config field name -> interface, in the order upstream's getExtensionPoints lists them."""
+
+
+# -- waiting pods (Permit) -------------------------------------------------------------------
+
+class WaitingPod:
+    """A pod held at Permit by one or more plugins. No timers here: the scheduling loop owns the
+    clock; it calls `expire()` when `timeout_seconds` have passed. `on_done` callbacks run once
+    with the final status (None = allowed)."""
+
+    def __init__(self, pod: PodInfo, plugin_timeouts: Mapping[str, float]):
+        self.pod_info = pod
+        self.pending_plugins: dict[str, float] = dict(plugin_timeouts)
+        self.done = False
+        self.status: Optional[Status] = None
+        self.on_done: list[Callable[[Optional[Status]], None]] = []
+
+    @property
+    def pod(self) -> Obj:
+        return self.pod_info.pod
+
+    def get_pending_plugins(self) -> list[str]:
+        return sorted(self.pending_plugins)
+
+    def timeout_seconds(self) -> float:
+        """The earliest timeout among the plugins still pending."""
+        return min(self.pending_plugins.values()) if self.pending_plugins else 0.0
+
+    def allow(self, plugin_name: str) -> None:
+        if self.done:
+            return
+        self.pending_plugins.pop(plugin_name, None)
+        if not self.pending_plugins:
+            self._finish(None)
+
+    def reject(self, plugin_name: str, msg: str) -> None:
+        if self.done:
+            return
+        self._finish(Status.new(Code.Unschedulable, msg).with_plugin(plugin_name))
+
+    def expire(self) -> None:
+        """Reject on behalf of the plugin whose timeout is the earliest (upstream's timer)."""
+        if self.done or not self.pending_plugins:
+            return
+        plugin, wait = min(self.pending_plugins.items(), key=lambda kv: kv[1])
+        self.reject(plugin, f"rejected due to timeout after waiting {_go_duration(wait)} at plugin {plugin}")
+
+    def _finish(self, status: Optional[Status]) -> None:
+        self.done = True
+        self.status = status
+        for cb in self.on_done:
+            cb(status)
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's time.Duration String() for whole and fractional seconds ("5m0s", "1.5s")."""
+    if seconds == 0:
+        return "0s"
+    total = float(seconds)
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    s_txt = f"{s:.9f}".rstrip("0").rstrip(".") if s != int(s) else str(int(s))
+    if h:
+        return f"{int(h)}h{int(m)}m{s_txt}s"
+    if m:
+        return f"{int(m)}m{s_txt}s"
+    return f"{s_txt}s"
+
+
+# -- what plugins may ask of the framework ----------------------------------------------------
+
+class PodNominator(Protocol):
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+class Handle(Protocol):
+    """What a plugin factory receives. `Framework` implements it."""
+
+    def snapshot_shared_lister(self) -> "Snapshot": ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+    def namespace_labels(self, namespace: str) -> Optional[Mapping[str, str]]: ...
+
+    def namespaces(self) -> Optional[Mapping[str, Mapping[str, str]]]: ...
+
+    def pod_disruption_budgets(self) -> list[Obj]: ...
+
+    def default_spread_selector(self, pod: PodInfo) -> Optional["LabelSelector"]: ...
+
+    def feature_enabled(self, gate: str) -> bool: ...
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Optional[Status]: ...
+
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: PodInfo,
+                                               node_info: NodeInfo) -> Optional[Status]: ...
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, pod_info_to_add: PodInfo,
+                                         node_info: NodeInfo) -> Optional[Status]: ...
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_info_to_remove: PodInfo,
+                                            node_info: NodeInfo) -> Optional[Status]: ...
+
+    def get_waiting_pod(self, uid: str) -> Optional[WaitingPod]: ...
+
+    @property
+    def rng(self) -> Any: ...
