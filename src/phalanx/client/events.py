@@ -63,7 +63,9 @@ class EventRecorder:
 
     async def record(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
                      component: str | None = None, host: str | None = None,
-                     field_path: str | None = None) -> Obj | None:
+                     field_path: str | None = None, annotations: dict | None = None) -> Obj | None:
+        """Record an event; `annotations` (e.g. a scheduling diagnosis) are set on the Event object
+        and replaced on repeats."""
         component = component if component is not None else self.component
         host = host if host is not None else self.host
         ref = object_reference(regarding, field_path)
@@ -78,6 +80,8 @@ class EventRecorder:
                     event["count"] = int(event.get("count") or 1) + 1
                     event["lastTimestamp"] = now
                     event["metadata"].pop("resourceVersion", None)
+                    if annotations is not None:
+                        event["metadata"]["annotations"] = dict(annotations)
                     try:
                         saved = await self.client.update(event)
                     except StatusError as e:
@@ -85,8 +89,10 @@ class EventRecorder:
                             raise
                         saved = await self.client.create(self._for_create(event))
                 else:
-                    saved = await self.client.create(self._new_event(ref, reason, message, type, component,
-                                                                     host, now))
+                    new = self._new_event(ref, reason, message, type, component, host, now)
+                    if annotations:
+                        new["metadata"]["annotations"] = dict(annotations)
+                    saved = await self.client.create(new)
             except StatusError as e:
                 log.warning("unable to record event %s %s for %s/%s: %s", type, reason,
                             ref.get("namespace", ""), ref.get("name", ""), e.message)

@@ -206,9 +206,9 @@ class InProcessClient:
     # -- events ------------------------------------------------------------------------------
     async def create_event(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
                            component: str | None = None, host: str | None = None,
-                           field_path: str | None = None) -> Obj | None:
+                           field_path: str | None = None, annotations: dict | None = None) -> Obj | None:
         return await self.events.record(regarding, reason, message, type=type, component=component,
-                                        host=host, field_path=field_path)
+                                        host=host, field_path=field_path, annotations=annotations)
 
     async def close(self) -> None:
         pass

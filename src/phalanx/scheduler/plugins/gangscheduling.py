@@ -1,0 +1,144 @@
+"""GangScheduling (PreEnqueue, Permit, PlacementFeasible): a PodGroup's pods bind together or not at all.
+
+- PreEnqueue holds a pod whose PodGroup does not exist yet, and the pods of a gang until at least
+  `minCount` of them exist (upstream's messages, with the count appended so a user sees progress).
+- PlacementFeasible, called after each pod of a group cycle: Unschedulable once `minCount` cannot
+  be reached any more, Wait while it is not reached yet, Success when it is.
+- Permit, for pods scheduled one by one (a late member, or profiles without group cycles): Wait
+  until `minCount` pods of the group are assumed or bound, then allow the waiting ones together;
+  the wait times out after `permitWaitingTimeoutSeconds` (upstream's fixed 5 minutes by default,
+  configurable here through the plugin's args).
+- Basic-policy groups pass everything (effective minCount 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional
+
+from phalanx.scheduler.framework.cycle_state import CycleState
+from phalanx.scheduler.framework.interface import (EnqueueExtensions, PermitPlugin, PlacementFeasiblePlugin,
+                                                   PlacementProgress, PodGroupInfo, PreEnqueuePlugin)
+from phalanx.scheduler.framework.status import Code, Status
+from phalanx.scheduler.framework.types import (ActionType, ClusterEvent, ClusterEventWithHint, EventResource,
+                                               Obj, PodInfo, QueueingHint)
+
+from ..cache import pod_group_key
+from ..podgroups import PodGroupManager, policy_of
+from . import names
+
+DEFAULT_PERMIT_TIMEOUT = 300.0
+POD_GROUP = "PodGroup"
+
+
+class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, EnqueueExtensions):
+    NAME = names.GangScheduling
+
+    def __init__(self, manager: PodGroupManager, scheduled_count: Callable[[str], int],
+                 handle: Any = None, permit_timeout: float = DEFAULT_PERMIT_TIMEOUT):
+        self.manager = manager
+        self.scheduled_count = scheduled_count
+        self.handle = handle
+        self.permit_timeout = permit_timeout
+
+    # -- PreEnqueue ------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Optional[Status]:
+        g = pod_group_key(pod.pod)
+        if g is None:
+            return None
+        pg = self.manager.get(g)
+        group_name = g.split("/", 1)[1]
+        if pg is None:
+            return Status.new(Code.UnschedulableAndUnresolvable,
+                              f'waiting for pods\'s pod group "{group_name}" to appear in scheduling queue'
+                              ).with_plugin(self.NAME)
+        names_used = self.manager.scheduler_names(g)
+        if len(names_used) > 1:
+            return Status.new(Code.UnschedulableAndUnresolvable,
+                              f'pods of pod group "{group_name}" use different schedulers: '
+                              f'{", ".join(sorted(names_used))}').with_plugin(self.NAME)
+        policy, min_count = policy_of(pg)
+        if policy == "Basic":
+            return None
+        have = self.manager.all_pods_count(g)
+        if have < min_count:
+            return Status.new(Code.UnschedulableAndUnresolvable,
+                              f"waiting for minCount pods from a gang to appear in scheduling queue "
+                              f"({have}/{min_count} pods of pod group \"{group_name}\" exist)").with_plugin(self.NAME)
+        return None
+
+    # -- PlacementFeasible -------------------------------------------------------------------------
+    def placement_feasible(self, state: CycleState, pod_group: PodGroupInfo,
+                           progress: PlacementProgress) -> Optional[Status]:
+        pg = pod_group.pod_group or self.manager.get(pod_group.key)
+        if pg is None:
+            return Status.new(Code.UnschedulableAndUnresolvable, "pod group not found").with_plugin(self.NAME)
+        _, min_count = policy_of(pg)
+        if progress.scheduled + progress.remaining < min_count:
+            return Status.new(Code.Unschedulable,
+                              f"minCount ({min_count}) cannot be satisfied: {progress.scheduled} scheduled, "
+                              f"{progress.remaining} remaining").with_plugin(self.NAME)
+        if progress.scheduled < min_count:
+            return Status.new(Code.Wait,
+                              f"minCount ({min_count}) is not yet satisfied: {progress.scheduled} scheduled, "
+                              f"{progress.remaining} remaining").with_plugin(self.NAME)
+        return None
+
+    # -- Permit ------------------------------------------------------------------------------------
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Optional[Status], float]:
+        g = pod_group_key(pod.pod)
+        if g is None:
+            return None, 0
+        pg = self.manager.get(g)
+        if pg is None:
+            return None, 0
+        policy, min_count = policy_of(pg)
+        if policy == "Basic":
+            return None, 0
+        if self.scheduled_count(g) >= min_count:
+            self._allow_group(g)
+            return None, 0
+        return (Status.new(Code.Wait, "waiting for minCount pods from a gang to be scheduled").with_plugin(self.NAME),
+                self.permit_timeout)
+
+    def _allow_group(self, g: str) -> None:
+        if self.handle is None:
+            return
+
+        def allow(wp: Any) -> None:
+            if pod_group_key(wp.pod) == g:
+                wp.allow(self.NAME)
+        self.handle.iterate_over_waiting_pods(allow)
+
+    # -- events ------------------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.UnscheduledPod, ActionType.Add), self._same_group_pod),
+            ClusterEventWithHint(ClusterEvent(EventResource.AssignedPod, ActionType.Add), self._same_group_pod),
+            ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Add), self._own_group),
+            ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Update), self._min_count_decreased),
+        ]
+
+    @staticmethod
+    def _same_group_pod(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        g = pod_group_key(pod)
+        return QueueingHint.Queue if g is not None and new is not None and pod_group_key(new) == g \
+            else QueueingHint.QueueSkip
+
+    @staticmethod
+    def _own_group(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        g = pod_group_key(pod)
+        md = (new or {}).get("metadata") or {}
+        return QueueingHint.Queue if g == f"{md.get('namespace', '')}/{md.get('name')}" else QueueingHint.QueueSkip
+
+    @classmethod
+    def _min_count_decreased(cls, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        if cls._own_group(pod, old, new) != QueueingHint.Queue:
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue if policy_of(new or {})[1] < policy_of(old or {})[1] else QueueingHint.QueueSkip
+
+
+def factory(manager: PodGroupManager, scheduled_count: Callable[[str], int]):
+    def new(args: Optional[Mapping[str, Any]], handle: Any) -> GangScheduling:
+        timeout = float((args or {}).get("permitWaitingTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT))
+        return GangScheduling(manager, scheduled_count, handle, timeout)
+    return new

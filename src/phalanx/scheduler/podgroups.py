@@ -1,0 +1,73 @@
+"""What the scheduler knows about PodGroups: the objects, and the pods that belong to each.
+
+`PodGroupManager` is fed by the scheduler's informers (PodGroups and Pods) and answers the
+questions gang scheduling asks (upstream's PodGroupManager): does the group exist, what is its
+policy and `minCount`, how many of its pods exist (`all_pods_count`), which scheduler names its
+pods use. How many are scheduled (assumed or bound) comes from the scheduler cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .cache import pod_group_key, pod_key
+
+Obj = dict[str, Any]
+
+
+def policy_of(pg: Obj) -> tuple[str, int]:
+    """("Gang", minCount) or ("Basic", 1)."""
+    pol = (pg.get("spec") or {}).get("schedulingPolicy") or {}
+    gang = pol.get("gang")
+    if isinstance(gang, dict):
+        return "Gang", int(gang.get("minCount") or 0)
+    return "Basic", 1
+
+
+class PodGroupManager:
+    def __init__(self) -> None:
+        self.groups: dict[str, Obj] = {}  # namespace/name -> PodGroup
+        self.pods: dict[str, dict[str, Obj]] = {}  # group key -> pod key -> pod (non-terminal)
+
+    # -- informer feed -----------------------------------------------------------------------
+    def set_group(self, pg: Obj) -> None:
+        md = pg["metadata"]
+        self.groups[f"{md.get('namespace', '')}/{md['name']}"] = pg
+
+    def remove_group(self, pg: Obj) -> None:
+        md = pg["metadata"]
+        self.groups.pop(f"{md.get('namespace', '')}/{md['name']}", None)
+
+    def set_pod(self, pod: Obj) -> None:
+        g = pod_group_key(pod)
+        if g is None:
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            self.remove_pod(pod)
+            return
+        self.pods.setdefault(g, {})[pod_key(pod)] = pod
+
+    def remove_pod(self, pod: Obj) -> None:
+        g = pod_group_key(pod)
+        if g is None:
+            return
+        members = self.pods.get(g)
+        if members is not None:
+            members.pop(pod_key(pod), None)
+            if not members:
+                del self.pods[g]
+
+    # -- questions ---------------------------------------------------------------------------
+    def get(self, group_key: str) -> Optional[Obj]:
+        return self.groups.get(group_key)
+
+    def all_pods_count(self, group_key: str) -> int:
+        return len(self.pods.get(group_key) or ())
+
+    def members(self, group_key: str) -> list[Obj]:
+        return list((self.pods.get(group_key) or {}).values())
+
+    def scheduler_names(self, group_key: str) -> set[str]:
+        return {(p.get("spec") or {}).get("schedulerName") or "default-scheduler"
+                for p in (self.pods.get(group_key) or {}).values()}

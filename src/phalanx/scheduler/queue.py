@@ -1,0 +1,371 @@
+"""The scheduling queue: pods and pod groups waiting for a scheduling cycle.
+
+As upstream's `backend/queue`, it keeps
+
+- **activeQ**: entities ready to be scheduled, ordered by the profile's QueueSort (priority, then
+  the time they were first queued);
+- **backoffQ**: entities that failed and wait out their backoff (1 s doubling to 10 s per attempt,
+  upstream's defaults) before returning to activeQ;
+- **unschedulable**: entities no cluster change has yet made worth retrying; a cluster event moves
+  an entity out when one of the plugins that rejected it registered that event and its queueing
+  hint answers Queue; after 5 minutes an entity is retried anyway;
+- **gated**: pods a PreEnqueue plugin refused (scheduling gates, a gang still missing members);
+  they are re-checked on the events their gating plugin registered.
+
+An entity is a single pod (`QueuedPodInfo`) or a pod group (`QueuedPodGroup`, 1.36's workload
+scheduling cycle): pods of a PodGroup never sit in activeQ themselves; once a member passes
+PreEnqueue it joins its group's entity, and the group is popped and scheduled as one unit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Union
+
+from .cache import pod_group_key, pod_key
+from .framework.types import ClusterEvent, PodInfo, QueuedPodInfo, QueueingHint, match_cluster_events
+
+log = logging.getLogger("phalanx.scheduler.queue")
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+MAX_IN_UNSCHEDULABLE = 300.0
+
+
+@dataclass
+class QueuedPodGroup:
+    """A PodGroup as one queue entity: its members that passed PreEnqueue."""
+
+    key: str  # namespace/name
+    members: dict[str, QueuedPodInfo] = field(default_factory=dict)
+    timestamp: float = 0.0
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    def representative(self) -> Optional[QueuedPodInfo]:
+        if not self.members:
+            return None
+        return max(self.members.values(), key=lambda q: (q.pod_info.priority, -q.timestamp))
+
+
+Entity = Union[QueuedPodInfo, QueuedPodGroup]
+
+
+def entity_key(e: Entity) -> str:
+    return ("group:" + e.key) if isinstance(e, QueuedPodGroup) else e.pod_info.key
+
+
+class _Ordered:
+    __slots__ = ("entity", "less", "seq")
+
+    def __init__(self, entity: Entity, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool], seq: int):
+        self.entity = entity
+        self.less = less
+        self.seq = seq
+
+    def _qpi(self) -> QueuedPodInfo:
+        e = self.entity
+        if isinstance(e, QueuedPodGroup):
+            rep = e.representative()
+            return QueuedPodInfo(rep.pod_info, timestamp=e.timestamp) if rep else QueuedPodInfo(PodInfo({}))
+        return e
+
+    def __lt__(self, other: "_Ordered") -> bool:
+        a, b = self._qpi(), other._qpi()
+        if self.less(a, b):
+            return True
+        if self.less(b, a):
+            return False
+        return self.seq < other.seq
+
+
+class SchedulingQueue:
+    def __init__(self, framework: Any, clock: Any, *, group_cycles: bool = True):
+        self.fw = framework
+        self.group_cycles = group_cycles  # False: gang pods queue one by one (1.35's Permit path)
+        self.clock = clock
+        self._seq = itertools.count()
+        self._active: list[_Ordered] = []
+        self._active_keys: set[str] = set()
+        self._backoff: list[tuple[float, int, Entity]] = []
+        self._backoff_keys: set[str] = set()
+        self.unschedulable: dict[str, tuple[Entity, float]] = {}
+        self.gated: dict[str, QueuedPodInfo] = {}
+        self.groups: dict[str, QueuedPodGroup] = {}  # group key -> entity (wherever it is)
+        self.in_flight: set[str] = set()
+        self._pods: dict[str, QueuedPodInfo] = {}  # every queued pod by key
+        self._wakeup = asyncio.Event()
+        self.move_request_cycle = 0
+        self.scheduling_cycle = 0
+        self._closed = False
+        self._events_during: dict[str, int] = {}
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+    def _less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        return self.fw.queue_sort_less
+
+    def _push_active(self, e: Entity) -> None:
+        k = entity_key(e)
+        if k in self._active_keys or k in self.in_flight:
+            return
+        self._remove_elsewhere(k)
+        heapq.heappush(self._active, _Ordered(e, self._less(), next(self._seq)))
+        self._active_keys.add(k)
+        self._wakeup.set()
+
+    def _push_backoff(self, e: Entity) -> None:
+        k = entity_key(e)
+        if k in self._active_keys or k in self._backoff_keys:
+            return
+        self._remove_elsewhere(k)
+        attempts = max(1, e.attempts)
+        delay = min(MAX_BACKOFF, INITIAL_BACKOFF * (2 ** (attempts - 1)))
+        heapq.heappush(self._backoff, (self.clock.now() + delay, next(self._seq), e))
+        self._backoff_keys.add(k)
+        self._wakeup.set()
+
+    def _remove_elsewhere(self, k: str) -> None:
+        self.unschedulable.pop(k, None)
+
+    def __len__(self) -> int:
+        return len(self._active_keys) + len(self._backoff_keys) + len(self.unschedulable) + len(self.gated)
+
+    def pending(self) -> dict[str, int]:
+        return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
+                "unschedulable": len(self.unschedulable), "gated": len(self.gated)}
+
+    # -- pods arriving and leaving ---------------------------------------------------------------
+    def add(self, pod: dict) -> None:
+        """A new unscheduled pod (or one seen again after a relist)."""
+        pi = PodInfo(pod)
+        qpi = self._pods.get(pi.key)
+        if qpi is None:
+            qpi = QueuedPodInfo(pi, timestamp=self.clock.now())
+            qpi.initial_attempt_timestamp = qpi.timestamp
+            self._pods[pi.key] = qpi
+        else:
+            qpi.pod_info = pi
+        self._admit(qpi)
+
+    def _admit(self, qpi: QueuedPodInfo) -> None:
+        """Run PreEnqueue; gate, or join the pod's group, or queue the pod itself."""
+        st = self.fw.run_pre_enqueue_plugins(qpi.pod_info)
+        key = qpi.pod_info.key
+        if st is not None and not st.is_success():
+            qpi.gating_plugin = st.plugin or ""
+            self.gated[key] = qpi
+            return
+        self.gated.pop(key, None)
+        qpi.gating_plugin = ""
+        gk = pod_group_key(qpi.pod) if self.group_cycles else None
+        if gk is None:
+            if key not in self._active_keys and key not in self._backoff_keys and key not in self.in_flight \
+                    and key not in self.unschedulable:
+                self._push_active(qpi)
+            return
+        group = self.groups.get(gk)
+        if group is None:
+            group = self.groups[gk] = QueuedPodGroup(gk, timestamp=qpi.timestamp)
+        group.members[key] = qpi
+        gkey = entity_key(group)
+        if gkey in self.in_flight or gkey in self._active_keys or gkey in self._backoff_keys:
+            return
+        if gkey in self.unschedulable:
+            return  # the Pod Add event decides, through the hints, whether to retry the group
+        self._push_active(group)
+
+    def update(self, old: dict, new: dict) -> None:
+        key = pod_key(new)
+        qpi = self._pods.get(key)
+        if qpi is None:
+            self.add(new)
+            return
+        qpi.pod_info = PodInfo(new)
+        gk = pod_group_key(new)
+        if gk is not None and gk in self.groups and key in self.groups[gk].members:
+            self.groups[gk].members[key] = qpi
+        if key in self.gated:
+            self._admit(qpi)
+
+    def delete(self, pod: dict) -> None:
+        key = pod_key(pod)
+        self._pods.pop(key, None)
+        self.gated.pop(key, None)
+        self.unschedulable.pop(key, None)
+        self._active_keys.discard(key)  # lazily dropped from the heap at pop
+        self._backoff_keys.discard(key)
+        gk = pod_group_key(pod)
+        if gk is not None and gk in self.groups:
+            g = self.groups[gk]
+            g.members.pop(key, None)
+            if not g.members and entity_key(g) not in self.in_flight:
+                self._drop_group(g)
+
+    def _drop_group(self, g: QueuedPodGroup) -> None:
+        k = entity_key(g)
+        self.groups.pop(g.key, None)
+        self._active_keys.discard(k)
+        self._backoff_keys.discard(k)
+        self.unschedulable.pop(k, None)
+
+    def assigned(self, pod: dict) -> None:
+        """The pod got a node (bound by us or by someone else): it leaves the queue."""
+        self.delete(pod)
+
+    # -- the scheduling loop's side --------------------------------------------------------------
+    def _flush_backoff(self) -> None:
+        now = self.clock.now()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, e = heapq.heappop(self._backoff)
+            k = entity_key(e)
+            if k not in self._backoff_keys:
+                continue
+            self._backoff_keys.discard(k)
+            if isinstance(e, QueuedPodGroup) and not e.members:
+                self._drop_group(e)
+                continue
+            self._push_active(e)
+
+    def _flush_unschedulable(self) -> None:
+        now = self.clock.now()
+        for k, (e, since) in list(self.unschedulable.items()):
+            if now - since >= MAX_IN_UNSCHEDULABLE:
+                del self.unschedulable[k]
+                self._push_backoff(e)
+
+    def _next_wakeup(self) -> float | None:
+        t = [self._backoff[0][0]] if self._backoff else []
+        if self.unschedulable:
+            t.append(min(since for _, since in self.unschedulable.values()) + MAX_IN_UNSCHEDULABLE)
+        return min(t) if t else None
+
+    async def pop(self) -> Entity | None:
+        while not self._closed:
+            self._flush_backoff()
+            while self._active:
+                item = heapq.heappop(self._active)
+                e = item.entity
+                k = entity_key(e)
+                if k not in self._active_keys:
+                    continue  # deleted while queued
+                self._active_keys.discard(k)
+                if isinstance(e, QueuedPodGroup):
+                    if not e.members:
+                        self._drop_group(e)
+                        continue
+                e.attempts += 1
+                self.in_flight.add(k)
+                self.scheduling_cycle += 1
+                self._events_during[k] = self.move_request_cycle
+                return e
+            self._wakeup.clear()
+            nxt = self._next_wakeup()
+            if nxt is None:
+                await self._wakeup.wait()
+                continue
+            delay = max(0.0, nxt - self.clock.now())
+            waiter = asyncio.ensure_future(self._wakeup.wait())
+            sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+            done, pending = await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            for t in pending:
+                t.cancel()
+            self._flush_unschedulable()
+        return None
+
+    def done(self, e: Entity) -> None:
+        """The cycle for `e` finished (successfully or not)."""
+        k = entity_key(e)
+        self.in_flight.discard(k)
+        self._events_during.pop(k, None)
+        if isinstance(e, QueuedPodGroup):
+            if not e.members:
+                self._drop_group(e)
+            elif k not in self._active_keys and k not in self._backoff_keys and k not in self.unschedulable:
+                # members that joined during the cycle and were not scheduled by it
+                self._push_active(e)
+
+    def requeue(self, e: Entity, plugins: Iterable[str], *, error: bool = False) -> None:
+        """A failed cycle: back to unschedulable (to wait for a relevant event) or to backoff."""
+        k = entity_key(e)
+        seen_events = self.move_request_cycle > self._events_during.get(k, self.move_request_cycle)
+        self.in_flight.discard(k)
+        self._events_during.pop(k, None)
+        if isinstance(e, QueuedPodGroup) and not e.members:
+            self._drop_group(e)
+            return
+        e.unschedulable_plugins = set(plugins)
+        if error or seen_events or not e.unschedulable_plugins:
+            self._push_backoff(e)
+        else:
+            self.unschedulable[k] = (e, self.clock.now())
+
+    def close(self) -> None:
+        self._closed = True
+        self._wakeup.set()
+
+    # -- cluster events -----------------------------------------------------------------------
+    def on_event(self, event: ClusterEvent, old: Optional[dict], new: Optional[dict]) -> None:
+        """Move gated and unschedulable entities a cluster change may help (queueing hints)."""
+        self.move_request_cycle += 1
+        registered = self.fw.events_to_register()
+        for key, qpi in list(self.gated.items()):
+            if self._hint(registered, qpi.gating_plugin, qpi.pod, event, old, new):
+                self._admit(qpi)
+        for key, (e, _) in list(self.unschedulable.items()):
+            pods = [q.pod for q in e.members.values()] if isinstance(e, QueuedPodGroup) else [e.pod]
+            plugins = e.unschedulable_plugins
+            if any(self._hint(registered, pl, p, event, old, new) for pl in plugins for p in pods[:1] or [{}]):
+                del self.unschedulable[key]
+                self._push_backoff(e) if e.attempts > 1 else self._push_active(e)
+
+    @staticmethod
+    def _hint(registered: dict, plugin: str, pod: dict, event: ClusterEvent, old, new) -> bool:
+        if not plugin:
+            return True
+        for ewh in registered.get(plugin, ()):
+            if match_cluster_events(ewh.event, event):
+                fn = ewh.queueing_hint_fn
+                if fn is None:
+                    return True
+                try:
+                    if fn(pod, old, new) == QueueingHint.Queue:
+                        return True
+                except Exception:  # a hint that fails means "queue", as upstream
+                    log.exception("queueing hint of %s", plugin)
+                    return True
+        return False
+
+    def activate(self, pods: Iterable[dict]) -> None:
+        """Move these pods' entities to activeQ (used by plugins such as GangScheduling)."""
+        for pod in pods:
+            key = pod_key(pod)
+            gk = pod_group_key(pod) if self.group_cycles else None
+            if gk is not None and gk in self.groups:
+                g = self.groups[gk]
+                k = entity_key(g)
+                if k in self.unschedulable or k in self._backoff_keys:
+                    self._backoff_keys.discard(k)
+                    self.unschedulable.pop(k, None)
+                    self._push_active(g)
+                continue
+            qpi = self._pods.get(key)
+            if qpi is None:
+                continue
+            if key in self.unschedulable or key in self._backoff_keys:
+                self._backoff_keys.discard(key)
+                self.unschedulable.pop(key, None)
+                self._push_active(qpi)
+            elif key in self.gated:
+                self._admit(qpi)
