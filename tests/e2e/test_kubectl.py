@@ -263,3 +263,13 @@ def test_typed_create_commands(cluster: Cluster, ns: str):
         == "secret/s created"
     assert cluster.kubectl("get", "secret", "s", "-n", ns, "-o", "jsonpath={.data.k}").check().out == "dg=="
     cluster.kubectl("delete", "namespace", f"{ns}-x", "--wait=false").check()
+
+
+def test_pod_is_scheduled_and_runs(cluster: Cluster, ns: str):
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=POD).check()
+    out = cluster.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod/web", "--timeout=30s").check().out
+    assert out.strip() == "pod/web condition met"
+    row = cluster.kubectl("get", "pod", "web", "-n", ns, "-o", "wide").check().out.splitlines()[1].split()
+    assert row[1:3] == ["2/2", "Running"] and row[6] == "e2e-worker"
+    desc = cluster.kubectl("describe", "pod", "web", "-n", ns).check().out
+    assert f"Successfully assigned {ns}/web to e2e-worker" in desc

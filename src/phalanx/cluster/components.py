@@ -15,6 +15,7 @@ from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.namespace import NamespaceController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..nodes.kubelet import SimulatedKubelets
+from ..scheduler.scheduler import Scheduler
 
 log = logging.getLogger("phalanx.components")
 
@@ -34,12 +35,15 @@ class Components:
 
 
 async def start_all(cp: Any) -> list[Any]:
-    """kube-controller-manager's controllers and the simulated kubelets, on one informer factory."""
+    """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
+    informer factory."""
     client = InProcessClient(cp.api, field_manager="kube-controller-manager")
     factory = InformerFactory(client)
     kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
+    scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory)]
+                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory),
+                   Scheduler(scheduler_client, factory, gates=cp.gates)]
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]
