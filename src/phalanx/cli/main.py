@@ -303,6 +303,113 @@ def serve(state_dir) -> None:
     serve_control_plane(state_dir)
 
 
+@cli.command("scheduler")
+@click.option("--kubeconfig", default=None, metavar="PATH", help="kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)")
+@click.option("--context", default=None, help="kubeconfig context to use")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help="a KubeSchedulerConfiguration (profiles, plugins, weights, percentageOfNodesToScore)")
+@click.option("--scheduler-name", default=None,
+              help="serve pods with this spec.schedulerName (sets the first profile's name)")
+@click.option("--feature-gates", default="", metavar="A=true,B=false", help="feature gates for the scheduler")
+@click.option("--permit-timeout", default=None, type=float, metavar="SECONDS",
+              help="how long gang pods wait at Permit for their group (default 300)")
+def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gates, permit_timeout) -> None:
+    """Run the phalanx scheduler against any Kubernetes API server (as a second scheduler)."""
+    import asyncio
+    import logging
+    import signal
+
+    import yaml
+
+    from phalanx.client import HTTPClient, InformerFactory
+    from phalanx.cluster.featuregates import FeatureGates
+    from phalanx.scheduler.framework.config import load_configuration
+    from phalanx.scheduler.scheduler import Scheduler
+
+    logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        gates = FeatureGates.from_config({k.strip(): v.strip().lower() == "true" for k, v in
+                                          (kv.split("=", 1) for kv in feature_gates.split(",") if kv.strip())})
+    except (ValueError, Exception) as e:
+        _fail("invalid --feature-gates", e)
+        return
+    try:
+        config = None
+        if config_path:
+            with open(config_path) as f:
+                config = load_configuration(yaml.safe_load(f), gates)
+        if config is None:
+            from phalanx.scheduler.framework import KubeSchedulerConfiguration
+            config = KubeSchedulerConfiguration()
+        if scheduler_name:
+            config.profiles[0].scheduler_name = scheduler_name
+    except (OSError, ValueError, TypeError) as e:
+        _fail(f"cannot load {config_path}", e)
+        return
+
+    async def run() -> None:
+        client = HTTPClient.from_kubeconfig(kubeconfig, context, field_manager="phalanx-scheduler")
+        factory = InformerFactory(client)
+        sched = Scheduler(client, factory, config=config, gates=gates, permit_timeout=permit_timeout)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        sched.start()
+        await stop.wait()
+        await sched.stop()
+        await factory.stop()
+        await client.close()
+
+    asyncio.run(run())
+
+
+@cli.group()
+def explain() -> None:
+    """Why a pod or a PodGroup is (not) scheduled: the scheduler's last decision, per plugin and node."""
+
+
+def _explain(kind: str, name: str, namespace: str, kubeconfig: str | None, context: str | None) -> None:
+    import asyncio
+
+    from phalanx.client import HTTPClient
+    from phalanx.machinery.errors import StatusError
+    from phalanx.scheduler import explain as explaining
+
+    async def run() -> str:
+        client = HTTPClient.from_kubeconfig(kubeconfig, context)
+        try:
+            fn = explaining.explain_pod if kind == "pod" else explaining.explain_podgroup
+            return await fn(client, namespace, name)
+        finally:
+            await client.close()
+    try:
+        _emit(asyncio.run(run()), err=False)
+    except StatusError as e:
+        _fail(f"Error from server ({e.reason})", e.message)
+
+
+def _explain_options(fn):
+    fn = click.option("--context", default=None, help="kubeconfig context to use")(fn)
+    fn = click.option("--kubeconfig", default=None, metavar="PATH", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")(fn)
+    fn = click.option("-n", "--namespace", default="default", show_default=True)(fn)
+    return click.argument("name")(fn)
+
+
+@explain.command("pod")
+@_explain_options
+def explain_pod(name, namespace, kubeconfig, context) -> None:
+    """The last scheduling decision for a pod."""
+    _explain("pod", name, namespace, kubeconfig, context)
+
+
+@explain.command("podgroup")
+@_explain_options
+def explain_podgroup(name, namespace, kubeconfig, context) -> None:
+    """The last group scheduling decision for a PodGroup, with each failing pod's reasons."""
+    _explain("podgroup", name, namespace, kubeconfig, context)
+
+
 @cli.command("version")
 def version() -> None:
     """Print the phalanx version."""

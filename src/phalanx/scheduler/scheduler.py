@@ -316,7 +316,7 @@ class Scheduler:
             self.nominator.add_nominated_pod(pi, nominated)
         await self._write_pod_unschedulable(pi.pod, reason, message, nominated)
         await self.client.create_event(pi.pod, "FailedScheduling", message, type="Warning",
-                                       component="default-scheduler",
+                                       component=fw.profile_name,
                                        annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})
 
     async def _preempt(self, preemptor: PodInfo, post_filter: Any) -> None:
@@ -413,7 +413,7 @@ class Scheduler:
                     {"result": "Scheduled", "node": node,
                      "feasibleNodes": scores.feasible_nodes, "evaluatedNodes": scores.evaluated_nodes,
                      "topScores": [{"node": n, "score": s} for n, s in scores.scores.top(5)]}).decode()}
-            await self.client.create_event(pi.pod, "Scheduled", msg, component="default-scheduler", annotations=ann)
+            await self.client.create_event(pi.pod, "Scheduled", msg, component=fw.profile_name, annotations=ann)
             return
         # failure: release what the scheduling cycle reserved
         fw.run_reserve_plugins_unreserve(state, pi, node)
@@ -431,7 +431,7 @@ class Scheduler:
         await self._write_pod_unschedulable(pi.pod, "SchedulerError" if st.code == Code.Error else "Unschedulable",
                                             reason_text)
         await self.client.create_event(pi.pod, "FailedScheduling", reason_text, type="Warning",
-                                       component="default-scheduler")
+                                       component=fw.profile_name)
 
     async def _run_pre_bind(self, fw: Framework, state: CycleState, pi: PodInfo, node: str) -> Optional[Status]:
         for pl in fw.pre_bind_plugins:
@@ -529,7 +529,15 @@ class Scheduler:
                 continue
             self._spawn_binding(fw, pstate, assumed_pi, node, qpi, waiting=waiting, group=group)
         self.stats["groups_scheduled"] += 1
-        await self._set_group_condition(pg, "True", "Scheduled", "")
+        first = await self._set_group_condition(pg, "True", "Scheduled", "")
+        placed_now = len(chosen["assigned"])
+        ann = {DIAGNOSIS_ANNOTATION: orjson.dumps({"result": "Scheduled", "placement": chosen["placement"].name,
+                                                   "podsPlaced": placed_now, "minCount": min_count}).decode()}
+        where = f" in {chosen['placement'].name}" if chosen["placement"].name != "cluster" else ""
+        verb = "Successfully placed" if first else "Placed late members:"
+        await self.client.create_event(pg, "Scheduled", f"{verb} {placed_now} pod(s) of pod group "
+                                                        f"{group.key}{where}", component=fw.profile_name,
+                                       annotations=ann)
         diag = {"result": "Scheduled", "placement": chosen["placement"].name,
                 "podsPlaced": len(chosen["assigned"]), "podsInCycle": len(members), "minCount": min_count,
                 "alreadyScheduled": already,
@@ -617,14 +625,14 @@ class Scheduler:
                                     for o in placements_tried[:50]]}
         self.last_diagnosis["group:" + group.key] = diag
         await self._set_group_condition(pg, "False", "Unschedulable", summary)
-        await self.client.create_event(pg, "FailedScheduling", summary, type="Warning", component="default-scheduler",
+        await self.client.create_event(pg, "FailedScheduling", summary, type="Warning", component=fw.profile_name,
                                        annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})
         for qpi in members:
             fe = failures.get(qpi.pod_info.key)
             msg = str(fe[1]) if fe else f"pod group is unschedulable: {summary}"
             await self._write_pod_unschedulable(qpi.pod, "Unschedulable", msg)
             await self.client.create_event(qpi.pod, "FailedScheduling", msg, type="Warning",
-                                           component="default-scheduler")
+                                           component=fw.profile_name)
 
     @staticmethod
     def _group_summary(placed: int, total: int, min_count: int, already: int, failures: dict, status_message: str,
@@ -651,15 +659,16 @@ class Scheduler:
             head += f" (tried {len(placements)} placements)"
         return head
 
-    async def _set_group_condition(self, pg: dict, status: str, reason: str, message: str) -> None:
+    async def _set_group_condition(self, pg: dict, status: str, reason: str, message: str) -> bool:
+        """Set PodGroupScheduled; False when nothing changed (the condition keeps the first success)."""
         key = f"{pg['metadata'].get('namespace', '')}/{pg['metadata']['name']}"
         current = self.podgroups.get(key) if self.podgroups is not None else None
         for c in ((current or pg).get("status") or {}).get("conditions") or []:
             if c.get("type") == "PodGroupScheduled":
                 if c.get("status") == status and c.get("reason") == reason and c.get("message") == message:
-                    return
+                    return False
                 if c.get("status") == "True":
-                    return  # the condition records the initial decision only (upstream's documented limit)
+                    return False  # the condition records the initial decision only (upstream's documented limit)
         cond = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message,
                 "lastTransitionTime": self._now(), "observedGeneration": pg["metadata"].get("generation", 1)}
         md = pg["metadata"]
@@ -670,6 +679,8 @@ class Scheduler:
         except StatusError as e:
             if e.code != 404:
                 log.warning("updating PodGroup %s status: %s", key, e.message)
+            return False
+        return True
 
     # -- explanations --------------------------------------------------------------------------------
     @staticmethod
@@ -678,16 +689,20 @@ class Scheduler:
         if fit_error is None:
             return rec
         by_reason: dict[str, list[str]] = {}
+        reason_plugin: dict[str, str] = {}
         by_plugin: Counter = Counter()
         for node, st in fit_error.diagnosis.node_to_status.items():
             for r in st.reasons():
                 lst = by_reason.setdefault(r, [])
                 if len(lst) < MAX_NODES_PER_REASON:
                     lst.append(node)
+                if st.plugin:
+                    reason_plugin.setdefault(r, st.plugin)
             if st.plugin:
                 by_plugin[st.plugin] += 1
-        rec["nodes"] = fit_error.num_all_nodes if hasattr(fit_error, "num_all_nodes") else None
-        rec["reasons"] = {r: {"count": len(v), "nodes": v} for r, v in by_reason.items()}
+        rec["nodes"] = fit_error.num_all_nodes
+        rec["reasons"] = {r: {"count": len(v), "plugin": reason_plugin.get(r, ""), "nodes": v}
+                          for r, v in by_reason.items()}
         counts = fit_error.diagnosis.reason_counts(getattr(fit_error, "num_all_nodes", 0) or 0)
         for r, n in counts.items():
             if r in rec["reasons"]:

@@ -1,0 +1,109 @@
+"""`phalanx explain`: the scheduler's last decision about a pod or a PodGroup, for a person.
+
+The scheduler keeps every decision on its `Scheduled` / `FailedScheduling` event, as the JSON
+annotation `scheduler.phalanx.dev/diagnosis` (per reason: the plugin, how many nodes, which nodes;
+for a PodGroup: how many pods fit, how many were required, each failing pod's diagnosis, the
+placements tried). This module reads those events through any `Client` and renders them, so it
+works against any cluster the phalanx scheduler runs on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .scheduler import DIAGNOSIS_ANNOTATION, POD_GROUP_API
+
+
+async def _latest_decision(client: Any, kind: str, namespace: str, name: str) -> tuple[dict | None, dict | None]:
+    events, _ = await client.list("v1", "Event", namespace,
+                                  field_selector=f"involvedObject.name={name},involvedObject.kind={kind}")
+    events = [e for e in events if e.get("reason") in ("Scheduled", "FailedScheduling")]
+    if not events:
+        return None, None
+    events.sort(key=lambda e: (e.get("lastTimestamp") or "", e["metadata"].get("resourceVersion", "0").zfill(20)))
+    ev = events[-1]
+    raw = (ev["metadata"].get("annotations") or {}).get(DIAGNOSIS_ANNOTATION)
+    return ev, (orjson.loads(raw) if raw else None)
+
+
+def _reasons(diag: dict, indent: str) -> list[str]:
+    lines = []
+    for reason, info in sorted((diag.get("reasons") or {}).items(), key=lambda kv: -kv[1].get("count", 0)):
+        nodes = info.get("nodes") or []
+        more = info.get("count", len(nodes)) - len(nodes)
+        shown = ", ".join(nodes) + (f", and {more} more" if more > 0 else "")
+        plugin = f" [{info['plugin']}]" if info.get("plugin") else ""
+        lines.append(f"{indent}{info.get('count', len(nodes))} node(s): {reason}{plugin}")
+        if shown:
+            lines.append(f"{indent}    {shown}")
+    if diag.get("preemption"):
+        lines.append(f"{indent}preemption: {diag['preemption']}")
+    return lines
+
+
+def _header(ev: dict) -> str:
+    count = ev.get("count") or 1
+    return f"{ev.get('reason')} ({count} time{'s' if count != 1 else ''}, last at {ev.get('lastTimestamp')})"
+
+
+async def explain_pod(client: Any, namespace: str, name: str) -> str:
+    pod = await client.get("v1", "Pod", namespace, name)
+    lines = [f"Pod {namespace}/{name}"]
+    node = (pod.get("spec") or {}).get("nodeName")
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if group:
+        lines.append(f"  pod group: {group}")
+    lines.append(f"  node: {node or '<none>'}   phase: {(pod.get('status') or {}).get('phase', '')}")
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            lines.append(f"  PodScheduled={c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else ""))
+    ev, diag = await _latest_decision(client, "Pod", namespace, name)
+    if ev is None:
+        lines.append("  no scheduling decision recorded yet (the pod may be waiting at PreEnqueue: "
+                     "a missing PodGroup, a gang below minCount, or unresolved claims)")
+        return "\n".join(lines)
+    lines.append(f"  last decision: {_header(ev)}")
+    lines.append(f"    {ev.get('message', '')}")
+    if diag:
+        if diag.get("result") == "Scheduled":
+            lines.append(f"    evaluated {diag.get('evaluatedNodes')} node(s), {diag.get('feasibleNodes')} feasible")
+            for s in diag.get("topScores") or []:
+                lines.append(f"      {s['node']}: score {s['score']}")
+        else:
+            lines.extend(_reasons(diag, "    "))
+    return "\n".join(lines)
+
+
+async def explain_podgroup(client: Any, namespace: str, name: str) -> str:
+    pg = await client.get(POD_GROUP_API, "PodGroup", namespace, name)
+    spec = pg.get("spec") or {}
+    pol = spec.get("schedulingPolicy") or {}
+    policy = f"Gang (minCount {pol['gang'].get('minCount')})" if "gang" in pol else "Basic"
+    lines = [f"PodGroup {namespace}/{name}", f"  policy: {policy}"]
+    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    if topo:
+        lines.append(f"  topology: {', '.join(t.get('key', '') for t in topo)}")
+    for c in (pg.get("status") or {}).get("conditions") or []:
+        lines.append(f"  {c.get('type')}={c.get('status')} ({c.get('reason')})" +
+                     (f": {c.get('message')}" if c.get("message") else ""))
+    pods, _ = await client.list("v1", "Pod", namespace)
+    members = [p for p in pods if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name]
+    bound = sum(1 for p in members if (p.get("spec") or {}).get("nodeName"))
+    lines.append(f"  pods: {len(members)} ({bound} bound, {len(members) - bound} pending)")
+    ev, diag = await _latest_decision(client, "PodGroup", namespace, name)
+    if ev is None:
+        lines.append("  no group scheduling decision recorded yet")
+        return "\n".join(lines)
+    lines.append(f"  last decision: {_header(ev)}")
+    lines.append(f"    {ev.get('message', '')}")
+    if diag:
+        for p in diag.get("placementsTried") or []:
+            if len(diag.get("placementsTried")) > 1 or p.get("placement") != "cluster":
+                lines.append(f"    placement {p['placement']}: {'feasible' if p.get('feasible') else 'infeasible'}, "
+                             f"{p.get('podsPlaced')} pod(s) placed" + (f" ({p['message']})" if p.get("message") else ""))
+        for pod_name, pd in (diag.get("pods") or {}).items():
+            lines.append(f"    pod {pod_name}: {pd.get('message', '')}")
+            lines.extend(_reasons(pd, "      "))
+    return "\n".join(lines)
