@@ -13,6 +13,8 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.namespace import NamespaceController
+from ..controllers.podgroupprotection import PodGroupProtectionController
+from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..nodes.kubelet import SimulatedKubelets
 from ..scheduler.scheduler import Scheduler
@@ -43,7 +45,10 @@ async def start_all(cp: Any) -> list[Any]:
     scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory),
+                   ResourceClaimController(client, factory, gates=cp.gates),
                    Scheduler(scheduler_client, factory, gates=cp.gates)]
+    if cp.gates.enabled("GenericWorkload"):
+        controllers.append(PodGroupProtectionController(client, factory))
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]
