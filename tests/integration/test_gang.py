@@ -143,3 +143,26 @@ async def test_permit_timeout_releases_reservations(cluster_factory):
                                          for n in ("p0", "p1", "p2") for e in c.events(n)), within=40)
     assert c.bound() == {}
     await c.stop()
+
+
+async def test_deleting_a_pod_group_with_live_pods_waits_for_them(cluster_factory):
+    from phalanx.client import InProcessClient
+    from phalanx.controllers.podgroupprotection import PodGroupProtectionController
+
+    c = cluster_factory()
+    await c.start(nodes(2), extra=[lambda cl: PodGroupProtectionController(
+        InProcessClient(cl.api, clock=cl.clock), cl.factory, clock=cl.clock)])
+    await c.client.create(podgroup("g", 2))
+    for i in range(2):
+        await c.client.create(pod(f"p{i}", group="g"))
+    assert await c.run_until(lambda: len(c.running()) == 2)
+    await c.client.delete("scheduling.k8s.io/v1alpha2", "PodGroup", "default", "g")
+    await c.settle(5)
+    pg = c.podgroup("g")
+    assert pg["metadata"]["deletionTimestamp"]
+    assert "scheduling.k8s.io/podgroup-protection" in pg["metadata"]["finalizers"]
+    for i in range(2):
+        await c.client.delete("v1", "Pod", "default", f"p{i}")
+    rt = c.api.resource("scheduling.k8s.io", "v1alpha2", "podgroups")
+    assert await c.run_until(lambda: c.api.store.get(rt.key, "default", "g") is None, within=30)
+    await c.stop()
