@@ -44,7 +44,14 @@ def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj
 
 
 def node_internal_ip(index: int) -> str:
-    return f"172.18.{index // 250}.{index % 250 + 2}"
+    return f"172.{18 + index // 64000}.{(index // 250) % 256}.{index % 250 + 2}"
+
+
+def pod_cidr(index: int) -> str:
+    """kind's 10.244.<i>.0/24 for the first 256 nodes; beyond, /24s from 100.64.0.0/10."""
+    if index < 256:
+        return f"10.244.{index}.0/24"
+    return f"100.{64 + (index // 256) % 64}.{index % 256}.0/24"
 
 
 def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
@@ -60,7 +67,7 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
            "metadata": {"name": node.name, "labels": labels,
                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-           "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"],
+           "spec": {"podCIDR": pod_cidr(index), "podCIDRs": [pod_cidr(index)],
                     "providerID": f"phalanx://{node.name}"}}
     if node.taints:
         obj["spec"]["taints"] = [dict(t) for t in node.taints]
