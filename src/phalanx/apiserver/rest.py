@@ -230,8 +230,8 @@ class API:
         Values of the wrong JSON type are always an error (400). Unknown and duplicate fields follow
         `fieldValidation`: Strict rejects (400), Warn returns them as warnings, Ignore skips them."""
         v = self.strict_validator
-        if v is None:
-            return []
+        if v is None or (raw is None and field_validation == "Ignore"):
+            return []  # in-process callers hand over objects, not JSON to decode
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
         type_errs = v.type_errors(rt.group, rt.version, rt.kind, obj)
         if type_errs:

@@ -319,7 +319,9 @@ class SchedulingQueue:
     def on_event(self, event: ClusterEvent, old: Optional[dict], new: Optional[dict]) -> None:
         """Move gated and unschedulable entities a cluster change may help (queueing hints)."""
         self.move_request_cycle += 1
-        registered = self.fw.events_to_register()
+        if not self.gated and not self.unschedulable:
+            return
+        registered = self._registered()
         for key, qpi in list(self.gated.items()):
             if self._hint(registered, qpi.gating_plugin, qpi.pod, event, old, new):
                 self._admit(qpi)
@@ -329,6 +331,12 @@ class SchedulingQueue:
             if any(self._hint(registered, pl, p, event, old, new) for pl in plugins for p in pods[:1] or [{}]):
                 del self.unschedulable[key]
                 self._push_backoff(e) if e.attempts > 1 else self._push_active(e)
+
+    def _registered(self) -> dict:
+        reg = getattr(self, "_registered_cache", None)
+        if reg is None:
+            reg = self._registered_cache = self.fw.events_to_register()
+        return reg
 
     @staticmethod
     def _hint(registered: dict, plugin: str, pod: dict, event: ClusterEvent, old, new) -> bool:
