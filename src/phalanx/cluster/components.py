@@ -16,6 +16,7 @@ from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
+from ..nodes.dradriver import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets
 from ..scheduler.scheduler import Scheduler
 
@@ -46,6 +47,8 @@ async def start_all(cp: Any) -> list[Any]:
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory),
                    ResourceClaimController(client, factory, gates=cp.gates),
+                   SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
+                                       cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory))

@@ -23,6 +23,7 @@ every problem in the file is reported at once. Malformed YAML names the line and
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import re
@@ -621,8 +622,11 @@ def _parse_phalanx(doc: dict, reader: _Reader, name_override: str | None) -> Clu
         else:
             spec.port = doc["port"]
     if "draDrivers" in doc and doc["draDrivers"] is not None:
-        if reader.list_of(doc["draDrivers"], "draDrivers", "mapping"):
-            spec.dra_drivers = [dict(d) for d in doc["draDrivers"]]
+        disabled_gates = {g for g, (enabled, _) in gates.items() if not enabled}
+        problems_before = len(reader.problems)
+        _parse_dra_drivers(doc["draDrivers"], "draDrivers", reader, disabled_gates)
+        if len(reader.problems) == problems_before:
+            spec.dra_drivers = copy.deepcopy(doc["draDrivers"])
 
     nodes: list[NodeSpec] = []
     pools = doc.get("nodePools")
@@ -829,3 +833,452 @@ def _parse_label_templates(value: Any, path: str, reader: _Reader) -> dict[str, 
             reader.error(where, str(e))
             ok = False
     return templates if ok else None
+
+
+# ---------------------------------------------------------------------------------------------
+# draDrivers: simulated DRA drivers (the model and its rendering live in phalanx.nodes.dradriver)
+
+DRA_DRIVER_FIELDS = ("name", "deviceClasses", "nodeSelector", "devicesPerNode", "devicePrefix", "attributes",
+                     "capacity", "partitions", "taints", "pools")
+DRA_CLASS_FIELDS = ("name", "selectors")
+DRA_PARTITION_FIELDS = ("count", "counters")
+DRA_TAINT_FIELDS = ("key", "value", "effect", "devices")
+DRA_POOL_FIELDS = ("name", "nodeSelector", "allNodes", "perValueOf", "devices", "devicePrefix", "attributes",
+                   "capacity", "taints")
+DRA_PARTITIONS_GATE = "DRAPartitionableDevices"
+DRA_TAINTS_GATE = "DRADeviceTaints"
+
+
+def parse_dra_drivers(value: Any, source: str = "draDrivers", disabled_gates: Any = ()) -> list:
+    """Validate `draDrivers` entries and build `phalanx.nodes.dradriver.DRADriverSpec`s;
+    ClusterConfigError (naming `source` and each field) on any problem."""
+    reader = _Reader(source)
+    drivers = _parse_dra_drivers(value, "draDrivers", reader, set(disabled_gates))
+    if reader.problems:
+        raise ClusterConfigError(source, reader.problems)
+    return drivers
+
+
+def _parse_dra_drivers(value: Any, path: str, reader: _Reader, disabled_gates: set[str]) -> list:
+    from phalanx.nodes import dradriver as dra
+
+    drivers: list = []
+    if not reader.expect(value, path, "list"):
+        return drivers
+    names: set[str] = set()
+    classes: dict[str, str] = {}
+    for d, raw in enumerate(value):
+        where = f"{path}[{d}]"
+        if not reader.expect(raw, where, "mapping"):
+            continue
+        before = len(reader.problems)
+        driver = _parse_dra_driver(raw, where, reader, disabled_gates, dra)
+        if driver is None:
+            continue
+        if driver.name in names:
+            reader.error(f"{where}.name", f"duplicate driver name {_q(driver.name)}")
+        names.add(driver.name)
+        for c, cls in enumerate(driver.device_classes):
+            if cls.name in classes:
+                reader.error(f"{where}.deviceClasses[{c}].name" if "deviceClasses" in raw else f"{where}.name",
+                             f"DeviceClass {_q(cls.name)} is already defined by {classes[cls.name]}")
+            classes.setdefault(cls.name, where)
+        if len(reader.problems) == before:
+            drivers.append(driver)
+    return drivers
+
+
+def _dra_driver_name(value: Any, path: str, reader: _Reader) -> str | None:
+    if value is None:
+        reader.error(path, "required")
+        return None
+    if not reader.expect(value, path, "string"):
+        return None
+    problems = (["must be no more than 63 characters"] if len(value) > 63 else []) + dns1123_subdomain_errors(value)
+    for msg in problems:
+        reader.error(path, f"invalid driver name {_q(value)}: {msg}")
+    return None if problems else value
+
+
+def _dra_count(raw: dict, key: str, where: str, reader: _Reader, default: int, dra: Any) -> int | None:
+    value = raw.get(key, default)
+    if value is None:
+        return default
+    if not reader.expect(value, f"{where}.{key}", "integer"):
+        return None
+    if not 0 <= value <= dra.MAX_DEVICE_COUNT:
+        reader.error(f"{where}.{key}", f"invalid count {value}: must be between 0 and {dra.MAX_DEVICE_COUNT}")
+        return None
+    return value
+
+
+def _dra_prefix(raw: dict, where: str, reader: _Reader, default: str) -> str | None:
+    value = raw.get("devicePrefix")
+    if value is None:
+        return default
+    if not reader.expect(value, f"{where}.devicePrefix", "string"):
+        return None
+    problems = dns1123_label_errors(value)
+    for msg in problems:
+        reader.error(f"{where}.devicePrefix", f"invalid device prefix {_q(value)}: {msg}")
+    return None if problems else value
+
+
+def _dra_attributes(raw: dict, where: str, reader: _Reader, default: Any, dra: Any) -> tuple | None:
+    value = raw.get("attributes")
+    path = f"{where}.attributes"
+    if value is None:
+        if not isinstance(default, dict):
+            return default  # already parsed (a pool inheriting its driver's)
+        value = default
+    elif not reader.expect(value, path, "mapping"):
+        return None
+    out = []
+    ok = True
+    for name, v in value.items():
+        at = _key_path(path, str(name))
+        if not isinstance(name, str):
+            reader.error(path, f"keys must be strings, got {_type_name(name)} {_q(name)}")
+            ok = False
+            continue
+        for msg in dra.qualified_name_errors(name):
+            reader.error(at, f"invalid attribute name: {msg}")
+            ok = False
+        try:
+            out.append(dra.make_attribute(name, v))
+        except ValueError as e:
+            reader.error(at, str(e))
+            ok = False
+    return tuple(out) if ok else None
+
+
+def _dra_capacity(raw: dict, where: str, reader: _Reader, default: Any, dra: Any) -> tuple | None:
+    value = raw.get("capacity")
+    path = f"{where}.capacity"
+    if value is None:
+        if not isinstance(default, dict):
+            return default
+        value = default
+    elif not reader.expect(value, path, "mapping"):
+        return None
+    out = []
+    ok = True
+    for name, v in value.items():
+        at = _key_path(path, str(name))
+        if not isinstance(name, str):
+            reader.error(path, f"keys must be strings, got {_type_name(name)} {_q(name)}")
+            ok = False
+            continue
+        for msg in dra.qualified_name_errors(name):
+            reader.error(at, f"invalid capacity name: {msg}")
+            ok = False
+        try:
+            out.append(dra.make_capacity(name, v))
+        except ValueError as e:
+            reader.error(at, str(e))
+            ok = False
+    return tuple(out) if ok else None
+
+
+def _dra_taints(raw: dict, where: str, reader: _Reader, disabled_gates: set[str], dra: Any,
+                device_count: int | None) -> tuple | None:
+    value = raw.get("taints")
+    path = f"{where}.taints"
+    if value is None:
+        return ()
+    if not reader.expect(value, path, "list"):
+        return None
+    if value and DRA_TAINTS_GATE in disabled_gates:
+        reader.error(path, f"device taints need the feature gate {DRA_TAINTS_GATE}, which featureGates disables")
+        return None
+    out = []
+    ok = True
+    for t, item in enumerate(value):
+        at = f"{path}[{t}]"
+        if not reader.expect(item, at, "mapping"):
+            ok = False
+            continue
+        reader.fields(item, at, DRA_TAINT_FIELDS)
+        key, effect, taint_value, devices = item.get("key"), item.get("effect"), item.get("value") or "", None
+        if key is None:
+            reader.error(f"{at}.key", "required")
+            ok = False
+        elif reader.expect(key, f"{at}.key", "string"):
+            for msg in qualified_name_errors(key):
+                reader.error(f"{at}.key", f"invalid taint key: {msg}")
+                ok = False
+        else:
+            ok = False
+        if taint_value and reader.expect(taint_value, f"{at}.value", "string"):
+            for msg in label_value_errors(taint_value):
+                reader.error(f"{at}.value", f"invalid taint value: {msg}")
+                ok = False
+        elif taint_value:
+            ok = False
+        if effect is None:
+            reader.error(f"{at}.effect", "required")
+            ok = False
+        elif effect not in dra.DEVICE_TAINT_EFFECTS:
+            reader.error(f"{at}.effect",
+                         f"unsupported value {_q(effect)}; allowed: {', '.join(dra.DEVICE_TAINT_EFFECTS)}")
+            ok = False
+        if item.get("devices") is not None:
+            if reader.list_of(item["devices"], f"{at}.devices", "integer"):
+                devices = frozenset(item["devices"])
+                for i in item["devices"]:
+                    if i < 0 or (device_count is not None and i >= device_count):
+                        reader.error(f"{at}.devices", f"device index {i} is out of range: devices are numbered "
+                                                      f"0 to {max((device_count or 0) - 1, 0)}")
+                        ok = False
+            else:
+                ok = False
+        if ok:
+            out.append(dra.TaintSpec(key=key, effect=effect, value=taint_value, devices=devices))
+    return tuple(out) if ok else None
+
+
+def _dra_partitions(raw: dict, where: str, reader: _Reader, disabled_gates: set[str], dra: Any) -> Any:
+    """None (no partitions), a PartitionSpec, or False on error."""
+    value = raw.get("partitions")
+    path = f"{where}.partitions"
+    if value is None:
+        return None
+    counters = dict(dra.DEFAULT_COUNTERS)
+    if isinstance(value, dict):
+        reader.fields(value, path, DRA_PARTITION_FIELDS)
+        count = value.get("count")
+        if count is None:
+            reader.error(f"{path}.count", "required")
+            return False
+        count_path = f"{path}.count"
+        if value.get("counters") is not None:
+            raw_counters = value["counters"]
+            if not reader.expect(raw_counters, f"{path}.counters", "mapping"):
+                return False
+            counters = {}
+            for name, q in raw_counters.items():
+                at = _key_path(f"{path}.counters", str(name))
+                for msg in dns1123_label_errors(str(name)):
+                    reader.error(at, f"invalid counter name: {msg}")
+                if isinstance(q, bool) or not isinstance(q, (str, int)):
+                    reader.error(at, f"expected a quantity such as 80Gi, got {_got(q)}")
+                    continue
+                try:
+                    counters[str(name)] = dra.canonical_quantity(str(q))
+                except ValueError as e:
+                    reader.error(at, str(e))
+            if not counters:
+                reader.error(f"{path}.counters", "must not be empty")
+    else:
+        count, count_path = value, path
+    if not reader.expect(count, count_path, "integer"):
+        return False
+    if count < 0:
+        reader.error(count_path, f"invalid partition count {count}: must be 0 or more")
+        return False
+    if count == 0:
+        return None
+    if DRA_PARTITIONS_GATE in disabled_gates:
+        reader.error(path, f"partitionable devices need the feature gate {DRA_PARTITIONS_GATE}, "
+                           "which featureGates disables")
+        return False
+    return dra.PartitionSpec(count=count, counters=tuple(counters.items()))
+
+
+def _dra_classes(raw: dict, where: str, reader: _Reader, driver: str | None, dra: Any) -> tuple | None:
+    default_selector = f"device.driver == '{driver}'"
+    value = raw.get("deviceClasses")
+    path = f"{where}.deviceClasses"
+    if value is None:
+        return (dra.DeviceClassSpec(driver, (default_selector,)),) if driver else None
+    if not reader.expect(value, path, "list"):
+        return None
+    out = []
+    ok = True
+    seen: set[str] = set()
+    for c, item in enumerate(value):
+        at = f"{path}[{c}]"
+        if not reader.expect(item, at, "mapping"):
+            ok = False
+            continue
+        reader.fields(item, at, DRA_CLASS_FIELDS)
+        name = item.get("name")
+        if name is None:
+            reader.error(f"{at}.name", "required")
+            ok = False
+            continue
+        if not reader.expect(name, f"{at}.name", "string"):
+            ok = False
+            continue
+        for msg in dns1123_subdomain_errors(name):
+            reader.error(f"{at}.name", f"invalid DeviceClass name {_q(name)}: {msg}")
+            ok = False
+        if name in seen:
+            reader.error(f"{at}.name", f"duplicate DeviceClass name {_q(name)}")
+            ok = False
+        seen.add(name)
+        selectors = item.get("selectors")
+        if selectors is None:
+            selectors = [default_selector] if driver else []
+        elif not reader.list_of(selectors, f"{at}.selectors", "string"):
+            ok = False
+            continue
+        for s, expr in enumerate(selectors):
+            problem = _cel_problem(expr)
+            if problem:
+                reader.error(f"{at}.selectors[{s}]", problem)
+                ok = False
+        out.append(dra.DeviceClassSpec(name, tuple(selectors)))
+    return tuple(out) if ok else None
+
+
+def _cel_problem(expression: str) -> str | None:
+    if not expression.strip():
+        return "must not be empty"
+    try:
+        from phalanx.dra.cel import check_expression
+    except ImportError:  # pragma: no cover - the CEL library is a dependency
+        return None
+    problem = check_expression(expression)
+    if problem is None:
+        return None
+    kind, detail = problem
+    return f"invalid CEL expression: {detail}" if detail else f"invalid CEL expression ({kind})"
+
+
+def _dra_check_devices(where: str, reader: _Reader, dra: Any, driver: str, prefix: str, count: int,
+                       attributes: tuple, capacity: tuple, partitions: Any, pool: str) -> None:
+    """What only rendering shows: device names, attribute values (for the first and last device) and
+    the per-device limit of attributes and capacities."""
+    extra = 2 if partitions else 0
+    total = len(attributes) + len(capacity) + extra
+    if total > dra.MAX_ATTRIBUTES_AND_CAPACITIES:
+        reader.error(where, f"a device has {total} attributes and capacities"
+                            + (" (with partition and partitionable, or partitionable and full)" if extra else "")
+                            + f"; at most {dra.MAX_ATTRIBUTES_AND_CAPACITIES} are allowed")
+    if count <= 0:
+        return
+    last = count - 1
+    longest = f"{prefix}-{last}" + (f"-partition-{partitions.count - 1}" if partitions else "")
+    for msg in dra.device_name_errors(longest):
+        reader.error(where, f"device name {_q(longest)} is invalid: {msg}")
+    for index in sorted({0, last}):
+        ctx = dra.DeviceContext(driver, pool, index, "value")
+        for a in attributes:
+            try:
+                rendered = a.render(ctx)
+            except ValueError as e:
+                reader.error(_key_path(f"{where}.attributes", a.name), str(e))
+                return
+            text = rendered.get("string")
+            if isinstance(text, str) and len(text) > dra.MAX_ATTRIBUTE_STRING_LENGTH:
+                reader.error(_key_path(f"{where}.attributes", a.name),
+                             f"gives {_q(text)} for device {index}, longer than "
+                             f"{dra.MAX_ATTRIBUTE_STRING_LENGTH} characters")
+                return
+        for c in capacity:
+            try:
+                c.render(ctx)
+            except ValueError as e:
+                reader.error(_key_path(f"{where}.capacity", c.name), str(e))
+                return
+
+
+def _parse_dra_driver(raw: dict, where: str, reader: _Reader, disabled_gates: set[str], dra: Any) -> Any:
+    reader.fields(raw, where, DRA_DRIVER_FIELDS)
+    before = len(reader.problems)
+    name = _dra_driver_name(raw.get("name"), f"{where}.name", reader)
+    classes = _dra_classes(raw, where, reader, name, dra)
+    node_selector = reader.labels(raw.get("nodeSelector"), f"{where}.nodeSelector")
+    count = _dra_count(raw, "devicesPerNode", where, reader, dra.DEFAULT_DEVICES_PER_NODE, dra)
+    prefix = _dra_prefix(raw, where, reader, dra.DEFAULT_DEVICE_PREFIX)
+    attributes = _dra_attributes(raw, where, reader, dra.default_attributes(prefix or dra.DEFAULT_DEVICE_PREFIX), dra)
+    capacity = _dra_capacity(raw, where, reader, dict(dra.DEFAULT_CAPACITY), dra)
+    partitions = _dra_partitions(raw, where, reader, disabled_gates, dra)
+    taints = _dra_taints(raw, where, reader, disabled_gates, dra, count)
+    if None in (name, classes, count, prefix, attributes, capacity, taints) or partitions is False:
+        return None
+    sample_node = "phalanx-worker"
+    _dra_check_devices(where, reader, dra, name, prefix, count, attributes, capacity, partitions, sample_node)
+    pools = _dra_pools(raw, where, reader, disabled_gates, dra, name, prefix, attributes, capacity)
+    if pools is None or len(reader.problems) > before:
+        return None
+    return dra.DRADriverSpec(name=name, device_classes=classes, devices_per_node=count, device_prefix=prefix,
+                             attributes=attributes, capacity=capacity, node_selector=tuple(node_selector.items()),
+                             partitions=partitions, taints=taints, pools=pools)
+
+
+def _dra_pools(raw: dict, where: str, reader: _Reader, disabled_gates: set[str], dra: Any, driver: str,
+               prefix: str, attributes: tuple, capacity: tuple) -> tuple | None:
+    value = raw.get("pools")
+    path = f"{where}.pools"
+    if value is None:
+        return ()
+    if not reader.expect(value, path, "list"):
+        return None
+    out = []
+    ok = True
+    names: set[str] = set()
+    for p, item in enumerate(value):
+        at = f"{path}[{p}]"
+        if not reader.expect(item, at, "mapping"):
+            ok = False
+            continue
+        before = len(reader.problems)
+        reader.fields(item, at, DRA_POOL_FIELDS)
+        name_template = None
+        name = item.get("name")
+        if name is None:
+            reader.error(f"{at}.name", "required")
+        elif reader.expect(name, f"{at}.name", "string"):
+            try:
+                name_template = dra.ValueTemplate(name)
+            except ValueError as e:
+                reader.error(f"{at}.name", str(e))
+            else:
+                if name_template.uses - {"value"}:
+                    reader.error(f"{at}.name", "a pool name can only use the {value} placeholder")
+                    name_template = None
+        node_selector = reader.labels(item.get("nodeSelector"), f"{at}.nodeSelector")
+        all_nodes = item.get("allNodes", False)
+        if all_nodes is None:
+            all_nodes = False
+        reader.expect(all_nodes, f"{at}.allNodes", "boolean")
+        per_value_of = item.get("perValueOf")
+        if per_value_of is not None and reader.expect(per_value_of, f"{at}.perValueOf", "string"):
+            for msg in qualified_name_errors(per_value_of):
+                reader.error(f"{at}.perValueOf", f"invalid label key: {msg}")
+        if all_nodes is True and (node_selector or per_value_of is not None):
+            reader.error(at, "allNodes: true cannot be combined with nodeSelector or perValueOf")
+        elif all_nodes is not True and not node_selector and per_value_of is None:
+            reader.error(at, "one of allNodes: true, nodeSelector or perValueOf is required")
+        if name_template is not None and "value" in name_template.uses and per_value_of is None:
+            reader.error(f"{at}.name", "the {value} placeholder needs perValueOf")
+        count = _dra_count(item, "devices", at, reader, 1, dra)
+        pool_prefix = _dra_prefix(item, at, reader, prefix)
+        pool_attributes = _dra_attributes(item, at, reader, attributes, dra)
+        pool_capacity = _dra_capacity(item, at, reader, capacity, dra)
+        pool_taints = _dra_taints(item, at, reader, disabled_gates, dra, count)
+        if len(reader.problems) > before or None in (name_template, count, pool_prefix, pool_attributes,
+                                                     pool_capacity, pool_taints):
+            ok = False
+            continue
+        sample_value = "value" if per_value_of else ""
+        sample_pool = name_template.render(dra.DeviceContext(driver, "", value=sample_value))
+        if per_value_of and "value" not in name_template.uses:
+            sample_pool = f"{sample_pool}-{sample_value}"
+        for msg in dra.pool_name_errors(sample_pool):
+            reader.error(f"{at}.name", f"invalid pool name {_q(sample_pool)}: {msg}")
+        if per_value_of is None and name in names:
+            reader.error(f"{at}.name", f"duplicate pool name {_q(name)}")
+        names.add(name)
+        _dra_check_devices(at, reader, dra, driver, pool_prefix, count, pool_attributes, pool_capacity, None,
+                           sample_pool)
+        if len(reader.problems) > before:
+            ok = False
+            continue
+        out.append(dra.NetworkPoolSpec(name=name_template, devices=count, device_prefix=pool_prefix,
+                                       attributes=pool_attributes, capacity=pool_capacity,
+                                       node_selector=tuple(node_selector.items()), all_nodes=all_nodes is True,
+                                       per_value_of=per_value_of, taints=pool_taints))
+    return tuple(out) if ok else None

@@ -395,3 +395,111 @@ def test_explicit_gates_are_kept_and_validated():
         "GangScheduling is enabled, but depends on features that are disabled: [GenericWorkload]"]
     assert FeatureGates({"GangScheduling": False}).validate() == []
     assert not FeatureGates({"GangScheduling": False}).enabled("WorkloadAwarePreemption")
+
+
+# --- draDrivers: simulated DRA drivers -----------------------------------------------------------
+
+
+def dra(body: str, gates: str = "") -> str:
+    return PHALANX_HEAD + gates + "draDrivers:\n" + body
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("- {devicesPerNode: 2}\n", "draDrivers[0].name: required"),
+    ("- {name: GPU}\n", 'draDrivers[0].name: invalid driver name "GPU"'),
+    ("- {name: a.example.com, colour: red}\n",
+     "draDrivers[0].colour: unknown field; allowed: name, deviceClasses, nodeSelector, devicesPerNode, "
+     "devicePrefix, attributes, capacity, partitions, taints, pools"),
+    ("- {name: a.example.com}\n- {name: a.example.com}\n", 'draDrivers[1].name: duplicate driver name "a.example.com"'),
+    ("- {name: a.example.com, devicesPerNode: '8'}\n",
+     'draDrivers[0].devicesPerNode: expected an integer, got string "8"'),
+    ("- {name: a.example.com, devicesPerNode: -1}\n", "draDrivers[0].devicesPerNode: invalid count -1"),
+    ("- {name: a.example.com, devicePrefix: GPU}\n", 'draDrivers[0].devicePrefix: invalid device prefix "GPU"'),
+    ("- {name: a.example.com, devicePrefix: " + "g" * 62 + "}\n",
+     'draDrivers[0]: device name "' + "g" * 62 + '-7" is invalid: must be no more than 63 characters'),
+    ("- {name: a.example.com, nodeSelector: {'bad key!': x}}\n",
+     "draDrivers[0].nodeSelector[bad key!]: invalid label key"),
+    ("- {name: a.example.com, attributes: {driverVersion: {version: '1.0'}}}\n",
+     'draDrivers[0].attributes.driverVersion: version: invalid version "1.0": must be a string compatible with '
+     'semver.org spec 2.0.0'),
+    ("- {name: a.example.com, attributes: {speed: 1.5}}\n",
+     "draDrivers[0].attributes.speed: expected an integer, a boolean, a string or a typed mapping"),
+    ("- {name: a.example.com, attributes: {9lives: 1}}\n", "draDrivers[0].attributes[9lives]: invalid attribute name"),
+    ("- {name: a.example.com, attributes: {slot: 'x{j}'}}\n",
+     'draDrivers[0].attributes.slot: invalid placeholder "{j}"'),
+    ("- {name: a.example.com, attributes: {slot: {int: '{pool}'}}}\n",
+     'draDrivers[0].attributes.slot: attribute slot: "{pool}" gives "phalanx-worker", not an integer'),
+    ("- {name: a.example.com, attributes: {id: '{uuid}-{uuid}'}}\n",
+     "draDrivers[0].attributes.id: gives"),
+    ("- {name: a.example.com, capacity: {memory: lots}}\n", 'draDrivers[0].capacity.memory: invalid quantity "lots"'),
+    ("- {name: a.example.com, partitions: -1}\n", "draDrivers[0].partitions: invalid partition count -1"),
+    ("- {name: a.example.com, partitions: {counters: {memory: 1Gi}}}\n", "draDrivers[0].partitions.count: required"),
+    ("- {name: a.example.com, partitions: {count: 2, counters: {Memory: 1Gi}}}\n",
+     "draDrivers[0].partitions.counters.Memory: invalid counter name"),
+    ("- {name: a.example.com, taints: [{key: k, effect: Never}]}\n",
+     'draDrivers[0].taints[0].effect: unsupported value "Never"; allowed: NoSchedule, NoExecute, None'),
+    ("- {name: a.example.com, taints: [{key: k}]}\n", "draDrivers[0].taints[0].effect: required"),
+    ("- {name: a.example.com, taints: [{key: k, effect: NoSchedule, devices: [9]}]}\n",
+     "draDrivers[0].taints[0].devices: device index 9 is out of range: devices are numbered 0 to 7"),
+    ("- {name: a.example.com, deviceClasses: [{name: c.example.com, selectors: ['device.driver ==']}]}\n",
+     "draDrivers[0].deviceClasses[0].selectors[0]: invalid CEL expression"),
+    ("- {name: a.example.com, deviceClasses: [{selectors: ['true']}]}\n",
+     "draDrivers[0].deviceClasses[0].name: required"),
+    ("- {name: a.example.com}\n- {name: b.example.com, deviceClasses: [{name: a.example.com}]}\n",
+     'draDrivers[1].deviceClasses[0].name: DeviceClass "a.example.com" is already defined by draDrivers[0]'),
+    ("- {name: a.example.com, pools: [{name: p}]}\n",
+     "draDrivers[0].pools[0]: one of allNodes: true, nodeSelector or perValueOf is required"),
+    ("- {name: a.example.com, pools: [{name: p, allNodes: true, perValueOf: rack}]}\n",
+     "draDrivers[0].pools[0]: allNodes: true cannot be combined with nodeSelector or perValueOf"),
+    ("- {name: a.example.com, pools: [{name: 'p-{value}', allNodes: true}]}\n",
+     "draDrivers[0].pools[0].name: the {value} placeholder needs perValueOf"),
+    ("- {name: a.example.com, pools: [{name: 'p-{i}', allNodes: true}]}\n",
+     "draDrivers[0].pools[0].name: a pool name can only use the {value} placeholder"),
+    ("- {name: a.example.com, pools: [{name: P, allNodes: true}]}\n",
+     'draDrivers[0].pools[0].name: invalid pool name "P"'),
+    ("- {name: a.example.com, pools: [{name: p, allNodes: true}, {name: p, allNodes: true}]}\n",
+     'draDrivers[0].pools[1].name: duplicate pool name "p"'),
+    ("- {name: a.example.com, pools: [{name: p, allNodes: true, devices: many}]}\n",
+     'draDrivers[0].pools[0].devices: expected an integer, got string "many"'),
+    ("- {name: a.example.com, pools: [{name: p, allNodes: true, size: 3}]}\n",
+     "draDrivers[0].pools[0].size: unknown field; allowed: name, nodeSelector, allNodes, perValueOf, devices"),
+])
+def test_dra_driver_errors_name_the_field(body, expected):
+    assert f"cluster.yaml: {expected}" in problems(dra(body), "cluster.yaml")
+
+
+@pytest.mark.parametrize("gate, body, expected", [
+    ("DRAPartitionableDevices", "- {name: a.example.com, partitions: 2}\n",
+     "draDrivers[0].partitions: partitionable devices need the feature gate DRAPartitionableDevices, "
+     "which featureGates disables"),
+    ("DRADeviceTaints", "- {name: a.example.com, taints: [{key: k, effect: NoSchedule}]}\n",
+     "draDrivers[0].taints: device taints need the feature gate DRADeviceTaints, which featureGates disables"),
+])
+def test_dra_driver_features_need_their_gates(gate, body, expected):
+    text = dra(body, gates=f"featureGates:\n  {gate}: false\n")
+    assert f"cluster.yaml: {expected}" in problems(text, "cluster.yaml")
+
+
+def test_dra_drivers_empty_list_disables_the_default():
+    spec = parse_cluster_config(PHALANX_HEAD + "draDrivers: []\n", "cluster.yaml")
+    assert spec.dra_drivers == []
+
+
+def test_dra_drivers_are_kept_as_written():
+    body = ("- name: nic.example.com\n  devicesPerNode: 2\n  attributes: {index: '{i}', firmware: {version: 1.2.3}}\n"
+            "  pools:\n  - {name: 'fabric-{value}', perValueOf: example.com/rack, devices: 4}\n")
+    spec = parse_cluster_config(dra(body), "cluster.yaml")
+    assert spec.dra_drivers == [{"name": "nic.example.com", "devicesPerNode": 2,
+                                 "attributes": {"index": "{i}", "firmware": {"version": "1.2.3"}},
+                                 "pools": [{"name": "fabric-{value}", "perValueOf": "example.com/rack",
+                                            "devices": 4}]}]
+
+
+def test_dra_drivers_example_parses():
+    from phalanx.nodes.dradriver import resolve_drivers
+    spec = load_cluster_config(str(EXAMPLES / "phalanx-dra-drivers.yaml"), None)
+    gpu, nic = resolve_drivers(spec.dra_drivers)
+    assert gpu.partitions is not None and gpu.partitions.count == 2
+    assert [c.name for c in gpu.device_classes] == ["gpu.example.com", "full-gpu.example.com"]
+    assert [p.per_value_of for p in nic.pools] == ["example.com/rack", None]
+    assert len([n for n in spec.nodes if n.name.startswith("gpu-")]) == 16
