@@ -11,9 +11,13 @@ import logging
 from typing import Any
 
 from ..client import InformerFactory, InProcessClient
+from ..controllers.deployment import DeploymentController
 from ..controllers.garbagecollector import GarbageCollector
+from ..controllers.job import JobController, TTLAfterFinishedController
+from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
+from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..nodes.dradriver import SimulatedDRADrivers
@@ -47,6 +51,9 @@ async def start_all(cp: Any) -> list[Any]:
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory),
                    ResourceClaimController(client, factory, gates=cp.gates),
+                   JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
+                   JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory),
+                   ReplicaSetController(client, factory), DeploymentController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates)]

@@ -1,0 +1,712 @@
+"""The JobSet controller (kubernetes-sigs/jobset's `JobSetReconciler`), through `Client`.
+
+    JobSetController(client, factory, clock=clock).start()
+
+For each `jobset.x-k8s.io/v1alpha2` JobSet it converges the child objects and the status as the
+JobSet controller does:
+
+- a headless Service named `spec.network.subdomain` (default: the JobSet's name) with
+  `clusterIP: None`, selector `jobset.sigs.k8s.io/jobset-name=<js>` and `publishNotReadyAddresses`,
+  owned by the JobSet, when `network.enableDNSHostnames` is on;
+- Jobs `<jobset>-<replicatedJob>-<jobIndex>` owned by the JobSet, with every `jobset.sigs.k8s.io/*`
+  label and annotation on the Job and its pod template (jobset-name, jobset-uid, replicatedjob-name,
+  replicatedjob-replicas, global-replicas, job-index, job-key = SHA1 of `<ns>/<job>`, job-global-index,
+  restart-attempt, group-name, group-replicas, job-group-index, coordinator), the pod template's
+  `subdomain`, and `suspend` mirroring the JobSet. Everything else in the template (including
+  `schedulingGroup` and `resourceClaims`) is copied untouched;
+- `startupPolicy` InOrder (a replicatedJob's Jobs are created once the previous one's Jobs are ready)
+  or AnyOrder, `dependsOn`, `suspend` / resume of the child Jobs;
+- `successPolicy` All / Any over `targetReplicatedJobs` -> condition Completed (AllJobsCompleted);
+- `failurePolicy`: no policy fails the JobSet on the first failed Job (FailedJobs); rules with
+  `onJobFailureReasons` / `targetReplicatedJobs` and actions FailJobSet, RestartJobSet (counts toward
+  `maxRestarts`, then ReachedMaxRestarts) and RestartJobSetAndIgnoreMaxRestarts. A restart bumps
+  `status.restarts`; Jobs of an older restart-attempt are deleted (Foreground) and recreated;
+- `status.replicatedJobsStatus` (ready, succeeded, failed, active, suspended per replicatedJob),
+  `restarts`, `restartsCountTowardsMax`, `terminalState`, conditions Completed / Failed / Suspended /
+  StartupPolicyInProgress / StartupPolicyCompleted with JobSet's reasons and messages (each change
+  also recorded as an event), and `ttlSecondsAfterFinished` (Foreground deletion once expired).
+
+JobSets with a `spec.managedBy` other than `jobset.sigs.k8s.io/jobset-controller` are skipped.
+RestartJob / RestartJobAndIgnoreMaxRestarts (behind JobSet's RestartJob gate upstream) restart the
+whole JobSet here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.jobset import GROUP, VERSION
+from ..client.informer import object_key, split_key
+from ..machinery.errors import StatusError
+from ..machinery.meta import controller_of, deep_copy
+from .base import Controller
+from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, parse_time, rfc3339
+
+Obj = dict[str, Any]
+
+API_VERSION = f"{GROUP}/{VERSION}"
+COMPONENT = "jobset"
+CONTROLLER_NAME = "jobset.sigs.k8s.io/jobset-controller"
+
+JOBSET_NAME_KEY = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID_KEY = "jobset.sigs.k8s.io/jobset-uid"
+REPLICATED_JOB_NAME_KEY = "jobset.sigs.k8s.io/replicatedjob-name"
+REPLICATED_JOB_REPLICAS_KEY = "jobset.sigs.k8s.io/replicatedjob-replicas"
+GLOBAL_REPLICAS_KEY = "jobset.sigs.k8s.io/global-replicas"
+JOB_INDEX_KEY = "jobset.sigs.k8s.io/job-index"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"
+JOB_GLOBAL_INDEX_KEY = "jobset.sigs.k8s.io/job-global-index"
+RESTARTS_KEY = "jobset.sigs.k8s.io/restart-attempt"
+GROUP_NAME_KEY = "jobset.sigs.k8s.io/group-name"
+GROUP_REPLICAS_KEY = "jobset.sigs.k8s.io/group-replicas"
+JOB_GROUP_INDEX_KEY = "jobset.sigs.k8s.io/job-group-index"
+COORDINATOR_KEY = "jobset.sigs.k8s.io/coordinator"
+EXCLUSIVE_KEY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY_KEY = "alpha.jobset.sigs.k8s.io/node-selector"
+NAMESPACED_JOB_KEY = "alpha.jobset.sigs.k8s.io/namespaced-job"
+NO_SCHEDULE_TAINT_KEY = "alpha.jobset.sigs.k8s.io/no-schedule"
+
+# condition types
+COMPLETED, FAILED, SUSPENDED = "Completed", "Failed", "Suspended"
+STARTUP_IN_PROGRESS, STARTUP_COMPLETED = "StartupPolicyInProgress", "StartupPolicyCompleted"
+
+# reasons and messages (pkg/constants)
+REACHED_MAX_RESTARTS = ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts")
+FAILED_JOBS = ("FailedJobs", "jobset failed due to one or more job failures")
+ALL_JOBS_COMPLETED = ("AllJobsCompleted", "jobset completed successfully")
+IN_ORDER_IN_PROGRESS = ("InOrderStartupPolicyInProgress", "in order startup policy is in progress")
+IN_ORDER_COMPLETED = ("InOrderStartupPolicyCompleted", "in order startup policy has completed")
+SUSPENDED_JOBS = ("SuspendedJobs", "jobset is suspended")
+RESUMED_JOBS = ("ResumeJobs", "jobset is resumed")
+FAIL_JOBSET_ACTION = ("FailJobSetFailurePolicyAction", "applying FailJobSet failure policy action")
+RESTART_JOBSET_ACTION = ("RestartJobSetFailurePolicyAction", "applying RestartJobSet failure policy action")
+RESTART_IGNORE_MAX_ACTION = ("RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction",
+                             "applying RestartJobSetAndIgnoreMaxRestarts failure policy action")
+JOB_CREATION_FAILED = "JobCreationFailed"
+HEADLESS_SERVICE_CREATION_FAILED = "HeadlessServiceCreationFailed"
+
+DEFAULT_FAILURE_ACTION = "RestartJobSet"
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+def _spec(js: Obj) -> Obj:
+    return js.get("spec") or {}
+
+
+def _rjobs(js: Obj) -> list[Obj]:
+    return [rj for rj in _spec(js).get("replicatedJobs") or [] if isinstance(rj, dict)]
+
+
+def _replicas(rj: Obj) -> int:
+    r = rj.get("replicas", 1)
+    return r if isinstance(r, int) else 1
+
+
+def gen_job_name(jobset: str, rjob: str, index: int) -> str:
+    return f"{jobset}-{rjob}-{index}"
+
+
+def job_hash_key(namespace: str, job_name: str) -> str:
+    """The SHA1 hex digest of `<namespace>/<jobName>`."""
+    return hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()
+
+
+def subdomain(js: Obj) -> str:
+    return (_spec(js).get("network") or {}).get("subdomain") or js["metadata"]["name"]
+
+
+def dns_hostnames_enabled(js: Obj) -> bool:
+    return bool((_spec(js).get("network") or {}).get("enableDNSHostnames"))
+
+
+def jobset_suspended(js: Obj) -> bool:
+    return bool(_spec(js).get("suspend"))
+
+
+def job_suspended(job: Obj) -> bool:
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+def job_finished_type(job: Obj) -> str | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+            return c["type"]
+    return None
+
+
+def job_failure_condition(job: Obj) -> dict | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Failed" and c.get("status") == "True":
+            return c
+    return None
+
+
+def jobset_condition(js: Obj, ctype: str) -> dict | None:
+    for c in (js.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def jobset_finished(js: Obj) -> bool:
+    return any(c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True"
+               for c in (js.get("status") or {}).get("conditions") or [])
+
+
+def global_replicas(js: Obj) -> str:
+    return str(sum(_replicas(rj) for rj in _rjobs(js)))
+
+
+def global_job_index(js: Obj, rjob_name: str, job_index: int) -> str:
+    total = 0
+    for rj in _rjobs(js):
+        if rj.get("name") == rjob_name:
+            return str(total + job_index)
+        total += _replicas(rj)
+    return ""
+
+
+def _group(rj: Obj) -> str:
+    return rj.get("groupName") or "default"
+
+
+def group_replicas(js: Obj, group: str) -> str:
+    return str(sum(_replicas(rj) for rj in _rjobs(js) if _group(rj) == group))
+
+
+def group_job_index(js: Obj, group: str, rjob_name: str, job_index: int) -> str:
+    total = 0
+    for rj in _rjobs(js):
+        if _group(rj) != group:
+            continue
+        if rj.get("name") == rjob_name:
+            return str(total + job_index)
+        total += _replicas(rj)
+    return ""
+
+
+def coordinator_endpoint(js: Obj) -> str:
+    c = _spec(js).get("coordinator") or {}
+    return (f"{js['metadata']['name']}-{c.get('replicatedJob', '')}-{c.get('jobIndex', 0) or 0}-"
+            f"{c.get('podIndex', 0) or 0}.{subdomain(js)}")
+
+
+def _restarts(js: Obj) -> int:
+    return int((js.get("status") or {}).get("restarts") or 0)
+
+
+def label_and_annotate(meta: Obj, js: Obj, rj: Obj, job_index: int) -> None:
+    """labelAndAnnotateObject: the JobSet's keys as labels and as annotations."""
+    name, ns = js["metadata"]["name"], js["metadata"].get("namespace", "")
+    job_name = gen_job_name(name, rj["name"], job_index)
+    group = _group(rj)
+    values = {
+        JOBSET_NAME_KEY: name,
+        JOBSET_UID_KEY: js["metadata"].get("uid", ""),
+        REPLICATED_JOB_NAME_KEY: rj["name"],
+        RESTARTS_KEY: str(_restarts(js)),
+        REPLICATED_JOB_REPLICAS_KEY: str(_replicas(rj)),
+        GLOBAL_REPLICAS_KEY: global_replicas(js),
+        JOB_INDEX_KEY: str(job_index),
+        JOB_KEY: job_hash_key(ns, job_name),
+        JOB_GLOBAL_INDEX_KEY: global_job_index(js, rj["name"], job_index),
+        GROUP_NAME_KEY: group,
+        GROUP_REPLICAS_KEY: group_replicas(js, group),
+        JOB_GROUP_INDEX_KEY: group_job_index(js, group, rj["name"], job_index),
+    }
+    if _spec(js).get("coordinator") is not None:
+        values[COORDINATOR_KEY] = coordinator_endpoint(js)
+    labels = dict(meta.get("labels") or {})
+    labels.update(values)
+    annotations = dict(meta.get("annotations") or {})
+    annotations.update(values)
+    js_ann = js["metadata"].get("annotations") or {}
+    rj_ann = ((rj.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    for source in (js_ann, rj_ann):
+        if EXCLUSIVE_KEY in source:
+            annotations[EXCLUSIVE_KEY] = source[EXCLUSIVE_KEY]
+            if NODE_SELECTOR_STRATEGY_KEY in source:
+                annotations[NODE_SELECTOR_STRATEGY_KEY] = source[NODE_SELECTOR_STRATEGY_KEY]
+    meta["labels"] = labels
+    meta["annotations"] = annotations
+
+
+def construct_job(js: Obj, rj: Obj, job_index: int) -> Obj:
+    """The child Job for replicatedJob `rj`, index `job_index`, owned by the JobSet."""
+    template = rj.get("template") or {}
+    tmd = template.get("metadata") or {}
+    md: Obj = {"name": gen_job_name(js["metadata"]["name"], rj["name"], job_index),
+               "namespace": js["metadata"].get("namespace", "")}
+    if tmd.get("labels"):
+        md["labels"] = dict(tmd["labels"])
+    if tmd.get("annotations"):
+        md["annotations"] = dict(tmd["annotations"])
+    job: Obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": md,
+                "spec": deep_copy(template.get("spec") or {})}
+    label_and_annotate(md, js, rj, job_index)
+    pod_template = job["spec"].setdefault("template", {})
+    label_and_annotate(pod_template.setdefault("metadata", {}), js, rj, job_index)
+    pod_spec = pod_template.setdefault("spec", {})
+    if dns_hostnames_enabled(js):
+        pod_spec["subdomain"] = subdomain(js)
+    if EXCLUSIVE_KEY in md["annotations"] and NODE_SELECTOR_STRATEGY_KEY in md["annotations"]:
+        pod_spec.setdefault("nodeSelector", {})[NAMESPACED_JOB_KEY] = f"{md['namespace']}_{md['name']}"
+        pod_spec.setdefault("tolerations", []).append(
+            {"key": NO_SCHEDULE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"})
+    job["spec"]["suspend"] = jobset_suspended(js)
+    md["ownerReferences"] = [controller_ref(js)]
+    return job
+
+
+@dataclass
+class ChildJobs:
+    active: list[Obj] = field(default_factory=list)
+    successful: list[Obj] = field(default_factory=list)
+    failed: list[Obj] = field(default_factory=list)
+    previous: list[Obj] = field(default_factory=list)  # from an older restart attempt
+
+    def all(self) -> list[Obj]:
+        return self.active + self.successful + self.failed + self.previous
+
+
+@dataclass
+class StatusUpdate:
+    should_update: bool = False
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+
+
+def _failure_time(job: Obj) -> float:
+    c = job_failure_condition(job)
+    t = parse_time((c or {}).get("lastTransitionTime"))
+    return t if t is not None else float("inf")
+
+
+def _first_failed(jobs: list[Obj]) -> Obj | None:
+    """The Job whose Failed condition is the oldest."""
+    failed = [j for j in jobs if job_failure_condition(j) is not None]
+    return min(failed, key=_failure_time) if failed else None
+
+
+def _with_first_failed(message: str, job: Obj | None) -> str:
+    return f"{message} (first failed job: {(job or {}).get('metadata', {}).get('name', '')})"
+
+
+class JobSetController(Controller):
+    name = "jobset"
+    workers = 1
+
+    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None):
+        super().__init__(client, factory, clock=clock, workers=workers)
+        self.jobsets = self.informer(API_VERSION, "JobSet")
+        self.jobs = self.informer("batch/v1", "Job")
+        self.services = self.informer("v1", "Service")
+        self.jobs.add_indexer(INDEX_CONTROLLER_UID, index_by_controller_uid)
+        self.enqueue_on(self.jobsets)
+        self.enqueue_on(self.jobs, key_of=self._owner_key)
+        self.enqueue_on(self.services, key_of=self._owner_key)
+
+    @staticmethod
+    def _owner_key(obj: Obj) -> str | None:
+        ref = controller_of(obj)
+        if not ref or ref.get("kind") != "JobSet" or ref.get("apiVersion") != API_VERSION:
+            return None
+        return f"{(obj.get('metadata') or {}).get('namespace', '')}/{ref.get('name')}"
+
+    # -- reconcile ---------------------------------------------------------------------------------
+    async def sync(self, key: str) -> None:
+        cached = self.jobsets.get(key)
+        if cached is None or cached["metadata"].get("deletionTimestamp"):
+            return
+        js = deep_copy(cached)
+        js.setdefault("status", {})
+        mb = _spec(js).get("managedBy")
+        if mb and mb != CONTROLLER_NAME:
+            return
+        opts = StatusUpdate()
+        owned = self._child_jobs(js)
+        statuses = self._replicated_job_statuses(js, owned)
+        if statuses != js["status"].get("replicatedJobsStatus"):
+            js["status"]["replicatedJobsStatus"] = statuses
+            opts.should_update = True
+        requeue_after: float | None = None
+        error: Exception | None = None
+        try:
+            if jobset_finished(js):
+                await self._delete_jobs(owned.active)
+                requeue_after = await self._ttl_after_finished(js)
+            else:
+                await self._delete_jobs(owned.previous)
+                if owned.failed:
+                    self._execute_failure_policy(js, owned, opts)
+                elif not (owned.successful and self._execute_success_policy(js, owned, opts)):
+                    await self._create_headless_service(js)
+                    await self._reconcile_replicated_jobs(js, owned, statuses, opts)
+                    if jobset_suspended(js):
+                        await self._suspend_jobs(js, owned.active, opts)
+                    else:
+                        await self._resume_jobs_if_necessary(js, owned.active, statuses, opts)
+        except StatusError as e:
+            error = e
+        if opts.should_update:
+            try:
+                await self.client.update_status(_for_write(js))
+            except StatusError as e:
+                if e.code == 409:
+                    self.enqueue(key)
+                    return
+                raise
+            for type_, reason, message in opts.events:
+                await self.client.create_event(js, reason, message, type=type_, component=COMPONENT)
+        if error is not None:
+            raise error
+        if requeue_after is not None and requeue_after > 0:
+            self.enqueue_after(key, requeue_after)
+
+    def _child_jobs(self, js: Obj) -> ChildJobs:
+        owned = ChildJobs()
+        restarts = _restarts(js)
+        for job in self.jobs.by_index(INDEX_CONTROLLER_UID, js["metadata"].get("uid", "")):
+            if job["metadata"].get("namespace") != js["metadata"].get("namespace"):
+                continue
+            try:
+                attempt = int((job["metadata"].get("labels") or {}).get(RESTARTS_KEY, ""))
+            except ValueError:
+                raise ValueError(f"invalid value for label {RESTARTS_KEY}, must be integer") from None
+            if attempt < restarts:
+                owned.previous.append(job)
+                continue
+            finished = job_finished_type(job)
+            if finished is None:
+                owned.active.append(job)
+            elif finished == "Failed":
+                owned.failed.append(job)
+            else:
+                owned.successful.append(job)
+        return owned
+
+    @staticmethod
+    def _replicated_job_statuses(js: Obj, owned: ChildJobs) -> list[Obj]:
+        counts = {rj["name"]: {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+                  for rj in _rjobs(js)}
+
+        def bucket(job: Obj) -> dict | None:
+            return counts.get((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, ""))
+
+        for job in owned.active:
+            b = bucket(job)
+            if b is None:
+                continue
+            spec, status = job.get("spec") or {}, job.get("status") or {}
+            pods = spec.get("parallelism", 1) or 0
+            if spec.get("completions") is not None and spec["completions"] < pods:
+                pods = spec["completions"]
+            if int(status.get("succeeded") or 0) + int(status.get("ready") or 0) >= pods:
+                b["ready"] += 1
+            if int(status.get("active") or 0) > 0:
+                b["active"] += 1
+            if job_suspended(job):
+                b["suspended"] += 1
+        for job in owned.successful:
+            b = bucket(job)
+            if b is not None:
+                b["succeeded"] += 1
+        for job in owned.failed:
+            b = bucket(job)
+            if b is not None:
+                b["failed"] += 1
+        return [{"name": name, **c} for name, c in counts.items()]
+
+    # -- conditions ----------------------------------------------------------------------------------
+    def _set_condition(self, js: Obj, ctype: str, status: str, reason: str, message: str, event_type: str,
+                       opts: StatusUpdate) -> None:
+        """updateCondition + event: flip an existing condition whose status changed, add a new True
+        one; InProgress and Completed startup conditions exclude each other."""
+        new = {"type": ctype, "status": status, "lastTransitionTime": rfc3339(self.clock), "reason": reason,
+               "message": message}
+        conds = js["status"].setdefault("conditions", [])
+        found = changed = False
+        exclusive = {STARTUP_IN_PROGRESS: STARTUP_COMPLETED, STARTUP_COMPLETED: STARTUP_IN_PROGRESS}
+        for i, cur in enumerate(conds):
+            if cur.get("type") == ctype:
+                found = True
+                if cur.get("status") != status:
+                    conds[i] = new
+                    changed = True
+            elif exclusive.get(ctype) == cur.get("type") and cur.get("status") == "True" and status == "True":
+                conds[i] = dict(cur, status="False")
+                changed = True
+        if not found and status == "True":
+            conds.append(new)
+            changed = True
+        if changed:
+            opts.should_update = True
+            opts.events.append((event_type, reason, message))
+
+    def _set_failed(self, js: Obj, reason: str, message: str, opts: StatusUpdate) -> None:
+        self._set_condition(js, FAILED, "True", reason, message, "Warning", opts)
+        js["status"]["terminalState"] = FAILED
+
+    # -- success and failure ---------------------------------------------------------------------------
+    def _execute_success_policy(self, js: Obj, owned: ChildJobs, opts: StatusUpdate) -> bool:
+        policy = _spec(js).get("successPolicy") or {"operator": "All"}
+        targets = policy.get("targetReplicatedJobs") or []
+
+        def matches(rjob_name: str) -> bool:
+            return not targets or rjob_name in targets
+
+        matched = sum(1 for j in owned.successful
+                      if matches((j["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, "")))
+        if policy.get("operator") == "Any":
+            expected = 1
+        else:
+            expected = sum(_replicas(rj) for rj in _rjobs(js) if matches(rj["name"]))
+        if matched >= expected:
+            self._set_condition(js, COMPLETED, "True", *ALL_JOBS_COMPLETED, "Normal", opts)
+            js["status"]["terminalState"] = COMPLETED
+            return True
+        return False
+
+    def _execute_failure_policy(self, js: Obj, owned: ChildJobs, opts: StatusUpdate) -> None:
+        policy = _spec(js).get("failurePolicy")
+        if policy is None:
+            self._set_failed(js, FAILED_JOBS[0], _with_first_failed(FAILED_JOBS[1], _first_failed(owned.failed)), opts)
+            return
+        rule, job = self._first_matching_rule(policy.get("rules") or [], owned.failed)
+        action = rule.get("action") if rule is not None else DEFAULT_FAILURE_ACTION
+        if rule is None:
+            job = _first_failed(owned.failed)
+        status = js["status"]
+        if action == "FailJobSet":
+            self._set_failed(js, FAIL_JOBSET_ACTION[0], _with_first_failed(FAIL_JOBSET_ACTION[1], job), opts)
+        elif action in ("RestartJobSet", "RestartJob"):
+            if int(status.get("restartsCountTowardsMax") or 0) >= int(policy.get("maxRestarts") or 0):
+                self._set_failed(js, REACHED_MAX_RESTARTS[0], _with_first_failed(REACHED_MAX_RESTARTS[1], job), opts)
+                return
+            self._restart(js, True, RESTART_JOBSET_ACTION, job, opts)
+        elif action in ("RestartJobSetAndIgnoreMaxRestarts", "RestartJobAndIgnoreMaxRestarts"):
+            self._restart(js, False, RESTART_IGNORE_MAX_ACTION, job, opts)
+        else:
+            raise ValueError(f"failed to find a corresponding action for the FailurePolicyRuleAction {action}")
+
+    @staticmethod
+    def _first_matching_rule(rules: list[Obj], failed: list[Obj]) -> tuple[Obj | None, Obj | None]:
+        """The first rule some failed Job matches, with the earliest-failed Job it matches."""
+        for rule in rules:
+            reasons = rule.get("onJobFailureReasons") or []
+            targets = rule.get("targetReplicatedJobs") or []
+            matching = []
+            for job in failed:
+                c = job_failure_condition(job)
+                parent = (job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, "")
+                if c is None or not parent:
+                    continue
+                if (reasons and c.get("reason") not in reasons) or (targets and parent not in targets):
+                    continue
+                matching.append(job)
+            if matching:
+                return rule, min(matching, key=_failure_time)
+        return None, None
+
+    @staticmethod
+    def _restart(js: Obj, counts_toward_max: bool, reason_message: tuple[str, str], job: Obj | None,
+                 opts: StatusUpdate) -> None:
+        status = js["status"]
+        status["restarts"] = _restarts(js) + 1
+        if counts_toward_max:
+            status["restartsCountTowardsMax"] = int(status.get("restartsCountTowardsMax") or 0) + 1
+        opts.should_update = True
+        opts.events.append(("Warning", reason_message[0], _with_first_failed(reason_message[1], job)))
+
+    # -- children -----------------------------------------------------------------------------------
+    async def _delete_jobs(self, jobs: list[Obj]) -> None:
+        for job in jobs:
+            md = job["metadata"]
+            if md.get("deletionTimestamp"):
+                continue
+            try:
+                await self.client.delete("batch/v1", "Job", md.get("namespace", ""), md["name"],
+                                         propagation="Foreground")
+            except StatusError as e:
+                if e.code != 404:
+                    raise
+
+    async def _create_headless_service(self, js: Obj) -> None:
+        if not dns_hostnames_enabled(js):
+            return
+        name, ns = subdomain(js), js["metadata"].get("namespace", "")
+        if self.services.get(f"{ns}/{name}") is not None:
+            return
+        publish = (_spec(js).get("network") or {}).get("publishNotReadyAddresses")
+        svc = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": name, "namespace": ns, "ownerReferences": [controller_ref(js)]},
+               "spec": {"clusterIP": "None", "selector": {JOBSET_NAME_KEY: js["metadata"]["name"]},
+                        "publishNotReadyAddresses": True if publish is None else bool(publish)}}
+        try:
+            await self.client.create(svc)
+        except StatusError as e:
+            if e.code == 409 and e.reason == "AlreadyExists":
+                return
+            await self.client.create_event(js, HEADLESS_SERVICE_CREATION_FAILED, e.message, type="Warning",
+                                           component=COMPONENT)
+            raise
+
+    def _jobs_to_create(self, js: Obj, rj: Obj, owned: ChildJobs) -> list[Obj]:
+        if owned.previous and (_spec(js).get("failurePolicy") or {}).get("restartStrategy") == "BlockingRecreate":
+            return []
+        existing = {j["metadata"]["name"] for j in owned.all()}
+        return [construct_job(js, rj, i) for i in range(_replicas(rj))
+                if gen_job_name(js["metadata"]["name"], rj["name"], i) not in existing]
+
+    @staticmethod
+    def _dependencies_reached(rj: Obj, replicas: dict[str, int], statuses: list[Obj]) -> bool:
+        by_name = {s["name"]: s for s in statuses}
+        for dep in rj.get("dependsOn") or []:
+            s = by_name.get(dep.get("name"))
+            if s is None:
+                return False
+            if dep.get("status") == "Complete" and replicas.get(dep["name"]) != s["succeeded"]:
+                return False
+            if dep.get("status") == "Ready" and replicas.get(dep["name"]) != s["failed"] + s["ready"] + s["succeeded"]:
+                return False
+        return True
+
+    @staticmethod
+    def _all_replicas_started(rj: Obj, statuses: list[Obj]) -> bool:
+        s = next((s for s in statuses if s["name"] == rj["name"]), None)
+        return s is not None and _replicas(rj) == s["failed"] + s["ready"] + s["succeeded"]
+
+    @staticmethod
+    def _in_order(js: Obj) -> bool:
+        return (_spec(js).get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+
+    async def _reconcile_replicated_jobs(self, js: Obj, owned: ChildJobs, statuses: list[Obj],
+                                         opts: StatusUpdate) -> None:
+        replicas: dict[str, int] = {}
+        suspended = jobset_suspended(js)
+        in_order = self._in_order(js)
+        for rj in _rjobs(js):
+            replicas[rj["name"]] = _replicas(rj)
+            if not self._dependencies_reached(rj, replicas, statuses):
+                continue
+            if not suspended and in_order and self._all_replicas_started(rj, statuses):
+                continue
+            await self._create_jobs(js, self._jobs_to_create(js, rj, owned))
+            if not suspended and in_order:
+                self._set_condition(js, STARTUP_IN_PROGRESS, "True", *IN_ORDER_IN_PROGRESS, "Normal", opts)
+                return
+        if not suspended and in_order:
+            self._set_condition(js, STARTUP_COMPLETED, "True", *IN_ORDER_COMPLETED, "Normal", opts)
+
+    async def _create_jobs(self, js: Obj, jobs: list[Obj]) -> None:
+        errors = []
+        for job in jobs:
+            try:
+                await self.client.create(job)
+            except StatusError as e:
+                if e.code == 409 and e.reason == "AlreadyExists":
+                    continue
+                errors.append(f'job "{job["metadata"]["name"]}" creation failed with error: {e.message}')
+                last = e
+        if errors:
+            await self.client.create_event(js, JOB_CREATION_FAILED, "\n".join(errors), type="Warning",
+                                           component=COMPONENT)
+            raise StatusError(last.code, last.reason, "\n".join(errors), last.details)
+
+    async def _suspend_jobs(self, js: Obj, active: list[Obj], opts: StatusUpdate) -> None:
+        for job in active:
+            if not job_suspended(job):
+                updated = deep_copy(job)
+                updated["spec"]["suspend"] = True
+                await self.client.update(updated)
+        self._set_condition(js, SUSPENDED, "True", *SUSPENDED_JOBS, "Normal", opts)
+
+    async def _resume_jobs_if_necessary(self, js: Obj, active: list[Obj], statuses: list[Obj],
+                                        opts: StatusUpdate) -> None:
+        templates = {rj["name"]: (rj.get("template") or {}).get("spec", {}).get("template") or {} for rj in _rjobs(js)}
+        by_rjob: dict[str, list[Obj]] = {}
+        for job in active:
+            by_rjob.setdefault((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, ""), []).append(job)
+        replicas: dict[str, int] = {}
+        in_order = self._in_order(js)
+        for rj in _rjobs(js):
+            replicas[rj["name"]] = _replicas(rj)
+            if not self._dependencies_reached(rj, replicas, statuses):
+                continue
+            if in_order and self._all_replicas_started(rj, statuses):
+                continue
+            for job in by_rjob.get(rj["name"], []):
+                if job_suspended(job):
+                    await self._resume_job(job, templates.get(rj["name"]) or {})
+            if in_order:
+                self._set_condition(js, STARTUP_IN_PROGRESS, "True", *IN_ORDER_IN_PROGRESS, "Normal", opts)
+                return
+        self._set_condition(js, SUSPENDED, "False", *RESUMED_JOBS, "Normal", opts)
+
+    async def _resume_job(self, job: Obj, pod_template: Obj) -> None:
+        job = deep_copy(job)
+        if (job.get("status") or {}).get("startTime"):
+            # a started Job's template is immutable: forget the start first
+            job["status"].pop("startTime", None)
+            job = await self.client.update_status(job)
+        tmpl = job["spec"].setdefault("template", {})
+        tmd = tmpl.setdefault("metadata", {})
+        pmd = pod_template.get("metadata") or {}
+        for f in ("labels", "annotations"):
+            if pmd.get(f):
+                tmd[f] = {**(tmd.get(f) or {}), **pmd[f]}
+        tspec, pspec = tmpl.setdefault("spec", {}), pod_template.get("spec") or {}
+        if pspec.get("nodeSelector"):
+            tspec["nodeSelector"] = {**(tspec.get("nodeSelector") or {}), **pspec["nodeSelector"]}
+        for f in ("tolerations", "schedulingGates"):
+            for item in pspec.get(f) or []:
+                tspec.setdefault(f, [])
+                if item not in tspec[f]:
+                    tspec[f].append(item)
+        job["spec"]["suspend"] = False
+        await self.client.update(job)
+
+    # -- TTL ------------------------------------------------------------------------------------------
+    async def _ttl_after_finished(self, js: Obj) -> float | None:
+        ttl = _spec(js).get("ttlSecondsAfterFinished")
+        if ttl is None or js["metadata"].get("deletionTimestamp"):
+            return None
+        finished_at = None
+        for c in js["status"].get("conditions") or []:
+            if c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True":
+                finished_at = parse_time(c.get("lastTransitionTime"))
+                break
+        if finished_at is None:
+            return None
+        remaining = finished_at + ttl - self.clock.now()
+        if remaining > 0:
+            return remaining
+        ns, name = split_key(object_key(js))
+        try:
+            await self.client.delete(API_VERSION, "JobSet", ns, name, propagation="Foreground")
+        except StatusError as e:
+            if e.code != 404:
+                raise
+        return None
+
+
+# JobSetStatus fields in the order the CRD's Go type serializes them. `restarts` is always written
+# (no omitempty); the others are omitted when empty.
+_STATUS_ORDER = ("conditions", "restarts", "restartsCountTowardsMax", "terminalState", "replicatedJobsStatus")
+
+
+def _for_write(js: Obj) -> Obj:
+    out = deep_copy(js)
+    status = out.get("status") or {}
+    status["restarts"] = _restarts(out)
+    for f in ("conditions", "restartsCountTowardsMax", "terminalState", "replicatedJobsStatus"):
+        if not status.get(f):
+            status.pop(f, None)
+    ordered = {k: status.pop(k) for k in _STATUS_ORDER if k in status}
+    ordered.update(status)
+    out["status"] = ordered
+    return out
+
+
+__all__ = ["JobSetController", "construct_job", "job_hash_key", "gen_job_name"]

@@ -1,0 +1,404 @@
+"""The Job controller on virtual time against the real API, with simulated kubelets and a stand-in
+binder: completions, backoffLimit, Indexed jobs, suspend/resume, policies, TTL and WorkloadWithJob.
+
+The binder below binds any pending pod round-robin to the nodes; once the real kube-scheduler is
+in place, integration tests that care about placement should run it instead.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from phalanx.client import InformerFactory
+from phalanx.cluster.featuregates import FeatureGates
+from phalanx.cluster.spec import NodeSpec
+from phalanx.controllers.base import Controller
+from phalanx.controllers.garbagecollector import GarbageCollector
+from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedController, compute_pod_group_name,
+                                     match_pod_failure_policy, match_success_policy, pod_generate_name_with_index)
+from phalanx.machinery.errors import StatusError
+from phalanx.nodes.kubelet import SimulatedKubelets
+
+NODES = ["n1", "n2", "n3"]
+
+
+class Binder(Controller):
+    """Binds every pending, unbound pod to the next node (a stand-in for kube-scheduler)."""
+
+    name = "test-binder"
+
+    def __init__(self, client, factory, nodes, **kw):
+        super().__init__(client, factory, **kw)
+        self.nodes = list(nodes)
+        self.pods = self.informer("v1", "Pod")
+        self.enqueue_on(self.pods)
+        self.turn = 0
+
+    async def sync(self, key):
+        pod = self.pods.get(key)
+        if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+            return
+        node = self.nodes[self.turn % len(self.nodes)]
+        self.turn += 1
+        try:
+            await self.client.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], node,
+                                   uid=pod["metadata"]["uid"])
+        except StatusError as e:
+            if e.code not in (404, 409):
+                raise
+
+
+class Cluster:
+    def __init__(self, env, gates=None, gc=False):
+        env.bootstrap([NodeSpec(n) for n in NODES])
+        self.env = env
+        self.factory = InformerFactory(env.client, clock=env.clock)
+        kw = dict(clock=env.clock)
+        self.jobs = JobController(env.client, self.factory, feature_gates=gates, **kw)
+        self.ttl = TTLAfterFinishedController(env.client, self.factory, **kw)
+        self.controllers = [self.jobs, self.ttl, SimulatedKubelets(env.client, self.factory, **kw),
+                            Binder(env.client, self.factory, NODES, **kw)]
+        if gc:
+            self.controllers.append(GarbageCollector(env.client, self.factory, **kw))
+
+    async def __aenter__(self):
+        for c in self.controllers:
+            c.start()
+        assert await self.env.run_until(lambda: all(c.synced for c in self.controllers), within=10)
+        return self
+
+    async def __aexit__(self, *exc):
+        for c in self.controllers:
+            await c.stop()
+        await self.factory.stop()
+
+    def job(self, name, ns="default"):
+        return self.jobs.jobs.get(f"{ns}/{name}")
+
+    def pods(self, job_name, ns="default"):
+        return sorted((p for p in self.jobs.pods.list(ns)
+                       if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == job_name),
+                      key=lambda p: p["metadata"]["name"])
+
+    def condition(self, name, ctype):
+        for c in ((self.job(name) or {}).get("status") or {}).get("conditions") or []:
+            if c["type"] == ctype:
+                return c
+        return None
+
+    def is_true(self, name, ctype):
+        c = self.condition(name, ctype)
+        return bool(c and c["status"] == "True")
+
+    async def events(self, name):
+        items, _ = await self.env.client.list("v1", "Event", "default")
+        return [(e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
+
+
+def job(name, *, completions=None, parallelism=None, backoff_limit=None, mode=None, restart="Never",
+        run_for="10s", exit_code=0, **spec):
+    annotations = {"phalanx.dev/run-for": run_for} if run_for else {}
+    if exit_code:
+        annotations["phalanx.dev/exit-code"] = str(exit_code)
+    s = {"template": {"metadata": {"annotations": annotations},
+                      "spec": {"restartPolicy": restart, "terminationGracePeriodSeconds": 0,
+                               "containers": [{"name": "main", "image": "busybox"}]}}}
+    for k, v in (("completions", completions), ("parallelism", parallelism), ("backoffLimit", backoff_limit),
+                 ("completionMode", mode)):
+        if v is not None:
+            s[k] = v
+    s.update(spec)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": s}
+
+
+# -- pure helpers ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,completions,expected", [
+    ("", 5, ""), ("0-2,4", 5, "0-2,4"), ("0,1", 5, "0,1"), ("1,2,3", 10, "1-3"), ("3-9", 5, "3,4"), ("7", 5, ""),
+])
+def test_intervals_round_trip(text, completions, expected):
+    assert str(Intervals.parse(text, completions)) == expected
+
+
+def test_intervals_merge_and_count():
+    iv = Intervals.parse("0-2", 10).with_indexes([4, 3, 9])
+    assert str(iv) == "0-4,9" and iv.total() == 6 and iv.has(9) and not iv.has(5)
+
+
+def test_generate_name_with_index_truncates_the_job_name():
+    assert pod_generate_name_with_index("pi", 3) == "pi-3-"
+    long = "j" * 60
+    gen = pod_generate_name_with_index(long, 12)
+    assert len(gen) == 58 and gen.endswith("-12-")
+
+
+def failed_pod(code, container="main", conditions=()):
+    return {"metadata": {"name": "p", "namespace": "ns"},
+            "status": {"phase": "Failed", "conditions": list(conditions),
+                       "containerStatuses": [{"name": container, "state": {"terminated": {"exitCode": code}}}]}}
+
+
+@pytest.mark.parametrize("rules,pod,expected", [
+    ([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(42),
+     ("Container main for pod ns/p failed with exit code 42 matching FailJob rule at index 0", True, "FailJob")),
+    ([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(42),
+     (None, False, "Ignore")),
+    ([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(1), (None, True, None)),
+    ([{"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [1]}}], failed_pod(2), (None, True, "Count")),
+    ([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}],
+     failed_pod(137, conditions=[{"type": "DisruptionTarget", "status": "True"}]), (None, False, "Ignore")),
+    ([{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}],
+     failed_pod(137, conditions=[{"type": "DisruptionTarget", "status": "True"}]),
+     ("Pod ns/p has condition DisruptionTarget matching FailJob rule at index 0", True, "FailJob")),
+])
+def test_pod_failure_policy_matching(rules, pod, expected):
+    assert match_pod_failure_policy({"rules": rules}, pod) == expected
+
+
+def test_success_policy_matching():
+    policy = {"rules": [{"succeededIndexes": "0,2"}, {"succeededCount": 3}]}
+    assert match_success_policy(policy, 5, Intervals.parse("0-1", 5)) is None
+    assert match_success_policy(policy, 5, Intervals.parse("0,2", 5)) == "Matched rules at index 0"
+    assert match_success_policy(policy, 5, Intervals.parse("1,3,4", 5)) == "Matched rules at index 1"
+
+
+def test_pod_group_names_fit_253_characters():
+    name = compute_pod_group_name("w" * 200, "t" * 200)
+    assert len(name) <= 253 and name.startswith("w" * 100)
+
+
+# -- the controller -------------------------------------------------------------------------------------
+async def test_nonindexed_job_completes_with_upstream_pods_status_and_events(env):
+    async with Cluster(env) as cl:
+        created = await env.client.create(job("pi", completions=3, parallelism=2))
+        uid = created["metadata"]["uid"]
+        assert await env.run_until(lambda: len(cl.pods("pi")) == 2, within=10)
+        pod = cl.pods("pi")[0]
+        md = pod["metadata"]
+        assert md["generateName"] == "pi-"
+        assert md["labels"]["batch.kubernetes.io/job-name"] == "pi"
+        assert md["labels"]["batch.kubernetes.io/controller-uid"] == uid
+        assert md["labels"]["job-name"] == "pi" and md["labels"]["controller-uid"] == uid
+        assert md["finalizers"] == ["batch.kubernetes.io/job-tracking"]
+        assert md["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": uid,
+                                          "controller": True, "blockOwnerDeletion": True}]
+        assert "hostname" not in pod["spec"] and "batch.kubernetes.io/job-completion-index" not in md["labels"]
+        assert await env.run_until(lambda: cl.is_true("pi", "Complete"), within=120)
+        j = cl.job("pi")
+        st = j["status"]
+        assert st["succeeded"] == 3 and "failed" not in st and "active" not in st
+        assert st["ready"] == 0 and st["terminating"] == 0 and st["uncountedTerminatedPods"] == {}
+        assert st["startTime"] and st["completionTime"]
+        types = [(c["type"], c["reason"], c["message"]) for c in st["conditions"]]
+        assert types == [("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
+                         ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")]
+        # every finished pod was counted once and released
+        assert await env.run_until(lambda: all(not p["metadata"].get("finalizers") for p in cl.pods("pi")), within=10)
+        assert len(cl.pods("pi")) == 3
+        events = await cl.events("pi")
+        assert sum(1 for r, m in events if r == "SuccessfulCreate" and m.startswith("Created pod: pi-")) == 3
+        assert ("Completed", "Job completed") in events
+
+
+async def test_backoff_limit_zero_fails_on_the_first_failed_pod(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("boom", backoff_limit=0, exit_code=1))
+        assert await env.run_until(lambda: cl.is_true("boom", "Failed"), within=120)
+        st = cl.job("boom")["status"]
+        assert st["failed"] == 1 and "succeeded" not in st and "completionTime" not in st
+        assert [(c["type"], c["reason"]) for c in st["conditions"]] == \
+            [("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
+        assert cl.condition("boom", "Failed")["message"] == "Job has reached the specified backoff limit"
+        assert len(cl.pods("boom")) == 1
+        assert ("BackoffLimitExceeded", "Job has reached the specified backoff limit") in await cl.events("boom")
+
+
+async def test_on_failure_container_restart_counts_toward_backoff_limit_zero(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("crashy", backoff_limit=0, exit_code=1, restart="OnFailure"))
+        assert await env.run_until(lambda: cl.is_true("crashy", "Failed"), within=120)
+        assert cl.condition("crashy", "Failed")["reason"] == "BackoffLimitExceeded"
+        # the restarting pod was deleted and counted as failed
+        assert cl.job("crashy")["status"]["failed"] == 1
+        assert await env.run_until(lambda: not cl.pods("crashy"), within=60)
+
+
+async def test_failed_pods_are_replaced_after_a_backoff_until_the_limit(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("retry", backoff_limit=2, exit_code=3))
+        assert await env.run_until(lambda: cl.is_true("retry", "Failed"), within=600)
+        st = cl.job("retry")["status"]
+        assert st["failed"] == 3
+        pods = cl.pods("retry")
+        assert len(pods) == 3
+        starts = sorted(p["metadata"]["creationTimestamp"] for p in pods)
+        assert starts[0] < starts[1] < starts[2]  # replacements came after a delay, one at a time
+
+
+async def test_indexed_job_recreates_a_failed_index(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("idx", completions=3, parallelism=3, mode="Indexed", run_for="20s",
+                                    backoff_limit=3))
+        assert await env.run_until(lambda: len(cl.pods("idx")) == 3, within=10)
+        pods = {p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]: p for p in cl.pods("idx")}
+        assert sorted(pods) == ["0", "1", "2"]
+        one = pods["1"]
+        md, spec = one["metadata"], one["spec"]
+        assert md["generateName"] == "idx-1-" and md["annotations"]["batch.kubernetes.io/job-completion-index"] == "1"
+        assert spec["hostname"] == "idx-1"
+        env_var = spec["containers"][0]["env"][0]
+        assert env_var == {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+            "apiVersion": "v1", "fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}
+        # make index 1's first attempt fail
+        await env.client.patch("v1", "Pod", "default", md["name"],
+                               {"metadata": {"annotations": {"phalanx.dev/exit-code": "1"}}})
+        assert await env.run_until(lambda: cl.is_true("idx", "Complete"), within=300)
+        st = cl.job("idx")["status"]
+        assert st["completedIndexes"] == "0-2" and st["succeeded"] == 3 and st["failed"] == 1
+        index1 = [p for p in cl.pods("idx")
+                  if p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "1"]
+        assert sorted(p["status"]["phase"] for p in index1) == ["Failed", "Succeeded"]
+
+
+async def test_suspend_deletes_pods_and_resume_recreates_them(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("sus", completions=2, parallelism=2, run_for="100s", suspend=True))
+        assert await env.run_until(lambda: cl.is_true("sus", "Suspended"), within=10)
+        assert not cl.pods("sus") and "startTime" not in cl.job("sus")["status"]
+        c = cl.condition("sus", "Suspended")
+        assert (c["reason"], c["message"]) == ("JobSuspended", "Job suspended")
+        await env.client.patch("batch/v1", "Job", "default", "sus", {"spec": {"suspend": False}})
+        assert await env.run_until(lambda: len([p for p in cl.pods("sus") if p["status"].get("phase") == "Running"])
+                                   == 2, within=20)
+        c = cl.condition("sus", "Suspended")
+        assert (c["status"], c["reason"], c["message"]) == ("False", "JobResumed", "Job resumed")
+        assert cl.job("sus")["status"]["startTime"]
+        await env.client.patch("batch/v1", "Job", "default", "sus", {"spec": {"suspend": True}})
+        assert await env.run_until(lambda: not cl.pods("sus") and cl.is_true("sus", "Suspended"), within=30)
+        st = cl.job("sus")["status"]
+        assert "active" not in st and "failed" not in st  # suspension is not a failure
+        events = [r for r, _ in await cl.events("sus")]
+        assert "Suspended" in events and "Resumed" in events and "SuccessfulDelete" in events
+
+
+async def test_active_deadline_fails_the_job(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("slow", run_for="1000s", activeDeadlineSeconds=30))
+        assert await env.run_until(lambda: cl.is_true("slow", "Failed"), within=120)
+        c = cl.condition("slow", "Failed")
+        assert (c["reason"], c["message"]) == ("DeadlineExceeded", "Job was active longer than specified deadline")
+        assert await env.run_until(lambda: not cl.pods("slow"), within=30)
+
+
+async def test_pod_failure_policy_fail_job_and_ignore(env):
+    async with Cluster(env) as cl:
+        rules = [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+        await env.client.create(job("pfp", exit_code=42, podFailurePolicy={"rules": rules}))
+        assert await env.run_until(lambda: cl.is_true("pfp", "Failed"), within=120)
+        c = cl.condition("pfp", "Failed")
+        assert c["reason"] == "PodFailurePolicy"
+        assert c["message"].startswith("Container main for pod default/pfp-") and \
+            c["message"].endswith("failed with exit code 42 matching FailJob rule at index 0")
+
+
+async def test_success_policy_completes_an_indexed_job_early(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("leader", completions=3, parallelism=3, mode="Indexed", run_for="1000s",
+                                    successPolicy={"rules": [{"succeededIndexes": "0"}]}))
+        assert await env.run_until(lambda: len(cl.pods("leader")) == 3, within=10)
+        zero = [p for p in cl.pods("leader")
+                if p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"][0]
+        await env.client.patch("v1", "Pod", "default", zero["metadata"]["name"],
+                               {"metadata": {"annotations": {"phalanx.dev/run-for": "5s"}}})
+        assert await env.run_until(lambda: cl.is_true("leader", "Complete"), within=120)
+        c = cl.condition("leader", "Complete")
+        assert (c["reason"], c["message"]) == ("SuccessPolicy", "Matched rules at index 0")
+        assert cl.job("leader")["status"]["completedIndexes"] == "0"
+
+
+async def test_backoff_limit_per_index_marks_failed_indexes(env):
+    async with Cluster(env) as cl:
+        await env.client.create(job("perix", completions=2, parallelism=2, mode="Indexed", run_for="10s",
+                                    backoffLimitPerIndex=0))
+        assert await env.run_until(lambda: len(cl.pods("perix")) == 2, within=10)
+        one = [p for p in cl.pods("perix")
+               if p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "1"][0]
+        assert one["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"] == "0"
+        await env.client.patch("v1", "Pod", "default", one["metadata"]["name"],
+                               {"metadata": {"annotations": {"phalanx.dev/exit-code": "1"}}})
+        assert await env.run_until(lambda: cl.is_true("perix", "Failed"), within=120)
+        st = cl.job("perix")["status"]
+        assert st["failedIndexes"] == "1" and st["completedIndexes"] == "0"
+        assert cl.condition("perix", "Failed")["reason"] == "FailedIndexes"
+
+
+async def test_ttl_after_finished_deletes_the_job_and_its_pods(env):
+    async with Cluster(env, gc=True) as cl:
+        await env.client.create(job("short", run_for="5s", ttlSecondsAfterFinished=60))
+        assert await env.run_until(lambda: cl.is_true("short", "Complete"), within=60)
+        await env.clock.advance(30)
+        assert cl.job("short") is not None
+        assert await env.run_until(lambda: cl.job("short") is None and not cl.pods("short"), within=120)
+
+
+async def test_deleting_a_running_job_releases_and_removes_its_pods(env):
+    async with Cluster(env, gc=True) as cl:
+        await env.client.create(job("gone", completions=2, parallelism=2, run_for=None))
+        assert await env.run_until(lambda: len(cl.pods("gone")) == 2, within=10)
+        await env.client.delete("batch/v1", "Job", "default", "gone")  # kubectl's default: background
+        assert await env.run_until(lambda: cl.job("gone") is None and not cl.pods("gone"), within=60)
+
+
+async def test_orphan_pods_matching_the_selector_are_adopted_with_the_tracking_finalizer(env):
+    async with Cluster(env) as cl:
+        stray = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "stray", "namespace": "default", "labels": {"app": "adopt"}},
+                 "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+        await env.client.create(stray)
+        assert await env.run_until(lambda: cl.jobs.pods.get("default/stray") is not None, within=5)
+        j = job("adopt", completions=1, parallelism=1, run_for=None, manualSelector=True,
+                selector={"matchLabels": {"app": "adopt"}})
+        j["spec"]["template"]["metadata"]["labels"] = {"app": "adopt"}
+        created = await env.client.create(j)
+        assert await env.run_until(lambda: (cl.job("adopt").get("status") or {}).get("active") == 1, within=30)
+        await env.clock.advance(10)
+        md = cl.jobs.pods.get("default/stray")["metadata"]
+        assert md["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "adopt",
+                                          "uid": created["metadata"]["uid"], "controller": True,
+                                          "blockOwnerDeletion": True}]
+        assert md["finalizers"] == ["batch.kubernetes.io/job-tracking"]
+        # the adopted pod is the Job's one active pod: no other pod was created
+        assert [p["metadata"]["name"] for p in cl.jobs.pods.list("default")] == ["stray"]
+
+
+async def test_workload_with_job_creates_workload_and_gang_pod_group(env):
+    gates = FeatureGates({"WorkloadWithJob": True})
+    async with Cluster(env, gates=gates) as cl:
+        created = await env.client.create(job("gang", completions=3, parallelism=3, mode="Indexed", run_for=None))
+        assert await env.run_until(lambda: len(cl.pods("gang")) == 3, within=10)
+        workloads, _ = await env.client.list("scheduling.k8s.io/v1alpha2", "Workload", "default")
+        groups, _ = await env.client.list("scheduling.k8s.io/v1alpha2", "PodGroup", "default")
+        assert len(workloads) == 1 and len(groups) == 1
+        wl, pg = workloads[0], groups[0]
+        assert wl["metadata"]["name"].startswith("gang-")
+        assert wl["spec"]["controllerRef"] == {"apiGroup": "batch", "kind": "Job", "name": "gang"}
+        assert wl["spec"]["podGroupTemplates"][0]["name"] == "gang-worker-0"
+        assert wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+        assert wl["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+        assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+        assert pg["spec"]["podGroupTemplateRef"] == {"workload": {"workloadName": wl["metadata"]["name"],
+                                                                  "podGroupTemplateName": "gang-worker-0"}}
+        assert [r["kind"] for r in pg["metadata"]["ownerReferences"]] == ["Job", "Workload"]
+        assert pg["metadata"]["name"] == compute_pod_group_name(wl["metadata"]["name"], "gang-worker-0")
+        assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in cl.pods("gang")} == {pg["metadata"]["name"]}
+
+
+async def test_workload_with_job_leaves_jobs_with_a_scheduling_group_alone(env):
+    gates = FeatureGates({"WorkloadWithJob": True})
+    async with Cluster(env, gates=gates) as cl:
+        j = job("mine", completions=2, parallelism=2, mode="Indexed", run_for=None)
+        j["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": "users-group"}
+        await env.client.create(j)
+        assert await env.run_until(lambda: len(cl.pods("mine")) == 2, within=10)
+        workloads, _ = await env.client.list("scheduling.k8s.io/v1alpha2", "Workload", "default")
+        assert workloads == []
+        assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in cl.pods("mine")} == {"users-group"}
