@@ -122,3 +122,30 @@ def test_too_large_body(cluster: Cluster, ns: str):
     assert code == 413 and status["reason"] == "RequestEntityTooLarge"
     r = cluster.kubectl("get", "cm", "big", "-n", ns)
     assert r.returncode != 0 and "not found" in r.stderr
+
+
+def test_watch_bookmarks_timeout_and_gone(cluster: Cluster, ns: str):
+    import base64
+    import yaml
+    cfg = yaml.safe_load(cluster.kubeconfig.read_text())
+    ca = next(c["cluster"]["certificate-authority-data"] for c in cfg["clusters"]
+              if c["name"] == f"phalanx-{cluster.name}")
+    ctx = ssl.create_default_context(cadata=base64.b64decode(ca).decode())
+
+    def stream(path):
+        req = urllib.request.Request(cluster.server_url() + path)
+        req.add_header("Authorization", f"Bearer {cluster.token()}")
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+                return resp.status, [json.loads(l) for l in resp.read().splitlines() if l.strip()]
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    cluster.kubectl("create", "configmap", "w1", "-n", ns).check()
+    # watch-list: initial ADDED events, then the initial-events-end bookmark; timeoutSeconds ends it
+    code, events = stream(f"/api/v1/namespaces/{ns}/configmaps?watch=true&sendInitialEvents=true"
+                          f"&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1")
+    assert code == 200
+    types = [e["type"] for e in events]
+    assert "ADDED" in types and types[-1] == "BOOKMARK"
+    assert events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}

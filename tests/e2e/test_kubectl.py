@@ -273,3 +273,24 @@ def test_pod_is_scheduled_and_runs(cluster: Cluster, ns: str):
     assert row[1:3] == ["2/2", "Running"] and row[6] == "e2e-worker"
     desc = cluster.kubectl("describe", "pod", "web", "-n", ns).check().out
     assert f"Successfully assigned {ns}/web to e2e-worker" in desc
+
+
+def test_dry_run_and_field_validation_warn(cluster: Cluster, ns: str):
+    out = cluster.kubectl("create", "configmap", "dry", "-n", ns, "--dry-run=server").check().out
+    assert out.strip() == "configmap/dry created (server dry run)"
+    r = cluster.kubectl("get", "configmap", "dry", "-n", ns)
+    assert r.returncode != 0 and "not found" in r.stderr
+    warn = cluster.kubectl("apply", "-n", ns, "--validate=warn", "-f", "-",
+                           input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {a: b}\nbogus: 1\n")
+    assert warn.returncode == 0, warn.stderr
+    assert 'unknown field "bogus"' in warn.stderr
+    assert cluster.kubectl("get", "cm", "w", "-n", ns, "-o", "jsonpath={.data.a}").check().out == "b"
+
+
+def test_list_in_chunks(cluster: Cluster, ns: str):
+    for i in range(5):
+        cluster.kubectl("create", "configmap", f"c{i}", "-n", ns).check()
+    out = cluster.kubectl("get", "configmaps", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6").check()
+    names = [n for n in out.out.split() if n.startswith("configmap/c")]
+    assert names == [f"configmap/c{i}" for i in range(5)]
+    assert out.stderr.count("limit=2") >= 3  # three pages were fetched

@@ -23,6 +23,11 @@ def test_stop_start_keeps_objects_and_resource_versions(tmp_path):
         c.phalanx("start", "cluster", "--name", "restart").check()
         assert c.kubectl("get", "cm", "keep", "-o", "jsonpath={.data.a}").check().out == "1"
         assert c.kubectl("get", "cm", "keep", "-o", "jsonpath={.metadata.resourceVersion}").check().out == rv
+        # the watch history does not survive a restart: an older resourceVersion is 410 Expired,
+        # and kubectl (as every client-go reflector) relists
+        from .test_errors import raw_request
+        code, status = raw_request(c, "GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1")
+        assert code == 410 and status["reason"] == "Expired" and "too old resource version" in status["message"]
         c.kubectl("create", "configmap", "after").check()
         rv2 = c.kubectl("get", "cm", "after", "-o", "jsonpath={.metadata.resourceVersion}").check().out
         assert int(rv2) > int(rv)
