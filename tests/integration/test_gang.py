@@ -122,7 +122,7 @@ async def test_single_pods_schedule_with_upstream_messages(cluster_factory):
     await c.settle(3)
     assert "huge" not in c.bound()
     ev = next(e for e in c.events("huge") if e["reason"] == "FailedScheduling")
-    assert ev["message"] == "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    assert ev["message"] == "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
     await c.stop()
 
 

@@ -103,6 +103,11 @@ KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
     GateSpec("ConsistentListFromCache", GA, True, locked=True),
     GateSpec("RetryGenerateName", GA, True, locked=True),
     GateSpec("OrderedNamespaceDeletion", GA, True, locked=True),
+    # phalanx extensions (not upstream gates; `phalanx=True`).
+    # Preferred and multi-level topology for PodGroups (annotation
+    # scheduling.phalanx.dev/preferred-topology, docs/topology.md). It acts only where the
+    # TopologyPlacementGenerator plugin runs, i.e. with TopologyAwareWorkloadScheduling on.
+    GateSpec("PhalanxPreferredTopology", ALPHA, True, phalanx=True),
 ]}
 
 # Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.

@@ -43,6 +43,8 @@ from .framework.diagnosis import NoNodesAvailableError, SchedulingError
 from .framework.interface import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from .framework.registry import in_tree_registry
 from .plugins import defaultbinder, gangscheduling, names
+from .placementsearch import search_placements
+from .placementsearch import summarize as summarize_placements
 from .podgroups import PodGroupManager, policy_of
 from .queue import QueuedPodGroup, SchedulingQueue
 
@@ -105,6 +107,15 @@ class Scheduler:
 
     def _extend_registry(self, reg: Any) -> None:
         """Plugins that need the scheduler's own state (DRA, topology) register here."""
+        from .plugins import podgrouppodscount, topologyaware
+        self.node_topology = topologyaware.NodeTopologyIndex()  # fed by the Node informer (_wire)
+        if names.TopologyPlacementGenerator not in reg:
+            reg.register(names.TopologyPlacementGenerator, topologyaware.factory(
+                self.node_topology, lambda g: [(s.info, s.node) for s in map(self.cache.pods.get,
+                                                                             self.cache.scheduled_in_group(g)) if s],
+                self.snapshot))
+        if names.PodGroupPodsCount not in reg:
+            reg.register(names.PodGroupPodsCount, podgrouppodscount.factory(self._scheduled_count))
         try:
             from .plugins import dynamicresources
         except ImportError:
@@ -119,6 +130,7 @@ class Scheduler:
     def _wire(self) -> None:
         self.pods.add_event_handler(on_add=self._pod_add, on_update=self._pod_update, on_delete=self._pod_delete)
         self.nodes.add_event_handler(on_add=self._node_add, on_update=self._node_update, on_delete=self._node_delete)
+        self.node_topology.watch(self.nodes)
         if self.podgroups is not None:
             self.podgroups.add_event_handler(on_add=self._pg_add, on_update=self._pg_update, on_delete=self._pg_delete)
 
@@ -153,7 +165,17 @@ class Scheduler:
             self.queue.delete(new)
             return
         if self._responsible(new):
+            gated = dict(self.queue.gated)
             self.queue.update(old, new)
+            self.released_from_gates(gated)
+
+    def released_from_gates(self, gated_before: dict) -> None:
+        """Group members a PreEnqueue plugin (e.g. DynamicResources) just let through join their
+        group like new pods: tell the queue, so a group waiting in unschedulable for members is
+        looked at again (GangScheduling's pod-Add hint)."""
+        for key, qpi in gated_before.items():
+            if key not in self.queue.gated and pod_group_key(qpi.pod) is not None:
+                self.queue.on_event(ClusterEvent(EventResource.UnscheduledPod, ActionType.Add), None, qpi.pod)
 
     def _pod_delete(self, pod: dict) -> None:
         self.groups.remove_pod(pod)
@@ -202,7 +224,8 @@ class Scheduler:
     async def run(self) -> None:
         self.factory.start()
         await self.factory.wait_for_sync([i for i in (self.pods, self.nodes, self.namespaces, self.pdb_informer,
-                                                      self.podgroups) if i is not None])
+                                                      self.podgroups) if i is not None]
+                                         + list(getattr(self, "extra_informers", ())))  # plugins' (DRA)
         self.synced = True
         while True:
             entity = await self.queue.pop()
@@ -489,11 +512,14 @@ class Scheduler:
             await self._group_failed(fw, group, pg, members, {}, st.message(), st.plugin and {st.plugin} or set(),
                                      placements_tried=[])
             return
-        outcomes = []
-        for placement in placements:
+        def attempt(placement: Placement) -> dict:
             outcome = self._try_placement(fw, placement, members, pg_info, already)
-            outcomes.append(outcome)
             self._revert(fw, outcome)
+            return outcome
+        # ranks, capacity pruning and score bounds: the same choice as trying every placement
+        outcomes, skipped = search_placements(fw, state, pg_info, placements, attempt, already=already)
+        self.stats["placements_tried"] += sum(1 for o in outcomes if o.get("tried", True))
+        self.stats["placements_skipped"] += skipped + sum(1 for o in outcomes if not o.get("tried", True))
         feasible = [o for o in outcomes if o["feasible"]]
         self.stats["group_attempts"] += 1
         if not feasible:
@@ -621,7 +647,7 @@ class Scheduler:
                 "pods": {qpi.pod_info.name: self._diagnosis_record(fe, str(fe)) for qpi, fe in
                          list(failures.values())[:10]},
                 "placementsTried": [{"placement": o["placement"].name, "feasible": o["feasible"],
-                                     "podsPlaced": len(o["assigned"]), "message": o["status_message"]}
+                                     "podsPlaced": len(o["assigned"]), "message": o.get("message") or o["status_message"]}
                                     for o in placements_tried[:50]]}
         self.last_diagnosis["group:" + group.key] = diag
         await self._set_group_condition(pg, "False", "Unschedulable", summary)
@@ -655,8 +681,9 @@ class Scheduler:
             parts.append(status_message)
         if parts:
             head += "; " + "; ".join(parts)
-        if len(placements) > 1:
-            head += f" (tried {len(placements)} placements)"
+        tried = summarize_placements(placements)  # the domains evaluated and why each failed
+        if tried:
+            head += "; " + tried
         return head
 
     async def _set_group_condition(self, pg: dict, status: str, reason: str, message: str) -> bool:

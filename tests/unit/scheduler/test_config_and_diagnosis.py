@@ -32,7 +32,7 @@ def test_default_plugins_match_upstream_with_1_36_gates():
         ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
         ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 0), ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1), ("DefaultBinder", 0),
-        ("NodeDeclaredFeatures", 0), ("GangScheduling", 0), ("TopologyPlacement", 0), ("PodGroupPodsCount", 1)]
+        ("NodeDeclaredFeatures", 0), ("GangScheduling", 0), ("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)]
 
 
 def test_default_framework_runs_the_in_tree_plugins_with_upstream_weights():

@@ -167,7 +167,7 @@ def default_plugins(gates: Optional[FeatureGates] = None) -> Plugins:
     if gates.enabled("GenericWorkload") and gates.enabled("GangScheduling"):
         enabled.append(PluginRef("GangScheduling"))
     if gates.enabled("GenericWorkload") and gates.enabled("TopologyAwareWorkloadScheduling"):
-        enabled.append(PluginRef("TopologyPlacement"))
+        enabled.append(PluginRef("TopologyPlacementGenerator"))  # KEP-5732; NodeResourcesFit scores placements too
         enabled.append(PluginRef("PodGroupPodsCount", 1))
     return Plugins(multi_point=PluginSet(enabled=enabled))
 

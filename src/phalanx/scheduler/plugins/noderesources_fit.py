@@ -6,18 +6,33 @@ RequestedToCapacityRatio) with per-resource weights.
 Args (NodeResourcesFitArgs): `ignoredResources`, `ignoredResourceGroups` (extended resources the
 Filter does not check), `scoringStrategy` {type, resources [{name, weight}],
 requestedToCapacityRatio {shape [{utilization, score}]}}.
+
+PlacementScore (1.36, KEP-5732): a PodGroup's candidate placement scores MostAllocated over all
+of the placement's nodes taken together, with the group's assigned pods added (resources and
+weights from `scoringStrategy.resources`, whatever its type): the tightest domain wins. Two
+phalanx hooks serve the placement search (`phalanx.scheduler.placementsearch`):
+`placement_score_bound` (the same score as if every pod of the group were placed there: an upper
+bound, exact for an all-fit placement) and `placement_capacity_shortfall` (the placement's free
+capacity cannot hold the pods the group still needs, so Filter would reject it anyway).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
+from operator import attrgetter
 from typing import Any, Mapping, Optional, Sequence
 
+from phalanx.machinery.quantity import BINARY_SI, DECIMAL_SI, format_quantity
 from phalanx.scheduler.framework.config import default_plugin_args
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    Placement,
+    PlacementScorePlugin,
+    PodGroupAssignments,
+    PodGroupInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -39,13 +54,16 @@ from phalanx.scheduler.framework.types import (
     QueueingHint,
     Resource,
     is_extended_resource_name,
+    is_scalar_resource_name,
 )
 
 from . import names
-from .noderesources_scorer import ResourceAllocationScorer, ScoreMemo, scorer_for_strategy
+from .noderesources_scorer import MOST_ALLOCATED, ResourceAllocationScorer, ScoreMemo, scorer_for_strategy
 
 PRE_FILTER_STATE_KEY = "PreFilter" + names.NodeResourcesFit
 PRE_SCORE_STATE_KEY = "PreScore" + names.NodeResourcesFit
+PLACEMENT_MEMO_SIZE = 4096
+_generation = attrgetter("generation")
 
 
 class InsufficientResource:
@@ -98,16 +116,20 @@ def fits(pod: PodInfo, ni: NodeInfo) -> list[InsufficientResource]:
     return fits_request(pod.requests, ni)
 
 
-class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
     NAME = names.NodeResourcesFit
 
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle
         self.ignored_resources = frozenset(args.get("ignoredResources") or ())
         self.ignored_resource_groups = frozenset(args.get("ignoredResourceGroups") or ())
-        self.scorer: ResourceAllocationScorer = scorer_for_strategy(args.get("scoringStrategy") or {})
+        strategy = args.get("scoringStrategy") or {}
+        self.scorer: ResourceAllocationScorer = scorer_for_strategy(strategy)
+        self.placement_scorer: ResourceAllocationScorer = scorer_for_strategy(
+            {"type": MOST_ALLOCATED, "resources": strategy.get("resources") or []})
         self._statuses: dict[tuple[str, ...], Status] = {}
         self._memo = ScoreMemo()
+        self._placement_memo: dict[str, tuple[tuple[int, ...], list[int], list[int]]] = {}
 
     def _reject(self, reasons: tuple[str, ...]) -> Status:
         st = self._statuses.get(reasons)
@@ -160,6 +182,140 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
         reqs = self._pod_requests(state, pod)
         cap = 2 * self.handle.snapshot_shared_lister().num_nodes() + 1024
         return self._memo.scores(tuple(reqs), nodes, lambda ns: self.scorer.score_nodes(ns, reqs), cap), None
+
+    # -- PlacementScore ------------------------------------------------------------------------------
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Optional[Status]]:
+        by_key = {pi.key: pi for pi in pod_group.unscheduled_pods}
+        sc = self.placement_scorer
+        requested = [0] * len(sc.resources)
+        for key in assignments.assignments:
+            pi = assignments.pods.get(key) or by_key.get(key)
+            if pi is None:
+                continue
+            for i, r in enumerate(sc.pod_request_list(pi)):
+                requested[i] += r
+        return self._placement_most_allocated(assignments.placement, requested), None
+
+    def placement_score_bound(self, state: CycleState, pod_group: PodGroupInfo, placement: Placement) -> int:
+        """The placement's score were every pod of the group placed in it (MostAllocated only
+        grows with the requests, so no assignment in this placement scores higher)."""
+        key = "PlacementBound" + self.NAME
+        requested = state.get(key)
+        if requested is None:
+            sc = self.placement_scorer
+            requested = [0] * len(sc.resources)
+            for pi in pod_group.unscheduled_pods:
+                for i, r in enumerate(sc.pod_request_list(pi)):
+                    requested[i] += r
+            state.write(key, requested)
+        return self._placement_most_allocated(placement, requested)
+
+    def _placement_most_allocated(self, placement: Placement, group_requests: list[int]) -> int:
+        """MostAllocated of (all nodes' requests + the group's) over all nodes' allocatable."""
+        sc = self.placement_scorer
+        allocatable, used = self._placement_usage(placement)
+        requested = [0] * len(allocatable)
+        alloc = list(allocatable)
+        for i, (name, _) in enumerate(sc.resources):
+            if not alloc[i]:
+                continue
+            if group_requests[i] == 0 and is_scalar_resource_name(name):
+                alloc[i] = 0  # an extended resource the group does not request is left out (upstream)
+                continue
+            requested[i] = used[i] + group_requests[i]
+        return sc.scorer(requested, alloc)
+
+    def _placement_usage(self, placement: Placement) -> tuple[list[int], list[int]]:
+        """(allocatable, requested) per scoring resource over the placement's nodes, requests
+        as Score counts them (non-zero cpu/memory). Memoized per placement while none of its
+        nodes changes (NodeInfo generations), so a domain's sums are recomputed only after a
+        pod landed in it."""
+        nodes = placement.nodes
+        gens = tuple(map(_generation, nodes))
+        hit = self._placement_memo.get(placement.name)
+        if hit is not None and hit[0] == gens:
+            return hit[1], hit[2]
+        sc = self.placement_scorer
+        n = len(sc.resources)
+        allocatable = [0] * n
+        used = [0] * n
+        cm_index = {RESOURCE_CPU: (0, 4), RESOURCE_MEMORY: (1, 5)}
+        if all(name in cm_index for name, _ in sc.resources):
+            cms = [ni.cm for ni in nodes]
+            for i, (name, _) in enumerate(sc.resources):
+                a, u = cm_index[name]
+                allocatable[i] = sum(c[a] for c in cms)
+                used[i] = sum(c[u] for c in cms if c[a])
+        else:
+            for ni in nodes:
+                a, req, nz = ni.allocatable, ni.requested, ni.non_zero_requested
+                for i, (name, _) in enumerate(sc.resources):
+                    if name == RESOURCE_CPU:
+                        have, use = a.milli_cpu, nz.milli_cpu
+                    elif name == RESOURCE_MEMORY:
+                        have, use = a.memory, nz.memory
+                    elif name == RESOURCE_EPHEMERAL_STORAGE:
+                        have, use = a.ephemeral_storage, req.ephemeral_storage
+                    else:
+                        have, use = a.scalar_resources.get(name, 0), req.scalar_resources.get(name, 0)
+                    if have:
+                        allocatable[i] += have
+                        used[i] += use
+        if len(self._placement_memo) >= PLACEMENT_MEMO_SIZE:
+            self._placement_memo.clear()
+        self._placement_memo[placement.name] = (gens, allocatable, used)
+        return allocatable, used
+
+    def placement_capacity_shortfall(self, state: CycleState, pod_group: PodGroupInfo, placement: Placement,
+                                     need: int) -> list[str]:
+        """What the placement lacks to hold `need` more pods of the group, summed over its nodes
+        (free = allocatable - requested per node): e.g. ["cpu: 1500m free, 4 requested"]. Empty
+        when it might hold them. Filter rejects every node short of a pod's requests, so a
+        placement with a shortfall here cannot place `need` pods whatever the packing."""
+        pods = pod_group.unscheduled_pods
+        if need <= 0 or not pods:
+            return []
+        need = min(need, len(pods))
+
+        def least(values: Any) -> int:
+            return sum(sorted(values)[:need])
+
+        nodes = placement.nodes
+        out = []
+        room = sum(f[2] for f in [ni.free for ni in nodes] if f[2] > 0)
+        if room < need:
+            out.append(f"pods: {room} free, {need} requested")
+        cpu = least(p.requests.milli_cpu for p in pods)
+        mem = least(p.requests.memory for p in pods)
+        if cpu or mem:
+            frees = [ni.free for ni in nodes]
+            if cpu:
+                free_cpu = sum(f[0] for f in frees if f[0] > 0)
+                if free_cpu < cpu:
+                    out.append(f"cpu: {_cpu(free_cpu)} free, {_cpu(cpu)} requested")
+            if mem:
+                free_mem = sum(f[1] for f in frees if f[1] > 0)
+                if free_mem < mem:
+                    out.append(f"memory: {_bytes(free_mem)} free, {_bytes(mem)} requested")
+        eph = least(p.requests.ephemeral_storage for p in pods)
+        if eph:
+            free = sum(max(0, ni.allocatable.ephemeral_storage - ni.requested.ephemeral_storage) for ni in nodes)
+            if free < eph:
+                out.append(f"{RESOURCE_EPHEMERAL_STORAGE}: {_bytes(free)} free, {_bytes(eph)} requested")
+        scalar_names = sorted({name for p in pods for name, q in p.requests.scalar_resources.items() if q})
+        for name in scalar_names:
+            if is_extended_resource_name(name) and (name in self.ignored_resources or (
+                    self.ignored_resource_groups and name.split("/", 1)[0] in self.ignored_resource_groups)):
+                continue
+            want = least(p.requests.scalar_resources.get(name, 0) for p in pods)
+            if not want:
+                continue
+            free = sum(max(0, ni.allocatable.scalar_resources.get(name, 0) - ni.requested.scalar_resources.get(name, 0))
+                       for ni in nodes)
+            if free < want:
+                out.append(f"{name}: {free} free, {want} requested")
+        return out
 
     # -- requeueing ----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -216,6 +372,14 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExt
             if q and a1.scalar_resources.get(name, 0) > a0.scalar_resources.get(name, 0):
                 return QueueingHint.Queue
         return QueueingHint.QueueSkip
+
+
+def _cpu(milli: int) -> str:
+    return format_quantity(Fraction(milli, 1000), DECIMAL_SI)
+
+
+def _bytes(n: int) -> str:
+    return format_quantity(n, BINARY_SI)
 
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> Fit:
