@@ -183,7 +183,11 @@ class SchedulingQueue:
         if gkey in self.in_flight or gkey in self._active_keys or gkey in self._backoff_keys:
             return
         if gkey in self.unschedulable:
-            return  # the Pod Add event decides, through the hints, whether to retry the group
+            # A member just passed PreEnqueue: for its group that is a new pod (GangScheduling's
+            # pod-Add hint), so the group is worth another cycle.
+            e, _ = self.unschedulable.pop(gkey)
+            self._push_backoff(e) if e.attempts > 1 else self._push_active(e)
+            return
         self._push_active(group)
 
     def update(self, old: dict, new: dict) -> None:

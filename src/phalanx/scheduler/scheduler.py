@@ -165,17 +165,7 @@ class Scheduler:
             self.queue.delete(new)
             return
         if self._responsible(new):
-            gated = dict(self.queue.gated)
             self.queue.update(old, new)
-            self.released_from_gates(gated)
-
-    def released_from_gates(self, gated_before: dict) -> None:
-        """Group members a PreEnqueue plugin (e.g. DynamicResources) just let through join their
-        group like new pods: tell the queue, so a group waiting in unschedulable for members is
-        looked at again (GangScheduling's pod-Add hint)."""
-        for key, qpi in gated_before.items():
-            if key not in self.queue.gated and pod_group_key(qpi.pod) is not None:
-                self.queue.on_event(ClusterEvent(EventResource.UnscheduledPod, ActionType.Add), None, qpi.pod)
 
     def _pod_delete(self, pod: dict) -> None:
         self.groups.remove_pod(pod)

@@ -991,11 +991,7 @@ def wire(scheduler: Any, tracker: ClaimTracker) -> list:
         queue = getattr(scheduler, "queue", None)
         if queue is None:
             return
-        gated = dict(queue.gated)
         queue.on_event(ClusterEvent(resource, action), old, new)
-        released = getattr(scheduler, "released_from_gates", None)
-        if released is not None and gated:
-            released(gated)  # a group member let through by this change: as a new pod for its group
 
     def handlers(resource: str, added: Callable, updated: Callable, deleted: Callable) -> dict:
         def on_add(obj: Obj) -> None:
