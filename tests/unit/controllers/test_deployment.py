@@ -1,8 +1,7 @@
 """The Deployment and ReplicaSet controllers with simulated kubelets, the garbage collector and a
-stand-in binder, on virtual time against the real API: scaling, rolling updates, Recreate,
+real scheduler, on virtual time against the real API: scaling, rolling updates, Recreate,
 revisions, history cleanup, and the status `kubectl rollout status` reads.
 
-The binder binds any pending pod round-robin; the real kube-scheduler can replace it once it exists.
 """
 
 from __future__ import annotations
@@ -20,33 +19,9 @@ from phalanx.controllers.replicaset import ReplicaSetController
 from phalanx.machinery.errors import StatusError
 from phalanx.nodes.kubelet import SimulatedKubelets
 
+from .harness import scheduler
+
 NODES = ["n1", "n2", "n3"]
-
-
-class Binder(Controller):
-    """Binds every pending, unbound pod to the next node (a stand-in for kube-scheduler)."""
-
-    name = "test-binder"
-
-    def __init__(self, client, factory, nodes, **kw):
-        super().__init__(client, factory, **kw)
-        self.nodes = list(nodes)
-        self.pods = self.informer("v1", "Pod")
-        self.enqueue_on(self.pods)
-        self.turn = 0
-
-    async def sync(self, key):
-        pod = self.pods.get(key)
-        if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
-            return
-        node = self.nodes[self.turn % len(self.nodes)]
-        self.turn += 1
-        try:
-            await self.client.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], node,
-                                   uid=pod["metadata"]["uid"])
-        except StatusError as e:
-            if e.code not in (404, 409):
-                raise
 
 
 class Cluster:
@@ -60,7 +35,7 @@ class Cluster:
         self.controllers = [self.deployments, self.replicasets, SimulatedKubelets(env.client, self.factory, **kw),
                             GarbageCollector(env.client, self.factory, **kw)]
         if bind:
-            self.controllers.append(Binder(env.client, self.factory, NODES, **kw))
+            self.controllers.append(scheduler(env, self.factory, **kw))
 
     async def __aenter__(self):
         for c in self.controllers:

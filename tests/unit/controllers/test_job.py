@@ -1,8 +1,6 @@
 """The Job controller on virtual time against the real API, with simulated kubelets and a stand-in
-binder: completions, backoffLimit, Indexed jobs, suspend/resume, policies, TTL and WorkloadWithJob.
+scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies, TTL and WorkloadWithJob.
 
-The binder below binds any pending pod round-robin to the nodes; once the real kube-scheduler is
-in place, integration tests that care about placement should run it instead.
 """
 
 from __future__ import annotations
@@ -19,33 +17,9 @@ from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedC
 from phalanx.machinery.errors import StatusError
 from phalanx.nodes.kubelet import SimulatedKubelets
 
+from .harness import scheduler
+
 NODES = ["n1", "n2", "n3"]
-
-
-class Binder(Controller):
-    """Binds every pending, unbound pod to the next node (a stand-in for kube-scheduler)."""
-
-    name = "test-binder"
-
-    def __init__(self, client, factory, nodes, **kw):
-        super().__init__(client, factory, **kw)
-        self.nodes = list(nodes)
-        self.pods = self.informer("v1", "Pod")
-        self.enqueue_on(self.pods)
-        self.turn = 0
-
-    async def sync(self, key):
-        pod = self.pods.get(key)
-        if pod is None or pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
-            return
-        node = self.nodes[self.turn % len(self.nodes)]
-        self.turn += 1
-        try:
-            await self.client.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], node,
-                                   uid=pod["metadata"]["uid"])
-        except StatusError as e:
-            if e.code not in (404, 409):
-                raise
 
 
 class Cluster:
@@ -57,7 +31,7 @@ class Cluster:
         self.jobs = JobController(env.client, self.factory, feature_gates=gates, **kw)
         self.ttl = TTLAfterFinishedController(env.client, self.factory, **kw)
         self.controllers = [self.jobs, self.ttl, SimulatedKubelets(env.client, self.factory, **kw),
-                            Binder(env.client, self.factory, NODES, **kw)]
+                            scheduler(env, self.factory, **kw)]
         if gc:
             self.controllers.append(GarbageCollector(env.client, self.factory, **kw))
 
