@@ -1,6 +1,5 @@
-"""The Job controller on virtual time against the real API, with simulated kubelets and a stand-in
+"""The Job controller on virtual time against the real API, with simulated kubelets and the real
 scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies, TTL and WorkloadWithJob.
-
 """
 
 from __future__ import annotations
