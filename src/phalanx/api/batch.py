@@ -333,6 +333,12 @@ class JobStrategy(Strategy):
         spec = obj.setdefault("spec", {})
         if not spec.get("manualSelector"):
             generate_selector(obj)
+        # Upstream's SetDefaults_Job runs again on the stored object, after the selector labels were
+        # added to the template: a Job without labels of its own shows its template's labels.
+        md = obj.setdefault("metadata", {})
+        tmpl_labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+        if not md.get("labels") and tmpl_labels:
+            md["labels"] = dict(tmpl_labels)
         obj["status"] = {}
         podspec.drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
 
