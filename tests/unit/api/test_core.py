@@ -349,7 +349,9 @@ def test_namespace_create_and_status_rules():
 
 # --- Service ----------------------------------------------------------------------------------------
 
-def test_service_defaults_and_row():
+def test_service_defaults_and_row(monkeypatch):
+    # the strategy alone: no cluster IP allocator (the API server installs one)
+    monkeypatch.setattr(rt("", "services").strategy, "ip_allocator", None)
     svc, errs = create("", "services", {"metadata": {"name": "web"},
                                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
     assert errs == []
