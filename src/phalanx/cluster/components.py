@@ -21,7 +21,7 @@ from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..nodes.dradriver import SimulatedDRADrivers
-from ..nodes.kubelet import SimulatedKubelets
+from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..scheduler.scheduler import Scheduler
 
 log = logging.getLogger("phalanx.components")
@@ -41,6 +41,14 @@ class Components:
         await self.factory.stop()
 
 
+def _scheduler_config(cp: Any) -> Any:
+    raw = cp.spec.scheduler.get("config")
+    if not raw:
+        return None
+    from ..scheduler.framework.config import load_configuration
+    return load_configuration(raw, cp.gates)
+
+
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
     informer factory."""
@@ -49,14 +57,17 @@ async def start_all(cp: Any) -> list[Any]:
     kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
     scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory),
+                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
+                       container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
+                       terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))),
                    ResourceClaimController(client, factory, gates=cp.gates),
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),
-                   Scheduler(scheduler_client, factory, gates=cp.gates)]
+                   Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
+                             permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory))
     for c in controllers:

@@ -61,7 +61,9 @@ KIND_NODE_FIELDS = ("role", "image", "labels", "extraMounts", "extraPortMappings
 KIND_NETWORKING_FIELDS = ("ipFamily", "apiServerPort", "apiServerAddress", "podSubnet",
                           "serviceSubnet", "disableDefaultCNI", "kubeProxyMode", "dnsSearch")
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "featureGates", "runtimeConfig",
-                          "nodePools", "storage", "listenAddress", "port", "draDrivers")
+                          "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler")
+PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay")
+PHALANX_SCHEDULER_FIELDS = ("permitWaitingTimeout", "config")
 PHALANX_POOL_FIELDS = ("name", "count", "role", "labels", "capacity", "taints")
 TAINT_FIELDS = ("key", "value", "effect")
 
@@ -578,6 +580,16 @@ def _parse_kind_networking(net: dict, reader: _Reader, spec: ClusterSpec) -> Non
         reader.ignore("networking.dnsSearch")
 
 
+def _duration_seconds(value: Any) -> float | None:
+    """A Go duration (`500ms`, `2s`, `1m30s`) or a number of seconds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value >= 0 else None
+    from ..nodes.kubelet import parse_duration
+    return parse_duration(str(value))
+
+
 def _check_address(value: str, path: str, reader: _Reader) -> bool:
     if value == "localhost":
         return True
@@ -621,6 +633,32 @@ def _parse_phalanx(doc: dict, reader: _Reader, name_override: str | None) -> Clu
             reader.error("port", f"invalid port {doc['port']}: must be between 0 and 65535 (0 picks a free port)")
         else:
             spec.port = doc["port"]
+    if "kubelet" in doc and reader.expect(doc["kubelet"], "kubelet", "mapping"):
+        for k, v in doc["kubelet"].items():
+            if k not in PHALANX_KUBELET_FIELDS:
+                reader.error(f"kubelet.{k}", f"unknown field; allowed: {', '.join(PHALANX_KUBELET_FIELDS)}")
+            elif _duration_seconds(v) is None:
+                reader.error(f"kubelet.{k}", f"invalid duration {_q(str(v))}: use Go durations such as 500ms, 2s, 1m")
+            else:
+                spec.kubelet[k] = _duration_seconds(v)
+    if "scheduler" in doc and reader.expect(doc["scheduler"], "scheduler", "mapping"):
+        for k, v in doc["scheduler"].items():
+            if k not in PHALANX_SCHEDULER_FIELDS:
+                reader.error(f"scheduler.{k}", f"unknown field; allowed: {', '.join(PHALANX_SCHEDULER_FIELDS)}")
+            elif k == "permitWaitingTimeout":
+                if _duration_seconds(v) is None:
+                    reader.error("scheduler.permitWaitingTimeout", f"invalid duration {_q(str(v))}")
+                else:
+                    spec.scheduler["permitWaitingTimeout"] = _duration_seconds(v)
+            elif k == "config":
+                if reader.expect(v, "scheduler.config", "mapping"):
+                    try:
+                        from ..scheduler.framework.config import load_configuration
+                        load_configuration(v)
+                    except (ValueError, TypeError, KeyError) as e:
+                        reader.error("scheduler.config", f"invalid KubeSchedulerConfiguration: {e}")
+                    else:
+                        spec.scheduler["config"] = copy.deepcopy(v)
     if "draDrivers" in doc and doc["draDrivers"] is not None:
         disabled_gates = {g for g, (enabled, _) in gates.items() if not enabled}
         problems_before = len(reader.problems)

@@ -34,6 +34,8 @@ class ClusterSpec:
     # Simulated DRA drivers; None means "the default gpu.example.com driver on every worker".
     dra_drivers: list[dict[str, Any]] | None = None
     ignored_fields: list[str] = field(default_factory=list)  # config fields accepted but unused
+    kubelet: dict[str, float] = field(default_factory=dict)  # simulated kubelets: stage delays in seconds
+    scheduler: dict[str, Any] = field(default_factory=dict)  # permitWaitingTimeout, config (KubeSchedulerConfiguration)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

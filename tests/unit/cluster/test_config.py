@@ -503,3 +503,22 @@ def test_dra_drivers_example_parses():
     assert [c.name for c in gpu.device_classes] == ["gpu.example.com", "full-gpu.example.com"]
     assert [p.per_value_of for p in nic.pools] == ["example.com/rack", None]
     assert len([n for n in spec.nodes if n.name.startswith("gpu-")]) == 16
+
+
+def test_phalanx_kubelet_delays_and_scheduler_settings():
+    spec = parse_cluster_config(PHALANX_HEAD + "kubelet:\n  containerCreatingDelay: 2s\n  terminatingDelay: 500ms\n"
+                                "scheduler:\n  permitWaitingTimeout: 10m\n  config:\n"
+                                "    apiVersion: kubescheduler.config.k8s.io/v1\n    kind: KubeSchedulerConfiguration\n"
+                                "    percentageOfNodesToScore: 50\n", "c.yaml")
+    assert spec.kubelet == {"containerCreatingDelay": 2.0, "terminatingDelay": 0.5}
+    assert spec.scheduler["permitWaitingTimeout"] == 600.0
+    assert spec.scheduler["config"]["percentageOfNodesToScore"] == 50
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("kubelet:\n  slowness: 1s\n", "kubelet.slowness: unknown field; allowed: containerCreatingDelay, terminatingDelay"),
+    ("kubelet:\n  containerCreatingDelay: soon\n", 'kubelet.containerCreatingDelay: invalid duration "soon"'),
+    ("scheduler:\n  permitWaitingTimeout: never\n", 'scheduler.permitWaitingTimeout: invalid duration "never"'),
+])
+def test_phalanx_kubelet_and_scheduler_errors(body, expected):
+    assert f"c.yaml: {expected}" in problems(PHALANX_HEAD + body, "c.yaml")
