@@ -86,6 +86,29 @@ def test_standalone_scheduler_over_http(cluster: Cluster, ns: str):
         assert "second-scheduler" in events.split()
         bound = cluster.kubectl("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].spec.nodeName}").check().out.split()
         assert len(bound) == 2
+        # the gang scenarios, over HTTP: a late member joins the scheduled group ...
+        late = gang(ns, "second", 2, 3, scheduler="second-scheduler").split("---\n")[-1]
+        cluster.kubectl("apply", "-f", "-", input=late).check()
+        r = cluster.kubectl("wait", "-n", ns, "--for=jsonpath={.spec.nodeName}=e2e-worker", "pod/second-2",
+                            "--timeout=60s")
+        assert r.returncode == 0, r.stderr
+        # ... a gang that cannot fit binds nothing and says why ...
+        cluster.kubectl("apply", "-f", "-", input=gang(ns, "huge", 2, 2, cpu="6", scheduler="second-scheduler")).check()
+        r = cluster.kubectl("wait", "-n", ns, "--for=jsonpath={.status.conditions[0].reason}=Unschedulable",
+                            "podgroup/huge", "--timeout=60s")
+        assert r.returncode == 0, r.stderr
+        msg = cluster.kubectl("get", "podgroup", "huge", "-n", ns, "-o",
+                              "jsonpath={.status.conditions[0].message}").check().out
+        assert msg.startswith("1/2 pods fit, 2 required;") and "Insufficient cpu" in msg
+        # ... and a gang below minCount stays at PreEnqueue until its last member comes
+        docs = gang(ns, "wait", 3, 3, scheduler="second-scheduler").split("---\n")
+        cluster.kubectl("apply", "-f", "-", input="---\n".join(docs[:3])).check()
+        time.sleep(2)
+        assert cluster.kubectl("get", "pods", "-n", ns, "-l", "!nonexistent", "--field-selector",
+                               "spec.nodeName=", "-o", "name").check().out.count("pod/wait-") == 2
+        cluster.kubectl("apply", "-f", "-", input=docs[3]).check()
+        r = cluster.kubectl("wait", "-n", ns, "--for=condition=PodGroupScheduled", "podgroup/wait", "--timeout=60s")
+        assert r.returncode == 0, r.stderr
     finally:
         proc.terminate()
         try:
