@@ -35,7 +35,7 @@ def _reasons(diag: dict, indent: str) -> list[str]:
         more = info.get("count", len(nodes)) - len(nodes)
         shown = ", ".join(nodes) + (f", and {more} more" if more > 0 else "")
         plugin = f" [{info['plugin']}]" if info.get("plugin") else ""
-        lines.append(f"{indent}{info.get('count', len(nodes))} node(s): {reason}{plugin}")
+        lines.append(f"{indent}{info.get('count', len(nodes))} {reason}{plugin}")
         if shown:
             lines.append(f"{indent}    {shown}")
     if diag.get("preemption"):
@@ -73,6 +73,8 @@ async def explain_pod(client: Any, namespace: str, name: str) -> str:
                 lines.append(f"      {s['node']}: score {s['score']}")
         else:
             lines.extend(_reasons(diag, "    "))
+            if diag.get("podGroup"):
+                lines.append(f"    pod group: {diag['podGroup']}")
     return "\n".join(lines)
 
 

@@ -104,6 +104,10 @@ class Scheduler:
         self._group_conditions: dict[str, str] = {}
         self.last_diagnosis: dict[str, dict] = {}
         self.stats = Counter()
+        # >>> workload-aware preemption (grouppreemption.py): victims for gangs, nominations
+        from .grouppreemption import GroupPreemption
+        self.group_preemption = GroupPreemption(self)
+        # <<< workload-aware preemption
 
     def _extend_registry(self, reg: Any) -> None:
         """Plugins that need the scheduler's own state (DRA, topology) register here."""
@@ -489,6 +493,7 @@ class Scheduler:
                 self.queue.add(p)
             return
         members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
+        self.group_preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
         fw = self._framework_for(members[0].pod)
         self._refresh_snapshot()
         pg_info = PodGroupInfo(group.namespace, group.name, pg, [q.pod_info for q in members])
@@ -558,7 +563,9 @@ class Scheduler:
                 "podsPlaced": len(chosen["assigned"]), "podsInCycle": len(members), "minCount": min_count,
                 "alreadyScheduled": already,
                 "placementsTried": [{"placement": o["placement"].name, "feasible": o["feasible"],
-                                     "podsPlaced": len(o["assigned"])} for o in outcomes]}
+                                     "podsPlaced": len(o["assigned"]), "message": o.get("message", "")}
+                                    for o in outcomes[:50]],
+                "placementsSkipped": skipped}  # could not outscore the chosen one (placementsearch)
         self.last_diagnosis["group:" + group.key] = diag
         if group.members:  # members this cycle could not place: retry them later as late members
             self.queue.requeue(group, set().union(*[set(f[1].diagnosis.unschedulable_plugins)
@@ -626,11 +633,17 @@ class Scheduler:
                             failures: dict, status_message: str, plugins: set[str], *, placements_tried: list,
                             best: dict | None = None, min_count: int = 0, already: int = 0) -> None:
         self.stats["groups_unschedulable"] += 1
+        # >>> workload-aware preemption (grouppreemption.py): evict victims and nominate, or say why not
+        preemption = await self.group_preemption.on_group_unschedulable(
+            fw, group, pg, members, placements_tried, min_count=min_count, already=already)
+        # <<< workload-aware preemption
         placed = len(best["assigned"]) if best else 0
         total = len(members)
         n_nodes = self.snapshot.num_nodes()
         summary = self._group_summary(placed, total, min_count, already, failures, status_message, n_nodes,
                                       placements_tried)
+        if preemption.message:  # workload-aware preemption
+            summary += "; " + preemption.message
         self.queue.requeue(group, plugins)
         diag = {"result": "Unschedulable", "podsPlaced": placed, "podsInCycle": total, "minCount": min_count,
                 "alreadyScheduled": already, "message": summary,
@@ -639,6 +652,8 @@ class Scheduler:
                 "placementsTried": [{"placement": o["placement"].name, "feasible": o["feasible"],
                                      "podsPlaced": len(o["assigned"]), "message": o.get("message") or o["status_message"]}
                                     for o in placements_tried[:50]]}
+        if preemption.diagnosis:  # workload-aware preemption
+            diag["preemption"] = preemption.diagnosis
         self.last_diagnosis["group:" + group.key] = diag
         await self._set_group_condition(pg, "False", "Unschedulable", summary)
         await self.client.create_event(pg, "FailedScheduling", summary, type="Warning", component=fw.profile_name,
@@ -646,9 +661,12 @@ class Scheduler:
         for qpi in members:
             fe = failures.get(qpi.pod_info.key)
             msg = str(fe[1]) if fe else f"pod group is unschedulable: {summary}"
+            rec = self._diagnosis_record(fe[1], msg) if fe else {"result": "Unschedulable", "message": msg,
+                                                                  "podGroup": summary}
             await self._write_pod_unschedulable(qpi.pod, "Unschedulable", msg)
             await self.client.create_event(qpi.pod, "FailedScheduling", msg, type="Warning",
-                                           component=fw.profile_name)
+                                           component=fw.profile_name,
+                                           annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(rec).decode()})
 
     @staticmethod
     def _group_summary(placed: int, total: int, min_count: int, already: int, failures: dict, status_message: str,
