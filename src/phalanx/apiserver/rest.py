@@ -47,6 +47,17 @@ _METADATA_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "del
                            "generation", "selfLink")
 
 
+_OMIT_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
+def _drop_empty_metadata(md: dict) -> None:
+    """Go's `omitempty` on ObjectMeta: an empty map or list is not stored (`finalizers: []`)."""
+    for f in _OMIT_WHEN_EMPTY:
+        v = md.get(f, 0)
+        if v is None or v == [] or v == {}:
+            del md[f]
+
+
 def _spec_of(obj: Obj) -> dict:
     """Everything but metadata and status: what `generation` tracks."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
@@ -297,6 +308,7 @@ class API:
         strategy = rt.strategy
         strategy.default(obj, self.ctx)
         strategy.prepare_for_create(obj, self.ctx)
+        _drop_empty_metadata(md)
         strategy.admit("CREATE", obj, None, self.ctx)
         errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
         self._raise_invalid(rt, obj, errs)
@@ -460,6 +472,7 @@ class API:
             strategy.admit("UPDATE", obj, old, self.ctx)
             errs = self._validate_metadata(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
         self._raise_invalid(rt, obj, errs)
+        _drop_empty_metadata(md)
         if getattr(strategy, "tracks_generation", True) and "generation" in omd:
             if _spec_of(obj) != _spec_of(old):
                 md["generation"] = omd["generation"] + 1

@@ -278,17 +278,24 @@ def get_featuregates(name, config_path) -> None:
     gates = FeatureGates(spec.feature_gates)
     rows = [("NAME", "STAGE", "ENABLED")]
     marked = False
+    extension = False
     for gate in sorted(KNOWN_GATES):
         enabled = "true" if gates.enabled(gate) else "false"
-        if not gates.is_upstream_default(gate):
+        stage = KNOWN_GATES[gate].stage
+        if KNOWN_GATES[gate].phalanx:
+            stage += " (phalanx)"
+            extension = True
+        elif not gates.is_upstream_default(gate):
             enabled += "*"
             marked = True
-        rows.append((gate, KNOWN_GATES[gate].stage, enabled))
+        rows.append((gate, stage, enabled))
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         _emit(f"{row[0]:<{width[0]}}   {row[1]:<{width[1]}}   {row[2]}", err=False)
     if marked:
         _emit("* differs from the upstream Kubernetes 1.36 default", err=False)
+    if extension:
+        _emit("(phalanx) a phalanx extension beyond Kubernetes 1.36, not an upstream gate", err=False)
 
 
 @cli.command("serve")
@@ -416,6 +423,11 @@ def version() -> None:
     machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     _emit(f"phalanx v{phalanx.__version__} kubernetes {phalanx.KUBE_GIT_VERSION} "
           f"python{platform.python_version()} {sys.platform}/{machine}", err=False)
+
+
+from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
+
+cli.add_command(bench)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -59,6 +59,12 @@ async def explain_pod(client: Any, namespace: str, name: str) -> str:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled":
             lines.append(f"  PodScheduled={c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else ""))
+    events, _ = await client.list("v1", "Event", namespace,
+                                  field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
+    others = sorted((e for e in events if e.get("reason") not in ("Scheduled", "FailedScheduling")),
+                    key=lambda e: e.get("lastTimestamp") or "")
+    for e in others[-3:]:  # e.g. FailedResourceClaimCreation: why a pod cannot even be considered
+        lines.append(f"  {e.get('reason')} ({e.get('source', {}).get('component', '')}): {e.get('message', '')}")
     ev, diag = await _latest_decision(client, "Pod", namespace, name)
     if ev is None:
         lines.append("  no scheduling decision recorded yet (the pod may be waiting at PreEnqueue: "
@@ -108,4 +114,24 @@ async def explain_podgroup(client: Any, namespace: str, name: str) -> str:
         for pod_name, pd in (diag.get("pods") or {}).items():
             lines.append(f"    pod {pod_name}: {pd.get('message', '')}")
             lines.extend(_reasons(pd, "      "))
+        lines.extend(_preemption(diag.get("preemption")))
     return "\n".join(lines)
+
+
+def _preemption(pre: dict | None) -> list[str]:
+    """Workload-aware preemption: the victims chosen and where the group's pods are nominated, or
+    why preemption could not help (grouppreemption.py writes this part of the diagnosis)."""
+    if not pre:
+        return []
+    lines = [f"    {pre.get('message', '')}"]
+    for v in pre.get("victims") or []:
+        size = f", {v['pods']} pods" if v.get("kind") == "PodGroup" else ""
+        lines.append(f"      victim {v.get('kind')} {v.get('name')} (priority {v.get('priority')}{size}) "
+                     f"on {', '.join(v.get('nodes') or [])}")
+    for pod_name, node in (pre.get("nominations") or {}).items():
+        lines.append(f"      nominated: {pod_name} -> {node}")
+    domains = pre.get("domains") or []
+    if len(domains) > 1 or any(d.get("domain") != "cluster" for d in domains):
+        for d in domains:
+            lines.append(f"      domain {d.get('domain')}: {d.get('message', '')}")
+    return lines

@@ -41,6 +41,7 @@ from .framework import (ActionType, ClusterEvent, Code, CycleState, EventResourc
                         KubeSchedulerConfiguration, NodeInfo, Nominator, PodInfo, QueuedPodInfo, Snapshot, Status)
 from .framework.diagnosis import NoNodesAvailableError, SchedulingError
 from .framework.interface import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
+from .framework.config import default_profile
 from .framework.registry import in_tree_registry
 from .plugins import defaultbinder, gangscheduling, names
 from .placementsearch import search_placements
@@ -69,7 +70,8 @@ class Scheduler:
         self.factory = factory or InformerFactory(client, clock=self.clock)
         self._own_factory = factory is None
         self.gates = gates or FeatureGates()
-        self.config = config or KubeSchedulerConfiguration()
+        # the default profile follows this scheduler's feature gates (GangScheduling, DRA, TAS plugins)
+        self.config = config or KubeSchedulerConfiguration(profiles=[default_profile(self.gates)])
         self.cache = SchedulerCache()
         self.groups = PodGroupManager()
         self.snapshot = Snapshot()
@@ -513,14 +515,17 @@ class Scheduler:
             return outcome
         # ranks, capacity pruning and score bounds: the same choice as trying every placement
         outcomes, skipped = search_placements(fw, state, pg_info, placements, attempt, already=already)
+        fw.set_snapshot(self.snapshot)  # placements ran on node subsets; plugins see the whole cluster again
         self.stats["placements_tried"] += sum(1 for o in outcomes if o.get("tried", True))
         self.stats["placements_skipped"] += skipped + sum(1 for o in outcomes if not o.get("tried", True))
         feasible = [o for o in outcomes if o["feasible"]]
         self.stats["group_attempts"] += 1
         if not feasible:
             best = max(outcomes, key=lambda o: len(o["assigned"])) if outcomes else None
+            # requeue on events that could help any of the domains, not just the best one
+            plugins = set().union(*(o["plugins"] for o in outcomes))
             await self._group_failed(fw, group, pg, members, best["failures"] if best else {},
-                                     best["status_message"] if best else "no placement", best["plugins"] if best else set(),
+                                     best["status_message"] if best else "no placement", plugins,
                                      placements_tried=outcomes, best=best, min_count=min_count, already=already)
             return
         chosen = feasible[0]
@@ -650,7 +655,8 @@ class Scheduler:
                 "pods": {qpi.pod_info.name: self._diagnosis_record(fe, str(fe)) for qpi, fe in
                          list(failures.values())[:10]},
                 "placementsTried": [{"placement": o["placement"].name, "feasible": o["feasible"],
-                                     "podsPlaced": len(o["assigned"]), "message": o.get("message") or o["status_message"]}
+                                     "podsPlaced": len(o["assigned"]),
+                                     "message": o.get("message") or o["status_message"]}
                                     for o in placements_tried[:50]]}
         if preemption.diagnosis:  # workload-aware preemption
             diag["preemption"] = preemption.diagnosis

@@ -402,12 +402,14 @@ def test_cli_featuregates_table_marks_non_default_values(env, tmp_path):
     (tmp_path / "kind.yaml").write_text(TUTORIAL.replace("  GangScheduling: true\n", "  DRADeviceTaints: false\n"))
     assert run("create", "cluster", "--config", str(tmp_path / "kind.yaml"), "-q").exit_code == 0
     lines = run("get", "featuregates").stdout.splitlines()
-    table = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
+    table = {line.split()[0]: line.split()[1:] for line in lines[1:-2]}
     assert lines[0].split() == ["NAME", "STAGE", "ENABLED"]
     assert table["GangScheduling"] == ["ALPHA", "true*"]
     assert table["DRADeviceTaints"] == ["BETA", "false*"]
     assert table["DynamicResourceAllocation"] == ["GA", "true"]
-    assert lines[-1] == "* differs from the upstream Kubernetes 1.36 default"
+    assert table["PhalanxPreferredTopology"] == ["ALPHA", "(phalanx)", "true"]
+    assert lines[-2] == "* differs from the upstream Kubernetes 1.36 default"
+    assert lines[-1] == "(phalanx) a phalanx extension beyond Kubernetes 1.36, not an upstream gate"
 
 
 def test_cli_bad_wait_is_a_usage_error(env):

@@ -2,7 +2,8 @@
 
 `in_tree_factories()` maps each plugin name to its factory `new(args, handle)`; the framework's
 `in_tree_registry()` wraps it. Plugins other packages provide (DefaultBinder, DynamicResources,
-GangScheduling, TopologyPlacement, ...) register themselves into a Registry the same way.
+GangScheduling, TopologyPlacementGenerator, PodGroupPodsCount, ...) register themselves into a
+Registry the same way (the scheduler does it in `Scheduler._extend_registry`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ capacity cannot hold the pods the group still needs, so Filter would reject it a
 from __future__ import annotations
 
 from fractions import Fraction
-from operator import attrgetter
 from typing import Any, Mapping, Optional, Sequence
 
 from phalanx.machinery.quantity import BINARY_SI, DECIMAL_SI, format_quantity
@@ -63,7 +62,6 @@ from .noderesources_scorer import MOST_ALLOCATED, ResourceAllocationScorer, Scor
 PRE_FILTER_STATE_KEY = "PreFilter" + names.NodeResourcesFit
 PRE_SCORE_STATE_KEY = "PreScore" + names.NodeResourcesFit
 PLACEMENT_MEMO_SIZE = 4096
-_generation = attrgetter("generation")
 
 
 class InsufficientResource:
@@ -129,7 +127,7 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
             {"type": MOST_ALLOCATED, "resources": strategy.get("resources") or []})
         self._statuses: dict[tuple[str, ...], Status] = {}
         self._memo = ScoreMemo()
-        self._placement_memo: dict[str, tuple[tuple[int, ...], list[int], list[int]]] = {}
+        self._placement_memo: dict[str, tuple[list[NodeInfo], list[int], list[int]]] = {}
 
     def _reject(self, reasons: tuple[str, ...]) -> Status:
         st = self._statuses.get(reasons)
@@ -228,13 +226,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
 
     def _placement_usage(self, placement: Placement) -> tuple[list[int], list[int]]:
         """(allocatable, requested) per scoring resource over the placement's nodes, requests
-        as Score counts them (non-zero cpu/memory). Memoized per placement while none of its
-        nodes changes (NodeInfo generations), so a domain's sums are recomputed only after a
-        pod landed in it."""
+        as Score counts them (non-zero cpu/memory).
+
+        Memoized per placement name while the placement holds the very same NodeInfo objects:
+        the scheduler's snapshot replaces a node's NodeInfo with a fresh copy whenever the node
+        changes (and in-cycle assumptions are reverted before placements are scored), so a
+        domain's sums are recomputed only after something changed in it, and checking costs a
+        pointer comparison per node."""
         nodes = placement.nodes
-        gens = tuple(map(_generation, nodes))
         hit = self._placement_memo.get(placement.name)
-        if hit is not None and hit[0] == gens:
+        if hit is not None and hit[0] == nodes:
             return hit[1], hit[2]
         sc = self.placement_scorer
         n = len(sc.resources)
@@ -264,58 +265,63 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
                         used[i] += use
         if len(self._placement_memo) >= PLACEMENT_MEMO_SIZE:
             self._placement_memo.clear()
-        self._placement_memo[placement.name] = (gens, allocatable, used)
+        self._placement_memo[placement.name] = (list(nodes), allocatable, used)
         return allocatable, used
 
     def placement_capacity_shortfall(self, state: CycleState, pod_group: PodGroupInfo, placement: Placement,
                                      need: int) -> list[str]:
-        """What the placement lacks to hold `need` more pods of the group, summed over its nodes
-        (free = allocatable - requested per node): e.g. ["cpu: 1500m free, 4 requested"]. Empty
-        when it might hold them. Filter rejects every node short of a pod's requests, so a
-        placement with a shortfall here cannot place `need` pods whatever the packing."""
+        """Why the placement cannot hold `need` more pods of the group, or [] when it might:
+        the free capacity (allocatable - requested) summed over its nodes falls short of the
+        `need` smallest requests (["cpu: 1500m free, 4 requested"]), or, node by node, room for
+        fewer pods than `need` counting each pod at the group's smallest request
+        (["its nodes have room for 2"]). Filter rejects any node short of a pod's requests, so
+        such a placement cannot place `need` pods, however they are packed."""
         pods = pod_group.unscheduled_pods
         if need <= 0 or not pods:
             return []
         need = min(need, len(pods))
-
-        def least(values: Any) -> int:
-            return sum(sorted(values)[:need])
-
-        nodes = placement.nodes
-        out = []
-        room = sum(f[2] for f in [ni.free for ni in nodes] if f[2] > 0)
-        if room < need:
-            out.append(f"pods: {room} free, {need} requested")
-        cpu = least(p.requests.milli_cpu for p in pods)
-        mem = least(p.requests.memory for p in pods)
-        if cpu or mem:
-            frees = [ni.free for ni in nodes]
-            if cpu:
-                free_cpu = sum(f[0] for f in frees if f[0] > 0)
-                if free_cpu < cpu:
-                    out.append(f"cpu: {_cpu(free_cpu)} free, {_cpu(cpu)} requested")
-            if mem:
-                free_mem = sum(f[1] for f in frees if f[1] > 0)
-                if free_mem < mem:
-                    out.append(f"memory: {_bytes(free_mem)} free, {_bytes(mem)} requested")
-        eph = least(p.requests.ephemeral_storage for p in pods)
-        if eph:
-            free = sum(max(0, ni.allocatable.ephemeral_storage - ni.requested.ephemeral_storage) for ni in nodes)
-            if free < eph:
-                out.append(f"{RESOURCE_EPHEMERAL_STORAGE}: {_bytes(free)} free, {_bytes(eph)} requested")
-        scalar_names = sorted({name for p in pods for name, q in p.requests.scalar_resources.items() if q})
-        for name in scalar_names:
+        # (name, request per pod, free per node) for every resource Filter checks and a pod requests
+        resources: list[tuple[str, list[int], list[int]]] = []
+        frees = [ni.free for ni in placement.nodes]
+        cpu = [p.requests.milli_cpu for p in pods]
+        if any(cpu):
+            resources.append((RESOURCE_CPU, cpu, [f[0] for f in frees]))
+        mem = [p.requests.memory for p in pods]
+        if any(mem):
+            resources.append((RESOURCE_MEMORY, mem, [f[1] for f in frees]))
+        eph = [p.requests.ephemeral_storage for p in pods]
+        if any(eph):
+            resources.append((RESOURCE_EPHEMERAL_STORAGE, eph, [
+                ni.allocatable.ephemeral_storage - ni.requested.ephemeral_storage for ni in placement.nodes]))
+        for name in sorted({name for p in pods for name, q in p.requests.scalar_resources.items() if q}):
             if is_extended_resource_name(name) and (name in self.ignored_resources or (
                     self.ignored_resource_groups and name.split("/", 1)[0] in self.ignored_resource_groups)):
                 continue
-            want = least(p.requests.scalar_resources.get(name, 0) for p in pods)
-            if not want:
-                continue
-            free = sum(max(0, ni.allocatable.scalar_resources.get(name, 0) - ni.requested.scalar_resources.get(name, 0))
-                       for ni in nodes)
-            if free < want:
-                out.append(f"{name}: {free} free, {want} requested")
-        return out
+            resources.append((name, [p.requests.scalar_resources.get(name, 0) for p in pods], [
+                ni.allocatable.scalar_resources.get(name, 0) - ni.requested.scalar_resources.get(name, 0)
+                for ni in placement.nodes]))
+        out = []
+        room = [f[2] for f in frees]
+        total_room = sum(r for r in room if r > 0)
+        if total_room < need:
+            out.append(f"pods: {total_room} free, {need} requested")
+        for name, requests, free in resources:
+            want = sum(sorted(requests)[:need])
+            have = sum(f for f in free if f > 0)
+            if want and have < want:
+                out.append(f"{name}: {_amount(name, have)} free, {_amount(name, want)} requested")
+        if out:
+            return out
+        # node by node: how many pods of the group's smallest requests each node could take
+        per_node = [r if r > 0 else 0 for r in room]
+        for _, requests, free in resources:
+            least = min(requests)
+            if least:
+                per_node = [min(k, f // least) if f > 0 else 0 for k, f in zip(per_node, free)]
+        fit = sum(per_node)
+        if fit < need:
+            return [f"its nodes have room for {fit}"]
+        return []
 
     # -- requeueing ----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -374,12 +380,13 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
         return QueueingHint.QueueSkip
 
 
-def _cpu(milli: int) -> str:
-    return format_quantity(Fraction(milli, 1000), DECIMAL_SI)
-
-
-def _bytes(n: int) -> str:
-    return format_quantity(n, BINARY_SI)
+def _amount(resource: str, n: int) -> str:
+    """A quantity as the API writes it: cpu from millicores, memory and storage in bytes."""
+    if resource == RESOURCE_CPU:
+        return format_quantity(Fraction(n, 1000), DECIMAL_SI)
+    if resource in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE) or resource.startswith("hugepages-"):
+        return format_quantity(n, BINARY_SI)
+    return str(n)
 
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> Fit:

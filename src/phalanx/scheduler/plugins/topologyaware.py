@@ -21,17 +21,23 @@ rank by rank and keeps the first rank that has a feasible placement, so a plain 
 (no annotation) gets exactly upstream's single rank. Late members prefer the preferred domain
 their group already occupies at each level.
 
-The node label index (`NodeTopologyIndex`) is fed by the scheduler's Node informer; groupings of
-nodes by label values are cached until a node is added, removed or relabelled, so generating a
-group's placements does not walk every node. Without an index (unit tests, plain frameworks)
-the plugin groups the parent's nodes itself.
+With `TopologyAwareWorkloadScheduling` off the plugin returns the parent (upstream runs no
+placement algorithm then), whatever the PodGroup says.
+
+The scheduler registers the plugin with `factory(index, scheduled_pods, snapshot)`: the node label
+index (`NodeTopologyIndex`, fed by its Node informer) groups nodes by label values once per
+topology change (a node added, removed or relabelled), and each cycle gathers a domain's
+NodeInfos from the snapshot by position, so no label is looked up per node and cycle. `new`
+(no scheduler state: unit tests, plain frameworks) groups the parent's nodes itself.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (EnqueueExtensions, Placement, PlacementGeneratePlugin,
@@ -45,7 +51,7 @@ from . import names
 
 PREFERRED_TOPOLOGY_ANNOTATION = "scheduling.phalanx.dev/preferred-topology"
 PREFERRED_TOPOLOGY_GATE = "PhalanxPreferredTopology"
-CLUSTER_PLACEMENT = "cluster"
+TAS_GATE = "TopologyAwareWorkloadScheduling"
 
 ScheduledPods = Callable[[str], Iterable[tuple[PodInfo, str]]]
 
@@ -84,7 +90,9 @@ def natural_key(text: str) -> list:
     return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", text))]
 
 
-def domain_name(domain: Sequence[tuple[str, str]]) -> str:
+@lru_cache(maxsize=65536)
+def domain_name(domain: tuple[tuple[str, str], ...]) -> str:
+    """`topology.kubernetes.io/rack=rack-3`; nested levels joined by "/" as the framework does."""
     return "/".join(f"{k}={v}" for k, v in domain)
 
 
@@ -153,19 +161,22 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
         # The scheduler's cluster-wide snapshot (the handle's may be a placement's view).
         self.snapshot = snapshot
         self._keys_seen: set[str] = set()
+        self._positions: dict[tuple[str, ...], tuple[int, int, list]] = {}
 
-    def _preferred_enabled(self) -> bool:
+    def _gate(self, name: str) -> bool:
         try:
-            return bool(self.handle is not None and self.handle.feature_enabled(PREFERRED_TOPOLOGY_GATE))
-        except Exception:  # a feature gate set that does not know the gate: upstream behaviour only
+            return bool(self.handle is None or self.handle.feature_enabled(name))
+        except Exception:  # a feature gate set that does not know the gate
             return False
 
     # -- PlacementGenerate ---------------------------------------------------------------------
     def generate_placements(self, state: CycleState, pod_group: PodGroupInfo,
                             parent: Placement) -> tuple[list[Placement], Optional[Status]]:
+        if not self._gate(TAS_GATE):  # placement scheduling is off: the group cycle as without TAS
+            return [parent], None
         pg = pod_group.pod_group
         key = required_topology_key(pg)
-        preferred = [k for k in preferred_topology_keys(pg) if k != key] if self._preferred_enabled() else []
+        preferred = [k for k in preferred_topology_keys(pg) if k != key] if self._gate(PREFERRED_TOPOLOGY_GATE) else []
         if key is None and not preferred:
             return [parent], None
         self._keys_seen.update(k for k in (key, *preferred) if k)
@@ -180,70 +191,73 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
                     return [], Status.new(Code.Error, f"cannot determine domain for already scheduled pods: {err}")
                 occupied[k] = None if err else value
 
-        nodes_of = self._resolver(parent)
         placements: list[Placement] = []
-        # Required domains: {value: names}; without a required key, one domain (the parent).
-        required: dict[str, list[str]] = {}  # value -> node names, in natural order of the values
+        required: dict[str, list[NodeInfo]] = {}  # value -> nodes, values in natural order
         if key is not None:
-            required = {vals[0]: names_ for vals, names_ in self._group((key,), parent)
+            required = {vals[0]: nodes for vals, nodes in self._domains((key,), parent)
                         if key not in occupied or vals[0] == occupied[key]}
         for rank, pkey in enumerate(preferred):
             if scheduled and occupied.get(pkey) is None:
                 continue  # late members: only the preferred domain the group already shares
             keys = (key, pkey) if key is not None else (pkey,)
-            for vals, node_names in self._group(keys, parent):
-                if key is not None:
-                    outer = required.get(vals[0])
-                    if outer is None or len(node_names) >= len(outer):
-                        continue  # not in a candidate required domain, or no tighter than it
-                elif len(node_names) >= len(parent.nodes):
-                    continue
+            for vals, nodes in self._domains(keys, parent):
+                outer = required.get(vals[0]) if key is not None else parent.nodes
+                if outer is None or len(nodes) >= len(outer):
+                    continue  # not inside a candidate required domain, or no tighter than it
                 if scheduled and vals[-1] != occupied[pkey]:
                     continue
-                nodes = nodes_of(node_names)
-                if nodes:
-                    domain = tuple(zip(keys, vals))
-                    placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
+                domain = tuple(zip(keys, vals))
+                placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
         last = len(preferred)
         if key is None:
             placements.append(DomainPlacement(parent.name, parent.nodes, rank=last))
-        else:
-            for value, node_names in required.items():
-                nodes = nodes_of(node_names)
-                if nodes:
-                    domain = ((key, value),)
-                    placements.append(DomainPlacement(domain_name(domain), nodes, rank=last, domain=domain))
-            if not any(getattr(p, "rank", 0) == last for p in placements):
-                if key in occupied:
-                    return [], Status.new(Code.Unschedulable,
-                                          f"no nodes left in topology domain '{key}={occupied[key]}' of the pod "
-                                          f"group's scheduled pods")
-                return [], Status.new(Code.Unschedulable, f"no nodes found with topology label '{key}'")
+            return placements, None
+        for value, nodes in required.items():
+            domain = ((key, value),)
+            placements.append(DomainPlacement(domain_name(domain), nodes, rank=last, domain=domain))
+        if not required:
+            if key in occupied:
+                return [], Status.new(Code.Unschedulable, f"no nodes left in topology domain '{key}={occupied[key]}' "
+                                                          f"of the pod group's scheduled pods")
+            return [], Status.new(Code.Unschedulable, f"no nodes found with topology label '{key}'")
         return placements, None
 
-    def _group(self, keys: tuple[str, ...], parent: Placement) -> list[tuple[tuple[str, ...], list[str]]]:
-        if self._indexed(parent):
-            return self.index.group_by(keys)  # type: ignore[union-attr]
-        out: dict[tuple[str, ...], list[str]] = {}
-        for ni in parent.nodes:
-            values = tuple(ni.labels.get(k) for k in keys)
-            if None not in values:
-                out.setdefault(values, []).append(ni.name)  # type: ignore[arg-type]
-        return sorted(out.items(), key=lambda kv: [natural_key(v) for v in kv[0]])
+    def _domains(self, keys: tuple[str, ...], parent: Placement) -> list[tuple[tuple[str, ...], list[NodeInfo]]]:
+        """(values of `keys`, the parent's nodes with those values) per domain, values in natural
+        order; nodes lacking a key are in no domain.
+
+        With the index, a domain's nodes are picked from the parent's node list (the snapshot's
+        order) by position: positions are computed once per topology change and checked per
+        cycle (list length, and each domain's first node), so a cycle costs one C-level gather
+        per domain instead of a label lookup per node."""
+        if not self._indexed(parent):
+            out: dict[tuple[str, ...], list[NodeInfo]] = {}
+            for ni in parent.nodes:
+                values = tuple(ni.labels.get(k) for k in keys)
+                if None not in values:
+                    out.setdefault(values, []).append(ni)  # type: ignore[arg-type]
+            return sorted(out.items(), key=lambda kv: [natural_key(v) for v in kv[0]])
+        lst = parent.nodes
+        hit = self._positions.get(keys)
+        if hit is None or hit[0] != self.index.version or hit[1] != len(lst) or \
+                any(lst[first].name != name for _, first, name, _, _ in hit[2]):
+            where = {ni.name: i for i, ni in enumerate(lst)}
+            entries = []
+            for vals, node_names in self.index.group_by(keys):  # type: ignore[union-attr]
+                pos = [where[n] for n in node_names if n in where]
+                if pos:
+                    entries.append((vals, pos[0], lst[pos[0]].name, itemgetter(*pos), len(pos)))
+            hit = self._positions[keys] = (self.index.version, len(lst), entries)  # type: ignore[union-attr]
+        out_list = []
+        for vals, _, _, gather, n in hit[2]:
+            got = gather(lst)
+            out_list.append((vals, list(got) if n > 1 else [got]))
+        return out_list
 
     def _indexed(self, parent: Placement) -> bool:
         """The index speaks for the parent when the parent is the whole cluster snapshot."""
         return self.index is not None and self.snapshot is not None and \
             len(parent.nodes) == self.snapshot.num_nodes() == len(self.index)
-
-    def _resolver(self, parent: Placement) -> Callable[[Iterable[str]], list[NodeInfo]]:
-        by_name = self.snapshot.node_info_map if self._indexed(parent) else {ni.name: ni for ni in parent.nodes}
-        get = by_name.get
-
-        def resolve(node_names: Iterable[str]) -> list[NodeInfo]:
-            nodes = [*map(get, node_names)]
-            return [ni for ni in nodes if ni is not None] if None in nodes else nodes
-        return resolve
 
     def _node_labels(self, node_name: str) -> Optional[Mapping[str, str]]:
         if self.index is not None:
