@@ -1,0 +1,744 @@
+"""Workload-aware preemption (KEP-5710, gate `WorkloadAwarePreemption`) for PodGroup cycles, with
+delayed preemption: a gang that cannot be placed evicts the fewest, least important running
+units that make the whole gang fit, and evicts nothing when no such set exists.
+
+The scheduler owns one `GroupPreemption` (`scheduler.group_preemption`) and calls it at two points
+of the PodGroup cycle:
+
+    group_preemption.before_group_cycle(group, members)        # lift the group's own nominations
+    result = await group_preemption.on_group_unschedulable(     # the cycle failed: preempt?
+        fw, group, pod_group, members, outcomes, min_count=4, already=0)
+    result.message    # "preemption: preempting 3 pod(s) and 1 pod group(s) of priority ≤ 100 on nodes ..."
+    result.diagnosis  # the same for `phalanx explain podgroup` (victims, nominations, domains)
+
+What it does, as upstream 1.36 describes it:
+
+- **Priorities.** The preemptor's priority is the PodGroup's `spec.priority` (admission resolves it
+  from `priorityClassName`), which is authoritative for every pod of a group during workload-aware
+  preemption; a group without one (created with the gate off) uses its pods' highest priority.
+  A member with `preemptionPolicy: Never` (from its PriorityClass) makes the gang non-preempting.
+- **Units.** A potential victim is a running unit of lower priority: a lone pod, a pod of a
+  PodGroup with `disruptionMode: Pod` (at its group's priority), or a whole PodGroup with
+  `disruptionMode: PodGroup` (one unit, all its running pods, even those outside the domain).
+- **Domain.** The whole cluster. If removing every potential victim does not make the group fit,
+  preemption cannot help and nothing is evicted.
+- **Selection.** Units are ordered by importance (higher priority; at equal priority a PodGroup
+  before a lone pod; a larger PodGroup first; an earlier start first). A binary search over the
+  victims' distinct priorities finds the lowest N such that evicting every unit of priority ≤ N
+  makes the group fit. Then victims are reprieved greedily, most important first and the ones
+  whose eviction would violate a PodDisruptionBudget before all others: a victim is put back, and
+  kept if the group still fits (the dry-run placement is repaired by moving the preemptor pods
+  that no longer fit on the victim's nodes). The final set is verified by one more dry run.
+- **Dry runs** run the scheduler's own group algorithm (`Scheduler._try_placement`) on a copy of
+  the cycle's snapshot with the victims taken out; the scheduler's cache and snapshot are never
+  touched.
+- **Delayed preemption.** Victims are evicted only once the whole gang fits: each victim pod gets
+  `DisruptionTarget=True, reason=PreemptionByScheduler` and a `Preempted` event before it is
+  deleted; a victim PodGroup gets the same condition on its `/status` and its own `Preempted`
+  event. The preemptor's pods are nominated to the nodes the dry run placed them on
+  (`status.nominatedNodeName` and the Nominator, so the freed room is held for them) and the group
+  is requeued. While those victims are still terminating the group starts no new preemption;
+  when the group fails without preempting, its nominations are cleared.
+- **Topology (beyond 1.36, which refuses preemption for topology-constrained groups).** With a
+  topology constraint, every candidate domain (the PlacementGenerate placements) gets its own
+  eviction set, and the domain with the smallest one wins: fewest PDB violations, then fewest
+  units, then lowest total priority, then a preferred rank, then generation order.
+- **Single-pod preemption** (DefaultPreemption) keeps 1.36's behaviour for lone pods, which ignores
+  PodGroups; a preemptor that belongs to a PodGroup never picks a pod of a `disruptionMode:
+  PodGroup` group as a victim, so a gang never evicts part of such a group.
+
+Limits: DRA devices held by victims are not released in the dry run (a gang short of devices is
+"not helpful"); reprieving checks resources and ports directly and re-filters the preemptor pods
+it moves, and the final dry run guards what that cannot see (cross-node affinity, spreading).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Iterable, Optional, Sequence
+
+from .cache import pod_group_key, pod_key
+from .framework import CycleState, FitError, NodeInfo, PodInfo, Snapshot
+from .framework.diagnosis import NoNodesAvailableError, SchedulingError
+from .framework.interface import Placement, PodGroupInfo
+from .framework.types import pod_start_time_key
+from .plugins import names
+from .plugins.defaultpreemption import filter_pods_with_pdb_violation
+
+log = logging.getLogger("phalanx.scheduler.grouppreemption")
+
+GATE = "WorkloadAwarePreemption"
+POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
+DISRUPTION_MODE_POD = "Pod"
+DISRUPTION_MODE_POD_GROUP = "PodGroup"
+REASON_PREEMPTION = "PreemptionByScheduler"
+MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+DRY_RUN_PREFIX = "preemption:"  # never "cluster": the scheduler's own snapshot must stay untouched
+CLUSTER = "cluster"
+MAX_LISTED = 50  # victims, nominations and domains kept in a diagnosis
+MAX_NAMED_NODES = 5
+
+
+# -- data --------------------------------------------------------------------------------------------
+
+@dataclass
+class VictimUnit:
+    """What preemption evicts as one: a lone pod, or every running pod of a PodGroup."""
+
+    kind: str  # "Pod" | "PodGroup"
+    key: str  # the pod's key (uid), or the PodGroup's namespace/name
+    name: str  # namespace/name, for people
+    priority: int
+    pods: list[tuple[PodInfo, str]]  # (pod, node)
+    start: str = ""
+    pod_group: Optional[dict] = None
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind == "PodGroup"
+
+    def importance(self) -> tuple:
+        """Sorts most important first: priority, PodGroup over lone pod, larger group, earlier start."""
+        return (-self.priority, 0 if self.is_group else 1, -len(self.pods), self.start, self.name)
+
+    def nodes(self) -> list[str]:
+        return sorted({n for _, n in self.pods})
+
+    def record(self) -> dict:
+        rec = {"kind": self.kind, "name": self.name, "priority": self.priority, "nodes": self.nodes()[:20]}
+        if self.is_group:
+            rec["pods"] = len(self.pods)
+        return rec
+
+
+@dataclass
+class Domain:
+    name: str
+    node_names: list[str]
+    rank: int = 0
+    index: int = 0
+
+
+@dataclass
+class DomainPlan:
+    """One domain's answer: the victims to evict and where the dry run put the preemptor's pods."""
+
+    domain: Domain
+    victims: list[VictimUnit] = field(default_factory=list)
+    assignment: list[tuple[PodInfo, str]] = field(default_factory=list)
+    pdb_violations: int = 0
+    feasible: bool = False
+    message: str = ""
+    dry_runs: int = 0
+
+    def cost(self) -> tuple:
+        return (self.pdb_violations, len(self.victims), sum(u.priority for u in self.victims),
+                self.domain.rank, self.domain.index)
+
+
+@dataclass
+class GroupPreemptionResult:
+    """What the failed cycle reports: `message` joins the PodGroup's condition, `diagnosis` its event."""
+
+    message: str = ""
+    diagnosis: Optional[dict] = None
+    preempted: bool = False
+
+
+@dataclass
+class PendingPreemption:
+    """A preemption in flight: victims evicted, the group's pods nominated, waiting for the room."""
+
+    victims: dict[str, tuple[str, str, str]]  # victim pod key -> (namespace, name, node)
+    nominations: dict[str, tuple[PodInfo, str]]  # preemptor pod key -> (pod, node)
+    diagnosis: dict
+
+
+# -- the scheduler's side -----------------------------------------------------------------------------
+
+class GroupPreemption:
+    def __init__(self, scheduler: Any):
+        self.scheduler = scheduler
+        self.enabled = bool(scheduler.group_aware and scheduler.gates.enabled(GATE))
+        self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
+        self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
+        if not self.enabled:
+            return
+        scheduler.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
+        if scheduler.podgroups is not None:
+            scheduler.podgroups.add_event_handler(on_delete=self._pod_group_gone)
+        for fw in scheduler.frameworks.values():
+            self._guard_default_preemption(fw)
+
+    # -- hooks ---------------------------------------------------------------------------------------
+    def before_group_cycle(self, group: Any, members: Sequence[Any]) -> None:
+        """The group's own nominations would count its pods twice (nominated and assumed) in its
+        own cycle: lift them for the cycle; a failure puts them back while the preemption lasts."""
+        if not self.enabled:
+            return
+        for q in members:
+            if q.pod_info.key in self._nominated:
+                self.scheduler.nominator.delete_nominated_pod_if_exists(q.pod_info)
+
+    async def on_group_unschedulable(self, fw: Any, group: Any, pod_group: dict, members: Sequence[Any],
+                                     outcomes: Sequence[dict], *, min_count: int = 0,
+                                     already: int = 0) -> GroupPreemptionResult:
+        if not self.enabled or not members:
+            return GroupPreemptionResult()
+        pending = self.pending.get(group.key)
+        if pending is not None:
+            waiting = self._still_terminating(pending)
+            if waiting:
+                self._restore_nominations(pending, members)
+                nodes = sorted({n for _, _, n in waiting})
+                msg = (f"preemption: waiting for {len(waiting)} preempted pod(s) to terminate on nodes "
+                       f"{_names(nodes)}")
+                return GroupPreemptionResult(msg, dict(pending.diagnosis, result="Waiting", message=msg))
+            self.pending.pop(group.key, None)
+        if any((q.pod_info.spec.get("preemptionPolicy") == "Never") for q in members):
+            await self._clear_nominations(members)
+            msg = "preemption: " + MSG_POLICY_NEVER
+            return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
+        placements = [o["placement"] for o in outcomes if o.get("placement") is not None]
+        if not placements:
+            await self._clear_nominations(members)
+            return GroupPreemptionResult()
+        priority = group_priority(pod_group, [q.pod_info for q in members])
+        pg_info = PodGroupInfo(group.namespace, group.name, pod_group, [q.pod_info for q in members])
+        try:
+            plan, evaluation = self._evaluate(fw, group.key, priority, members, pg_info, placements, already)
+        except Exception as e:  # never let a what-if break the cycle: the group is simply not helped
+            log.exception("workload-aware preemption for pod group %s", group.key)
+            plan, evaluation = None, {"result": "Error", "message": f"preemption: error: {e}"}
+        finally:
+            fw.set_snapshot(self.scheduler.snapshot)  # dry runs pointed the framework at their copies
+        self.scheduler.stats["group_preemption_attempts"] += 1
+        if plan is None:
+            await self._clear_nominations(members)
+            # Nothing of lower priority runs: the usual case in a cluster without priorities, kept
+            # out of the condition (explain shows it); every other reason is part of the message.
+            quiet = evaluation.get("result") == "NoVictims"
+            return GroupPreemptionResult("" if quiet else evaluation["message"], evaluation)
+        await self._actuate(fw, group, pod_group, priority, plan, evaluation)
+        return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
+
+    # -- evaluation ----------------------------------------------------------------------------------
+    def _evaluate(self, fw: Any, group_key: str, priority: int, members: Sequence[Any], pg_info: PodGroupInfo,
+                  placements: Sequence[Placement], already: int) -> tuple[Optional[DomainPlan], dict]:
+        sched = self.scheduler
+        clone = sched.snapshot.clone()
+        units = self._potential_victims(clone, group_key, priority)
+        base = {"priority": priority}
+        if not units:
+            msg = f"preemption: no running pod or pod group has a priority lower than {priority}"
+            return None, dict(base, result="NoVictims", message=msg)
+        units.sort(key=VictimUnit.importance)
+        run = DryRun(sched, fw, members, pg_info, already, clone, units)
+        domains = [Domain(p.name, [ni.name for ni in p.nodes], getattr(p, "rank", 0) or 0, i)
+                   for i, p in enumerate(placements)]
+        pdbs = sched._pdbs()
+        plans = []
+        for d in domains:
+            in_domain = [i for i, u in enumerate(units) if any(n in run.domain_nodes(d) for _, n in u.pods)]
+            plans.append(select_victims(run, d, in_domain, pdbs))
+        run.apply(set())
+        feasible = [p for p in plans if p.feasible]
+        base["dryRuns"] = run.runs
+        base["domains"] = [{"domain": p.domain.name, "feasible": p.feasible, "victims": len(p.victims),
+                            "totalPriority": sum(u.priority for u in p.victims), "message": p.message}
+                           for p in plans[:MAX_LISTED]]
+        if not feasible:
+            what = describe_units(units)
+            where = f" in any of {len(domains)} domains" if len(domains) > 1 or domains[0].name != CLUSTER else ""
+            msg = (f"preemption: not helpful: the pod group does not fit{where} even without all {what} "
+                   f"of priority lower than {priority}")
+            return None, dict(base, result="NotHelpful", message=msg)
+        best = min(feasible, key=DomainPlan.cost)
+        top = max(u.priority for u in best.victims)
+        nodes = sorted({n for u in best.victims for _, n in u.pods})
+        msg = f"preemption: preempting {describe_units(best.victims)} of priority ≤ {top} on nodes {_names(nodes)}"
+        if best.domain.name != CLUSTER:
+            msg += f" in {best.domain.name}"
+            if len(feasible) > 1:
+                msg += f" (the smallest eviction set of {len(feasible)} feasible domains)"
+        if best.pdb_violations:
+            msg += f"; {best.pdb_violations} victim(s) violate a PodDisruptionBudget"
+        diag = dict(base, result="Preempting", message=msg, domain=best.domain.name, threshold=top,
+                    victims=[u.record() for u in best.victims[:MAX_LISTED]],
+                    victimCount={"pods": sum(1 for u in best.victims if not u.is_group),
+                                 "podGroups": sum(1 for u in best.victims if u.is_group),
+                                 "podsEvicted": sum(len(u.pods) for u in best.victims)},
+                    nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
+                    pdbViolations=best.pdb_violations)
+        return best, diag
+
+    def _potential_victims(self, snap: Snapshot, group_key: str, priority: int) -> list[VictimUnit]:
+        """Every running unit of lower priority than `priority` (the preemptor's own pods excluded)."""
+        sched = self.scheduler
+        lone: list[VictimUnit] = []
+        grouped: dict[str, VictimUnit] = {}
+        excluded_groups: set[str] = set()
+        for ni in snap.list():
+            for pi in ni.pods:
+                if sched.cache.is_assumed(pi.key):
+                    gk = pod_group_key(pi.pod)
+                    if gk is not None:
+                        excluded_groups.add(gk)  # a group still binding is not a victim yet
+                    continue
+                gk = pod_group_key(pi.pod)
+                if gk == group_key:
+                    continue
+                pg = sched.groups.get(gk) if gk is not None else None
+                if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                    unit = grouped.get(gk)
+                    if unit is None:
+                        unit = grouped[gk] = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg), [], pod_group=pg)
+                    unit.pods.append((pi, ni.name))
+                    continue
+                p = pod_group_priority(pg) if pg is not None else None
+                p = pi.priority if p is None else p
+                if p < priority:
+                    lone.append(VictimUnit("Pod", pi.key, f"{pi.namespace}/{pi.name}", p, [(pi, ni.name)],
+                                           pod_start_time_key(pi)))
+        units = lone
+        for gk, unit in grouped.items():
+            if gk in excluded_groups:
+                continue
+            if unit.priority is None:
+                unit.priority = max(pi.priority for pi, _ in unit.pods)
+            if unit.priority < priority:
+                unit.pods.sort(key=lambda pn: (pn[1], pn[0].name))
+                unit.start = min(pod_start_time_key(pi) for pi, _ in unit.pods)
+                units.append(unit)
+        return units
+
+    # -- actuation -----------------------------------------------------------------------------------
+    async def _actuate(self, fw: Any, group: Any, pod_group: dict, priority: int, plan: DomainPlan,
+                       diag: dict) -> None:
+        sched = self.scheduler
+        victims: dict[str, tuple[str, str, str]] = {}
+        for unit in plan.victims:
+            if unit.is_group:
+                await self._mark_pod_group(unit, group.key, fw)
+            for pi, node in unit.pods:
+                victims[pi.key] = (pi.namespace, pi.name, node)
+                try:
+                    await sched._evict(pi.pod, f"Preempted by pod group {group.key} on node {node}", pod_group)
+                except Exception:  # keep going: a victim that stays is seen when the group retries
+                    log.exception("preempting %s/%s", pi.namespace, pi.name)
+        nominations: dict[str, tuple[PodInfo, str]] = {}
+        for pi, node in plan.assignment:
+            nominations[pi.key] = (pi, node)
+            self._nominated[pi.key] = group.key
+            sched.nominator.add_nominated_pod(pi, node)
+            if pi.nominated_node_name != node:
+                await sched._patch_status(pi.pod, {"status": {"nominatedNodeName": node}})
+        # Lower-priority pods nominated to those nodes lose their claim on the room (as upstream).
+        for node in sorted({n for _, n in plan.assignment}):
+            for other in sched.nominator.nominated_pods_for_node(node):
+                if other.key in nominations or pod_group_key(other.pod) == group.key:
+                    continue
+                if _preemption_priority(sched, other) < priority:
+                    sched.nominator.delete_nominated_pod_if_exists(other)
+                    self._nominated.pop(other.key, None)
+                    await sched._patch_status(other.pod, {"status": {"nominatedNodeName": None}})
+        self.pending[group.key] = PendingPreemption(victims, nominations, diag)
+        sched.stats["group_preemptions"] += 1
+        sched.stats["preemption_victims"] += len(victims)
+
+    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Any) -> None:
+        pg = unit.pod_group or {}
+        md = pg.get("metadata") or {}
+        cond = {"type": "DisruptionTarget", "status": "True", "reason": REASON_PREEMPTION,
+                "message": f"{fw.profile_name}: preempting to accommodate a higher priority pod group",
+                "lastTransitionTime": self.scheduler._now(), "observedGeneration": md.get("generation", 1)}
+        try:
+            await self.scheduler.client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md.get("name", ""),
+                                              {"status": {"conditions": [cond]}},
+                                              patch_type="application/strategic-merge-patch+json",
+                                              subresource="status")
+        except Exception as e:  # a PodGroup already gone: its pods are still evicted
+            log.info("marking PodGroup %s as a disruption target: %s", unit.name, e)
+        nodes = unit.nodes()
+        await self.scheduler.client.create_event(
+            pg, "Preempted", f"Preempted by pod group {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}",
+            component=fw.profile_name)
+
+    # -- nominations ---------------------------------------------------------------------------------
+    def _still_terminating(self, pending: PendingPreemption) -> list[tuple[str, str, str]]:
+        """Victims still in the cache. A victim that is not even being deleted (its deletion failed)
+        makes the preemption stale: the group may preempt afresh."""
+        sched = self.scheduler
+        left = []
+        for key, (ns, name, node) in pending.victims.items():
+            if key not in sched.cache.pods:
+                continue
+            live = sched.pods.get_by_name(ns, name)
+            if live is not None and (live.get("metadata") or {}).get("uid") == key and \
+                    not (live.get("metadata") or {}).get("deletionTimestamp"):
+                return []
+            left.append((ns, name, node))
+        return left
+
+    def _restore_nominations(self, pending: PendingPreemption, members: Sequence[Any]) -> None:
+        for q in members:
+            nom = pending.nominations.get(q.pod_info.key)
+            if nom is not None:
+                self.scheduler.nominator.add_nominated_pod(q.pod_info, nom[1])
+
+    async def _clear_nominations(self, members: Sequence[Any]) -> None:
+        for q in members:
+            pi = q.pod_info
+            self.scheduler.nominator.delete_nominated_pod_if_exists(pi)
+            self._nominated.pop(pi.key, None)
+            if pi.nominated_node_name:
+                await self.scheduler._patch_status(pi.pod, {"status": {"nominatedNodeName": None}})
+
+    def _drop_nomination(self, key: str) -> None:
+        group_key = self._nominated.pop(key, None)
+        if group_key is None:
+            return
+        self.scheduler.nominator.delete_nominated_pod_if_exists(SimpleNamespace(key=key))
+        pending = self.pending.get(group_key)
+        if pending is not None:
+            pending.nominations.pop(key, None)
+            if not pending.nominations:
+                del self.pending[group_key]
+
+    # -- informer handlers -----------------------------------------------------------------------------
+    def _pod_update(self, old: dict, new: dict) -> None:
+        key = pod_key(new)
+        if key not in self._nominated:
+            return
+        spec, md = new.get("spec") or {}, new.get("metadata") or {}
+        if spec.get("nodeName") or md.get("deletionTimestamp") or \
+                (new.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self._drop_nomination(key)
+
+    def _pod_gone(self, pod: dict) -> None:
+        self._drop_nomination(pod_key(pod))
+
+    def _pod_group_gone(self, pg: dict) -> None:
+        md = pg.get("metadata") or {}
+        key = f"{md.get('namespace', '')}/{md.get('name', '')}"
+        pending = self.pending.pop(key, None)
+        if pending is not None:
+            for k in list(pending.nominations):
+                self._drop_nomination(k)
+
+    # -- single-pod preemption ---------------------------------------------------------------------
+    def _guard_default_preemption(self, fw: Any) -> None:
+        """A preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group."""
+        plugin = fw.plugin(names.DefaultPreemption) if hasattr(fw, "plugin") else None
+        if plugin is None or not hasattr(plugin, "is_eligible_pod"):
+            return
+        previous = plugin.is_eligible_pod
+        groups = self.scheduler.groups
+
+        def eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+            if pod_group_key(preemptor.pod) is not None:
+                gk = pod_group_key(victim.pod)
+                pg = groups.get(gk) if gk is not None else None
+                if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                    return False
+            return previous(node_info, victim, preemptor)
+        plugin.is_eligible_pod = eligible
+
+
+# -- dry runs -----------------------------------------------------------------------------------------
+
+class DryRun:
+    """A what-if copy of the cluster: victim units taken out or put back, and the scheduler's group
+    algorithm run on a domain of it. Every run is reverted before the next starts."""
+
+    def __init__(self, scheduler: Any, fw: Any, members: Sequence[Any], pg_info: PodGroupInfo, already: int,
+                 clone: Snapshot, units: list[VictimUnit]):
+        self.scheduler = scheduler
+        self.fw = fw
+        self.members = list(members)
+        self.pg_info = pg_info
+        self.already = already
+        self.clone = clone
+        self.units = units
+        self.removed: set[int] = set()
+        self.runs = 0
+        self._domain_nodes: dict[str, set[str]] = {}
+        self.group_is_plain = all(_plain(q.pod_info) for q in self.members)
+
+    def domain_nodes(self, d: Domain) -> set[str]:
+        s = self._domain_nodes.get(d.name)
+        if s is None:
+            s = self._domain_nodes[d.name] = set(d.node_names)
+        return s
+
+    # -- the copy's contents -------------------------------------------------------------------------
+    def apply(self, removed: set[int]) -> None:
+        """Make exactly the units in `removed` absent from the copy."""
+        for i in self.removed - removed:
+            self._put_back(self.units[i])
+        for i in removed - self.removed:
+            self._take_out(self.units[i])
+        self.removed = set(removed)
+
+    def _take_out(self, unit: VictimUnit, view: Optional[Snapshot] = None) -> None:
+        for pi, node in unit.pods:
+            if view is not None and node in view.node_info_map:
+                view.remove_pod(pi, node)
+            elif node in self.clone.node_info_map:
+                self.clone.node_info_map[node].remove_pod(pi)
+
+    def _put_back(self, unit: VictimUnit, view: Optional[Snapshot] = None) -> None:
+        for pi, node in unit.pods:
+            if view is not None and node in view.node_info_map:
+                view.add_pod(pi, node)
+            elif node in self.clone.node_info_map:
+                self.clone.node_info_map[node].add_pod_info(pi)
+
+    # -- group algorithm -----------------------------------------------------------------------------
+    def run(self, d: Domain) -> dict:
+        """The group algorithm on the domain; its assumptions stay until `revert`."""
+        nodes = [self.clone.node_info_map[n] for n in d.node_names if n in self.clone.node_info_map]
+        outcome = self.scheduler._try_placement(self.fw, Placement(DRY_RUN_PREFIX + d.name, nodes), self.members,
+                                                self.pg_info, self.already)
+        self.runs += 1
+        if outcome.get("view") is self.scheduler.snapshot:  # never evaluate on the live snapshot
+            self.revert(outcome)
+            raise RuntimeError("group preemption dry run reached the scheduler's snapshot")
+        return outcome
+
+    def revert(self, outcome: dict) -> None:
+        self.scheduler._revert(self.fw, outcome)
+
+    def fits(self, d: Domain, removed: set[int]) -> Optional[list[tuple[PodInfo, str]]]:
+        """Where the group goes with exactly `removed` evicted, or None when it does not fit."""
+        self.apply(removed)
+        outcome = self.run(d)
+        try:
+            if not outcome["feasible"]:
+                return None
+            return [(a[1], a[2]) for a in outcome["assigned"]]
+        finally:
+            self.revert(outcome)
+
+    # -- reprieve ------------------------------------------------------------------------------------
+    def reprieve(self, outcome: dict, index: int) -> bool:
+        """Put victim `index` back next to the assumed group; keep it there when the group still
+        fits, moving the preemptor pods that no longer fit on its nodes elsewhere."""
+        unit = self.units[index]
+        view: Snapshot = outcome["view"]
+        self._put_back(unit, view)
+        affected = {n for _, n in unit.pods if n in view.node_info_map}
+        assigned: list = outcome["assigned"]
+        on_affected = [a for a in assigned if a[2] in affected]
+        if on_affected:
+            if self.group_is_plain and all(_plain(pi) for pi, _ in unit.pods):
+                over = {n for n in affected if _overcommitted(view.node_info_map[n])}
+                displaced = [a for a in on_affected if a[2] in over]
+            else:
+                displaced = on_affected
+            if displaced and not self._move(outcome, displaced):
+                self._take_out(unit, view)
+                return False
+        self.removed.discard(index)
+        return True
+
+    def _move(self, outcome: dict, displaced: list) -> bool:
+        """Re-place the `displaced` preemptor pods anywhere in the view; undo everything on failure."""
+        fw, view, assigned = self.fw, outcome["view"], outcome["assigned"]
+        for qpi, pi, node, pstate in displaced:
+            assumed = pi.assumed_on(node)
+            fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+            view.remove_pod(assumed, node)
+        placed: list = []
+        ok = _room_for(view, [a[1] for a in displaced])
+        if ok:
+            for qpi, pi, _, _ in displaced:
+                pstate = CycleState()
+                try:
+                    node = fw.schedule_pod(pstate, pi, view).suggested_host
+                except (FitError, NoNodesAvailableError, SchedulingError):
+                    ok = False
+                    break
+                assumed = pi.assumed_on(node)
+                view.add_pod(assumed, node)
+                if fw.run_reserve_plugins_reserve(pstate, assumed, node) is not None:
+                    fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+                    view.remove_pod(assumed, node)
+                    ok = False
+                    break
+                placed.append((qpi, pi, node, pstate))
+        if ok:
+            gone = {id(a) for a in displaced}
+            assigned[:] = [a for a in assigned if id(a) not in gone] + placed
+            return True
+        for qpi, pi, node, pstate in reversed(placed):
+            assumed = pi.assumed_on(node)
+            fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+            view.remove_pod(assumed, node)
+        # the caller takes the victim out again; then the displaced pods return to their nodes
+        outcome.setdefault("_restore", []).extend(displaced)
+        return False
+
+    def restore_displaced(self, outcome: dict) -> None:
+        """After a failed reprieve: the displaced preemptor pods go back where they were."""
+        fw, view, assigned = self.fw, outcome["view"], outcome["assigned"]
+        broken = []
+        for a in outcome.pop("_restore", []):
+            qpi, pi, node, pstate = a
+            assumed = pi.assumed_on(node)
+            view.add_pod(assumed, node)
+            if fw.run_reserve_plugins_reserve(pstate, assumed, node) is not None:
+                fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+                view.remove_pod(assumed, node)
+                broken.append(a)
+        if broken:
+            gone = {id(a) for a in broken}
+            assigned[:] = [a for a in assigned if id(a) not in gone]
+            outcome["feasible"] = False
+
+
+def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence[dict]) -> DomainPlan:
+    """The eviction set for one domain (indices into run.units, most important first)."""
+    plan = DomainPlan(d)
+    if not candidates:
+        plan.message = "no lower-priority pod or pod group runs there"
+        return plan
+    runs_before = run.runs
+    everything = set(candidates)
+    all_out = run.fits(d, everything)
+    if all_out is None:
+        plan.message = f"does not fit even without all {describe_units([run.units[i] for i in candidates])}"
+        plan.dry_runs = run.runs - runs_before
+        return plan
+    # lowest priority threshold N whose units (priority ≤ N) make room
+    priorities = sorted({run.units[i].priority for i in candidates})
+    lo, hi = 0, len(priorities) - 1
+    assignment = None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = run.fits(d, {i for i in candidates if run.units[i].priority <= priorities[mid]})
+        if found is not None:
+            hi, assignment = mid, found
+        else:
+            lo = mid + 1
+    victims = [i for i in candidates if run.units[i].priority <= priorities[lo]]
+    if assignment is None:  # the threshold is the highest priority: every candidate goes
+        assignment = all_out
+    threshold_assignment = assignment
+    # reprieve: PDB-violating victims first, then the rest, each in importance order
+    pods = [pi for i in victims for pi, _ in run.units[i].pods]
+    violating_pods, _ = filter_pods_with_pdb_violation(pods, pdbs)
+    violating_keys = {pi.key for pi in violating_pods}
+    violating = [i for i in victims if any(pi.key in violating_keys for pi, _ in run.units[i].pods)]
+    violating_set = set(violating)
+    ordered = violating + [i for i in victims if i not in violating_set]
+    run.apply(set(victims))
+    outcome = run.run(d)
+    reprieved: set[int] = set()
+    try:
+        if outcome["feasible"]:
+            for i in ordered:
+                if run.reprieve(outcome, i):
+                    reprieved.add(i)
+                else:
+                    run.restore_displaced(outcome)
+                    if not outcome["feasible"]:
+                        break
+    finally:
+        run.revert(outcome)
+    final = [i for i in victims if i not in reprieved]
+    if reprieved:
+        checked = run.fits(d, set(final))
+        if checked is None:  # something the reprieve could not see: evict the threshold set
+            final, checked = victims, run.fits(d, set(victims))
+        assignment = checked
+    if assignment is None:
+        assignment = threshold_assignment
+    plan.victims = [run.units[i] for i in final]
+    plan.assignment = assignment or []
+    plan.pdb_violations = sum(1 for i in final if i in violating_set)
+    plan.feasible = bool(plan.victims) and assignment is not None
+    plan.dry_runs = run.runs - runs_before
+    plan.message = f"{describe_units(plan.victims)} of priority ≤ {max(u.priority for u in plan.victims)}" \
+        if plan.victims else "fits without preemption"
+    return plan
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+def disruption_mode(pod_group: dict) -> str:
+    return ((pod_group or {}).get("spec") or {}).get("disruptionMode") or DISRUPTION_MODE_POD
+
+
+def pod_group_priority(pod_group: Optional[dict]) -> Optional[int]:
+    p = ((pod_group or {}).get("spec") or {}).get("priority")
+    return int(p) if p is not None else None
+
+
+def group_priority(pod_group: dict, pods: Iterable[PodInfo]) -> int:
+    """The preemptor's priority: the PodGroup's, else its pods' highest."""
+    p = pod_group_priority(pod_group)
+    if p is not None:
+        return p
+    return max((pi.priority for pi in pods), default=0)
+
+
+def _preemption_priority(sched: Any, pi: PodInfo) -> int:
+    gk = pod_group_key(pi.pod)
+    p = pod_group_priority(sched.groups.get(gk)) if gk is not None else None
+    return pi.priority if p is None else p
+
+
+def describe_units(units: Sequence[VictimUnit]) -> str:
+    """`3 pod(s) and 1 pod group(s)`."""
+    pods = sum(1 for u in units if not u.is_group)
+    groups = sum(1 for u in units if u.is_group)
+    parts = []
+    if pods or not groups:
+        parts.append(f"{pods} pod(s)")
+    if groups:
+        parts.append(f"{groups} pod group(s)")
+    return " and ".join(parts)
+
+
+def _names(items: Sequence[str], limit: int = MAX_NAMED_NODES) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _plain(pi: PodInfo) -> bool:
+    """A pod whose fit on a node depends on resources only (no ports, pod affinity or spreading)."""
+    return not (pi.host_ports or pi.has_affinity or pi.spec.get("topologySpreadConstraints"))
+
+
+def _overcommitted(ni: NodeInfo) -> bool:
+    if ni.free[0] < 0 or ni.free[1] < 0 or ni.free[2] < 0:
+        return True
+    req, alloc = ni.requested, ni.allocatable
+    if req.ephemeral_storage > alloc.ephemeral_storage and req.ephemeral_storage > 0:
+        return True
+    return any(v > alloc.scalar_resources.get(k, 0) for k, v in req.scalar_resources.items() if v > 0)
+
+
+def _room_for(view: Snapshot, pods: Sequence[PodInfo]) -> bool:
+    """A necessary condition for re-placing `pods` (NodeResourcesFit would reject them otherwise):
+    the view's free cpu and memory together hold them all, and each fits some node on its own."""
+    cpu = sum(pi.requests.milli_cpu for pi in pods)
+    mem = sum(pi.requests.memory for pi in pods)
+    free_cpu = free_mem = 0
+    frees = []
+    for ni in view.list():
+        f = ni.free
+        free_cpu += max(0, f[0])
+        free_mem += max(0, f[1])
+        if f[2] > 0:
+            frees.append(f)
+    if free_cpu < cpu or free_mem < mem:
+        return False
+    for pi in pods:
+        c, m = pi.requests.milli_cpu, pi.requests.memory
+        if not any(f[0] >= c and f[1] >= m for f in frees):
+            return False
+    return True
