@@ -67,10 +67,14 @@ def test_unschedulable_gang_explained(cluster: Cluster, ns: str):
 def test_pending_gang_below_min_count_is_explained(cluster: Cluster, ns: str):
     cluster.kubectl("apply", "-f", "-", input=gang(ns, "few", 4, 2)).check()
     time.sleep(1)
+    r = cluster.kubectl("wait", "-n", ns, "--for=jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].reason}"
+                        "=SchedulingGated", "pod/few-0", "pod/few-1", "--timeout=30s")
+    assert r.returncode == 0, r.stderr
     rows = cluster.kubectl("get", "pods", "-n", ns, "--no-headers").check().out.splitlines()
-    assert len(rows) == 2 and all(r.split()[2] == "Pending" for r in rows)
+    assert len(rows) == 2 and all(r.split()[2] == "SchedulingGated" for r in rows), rows
     ex = cluster.phalanx("explain", "pod", "few-0", "-n", ns, "--kubeconfig", str(cluster.kubeconfig)).check().out
-    assert "no scheduling decision recorded yet" in ex
+    assert "held before scheduling: waiting for minCount pods from a gang to appear in scheduling queue" in ex
+    assert "pod group few: 2/4 pods exist (minCount 4)" in ex
 
 
 def test_standalone_scheduler_over_http(cluster: Cluster, ns: str):

@@ -58,8 +58,9 @@ async def test_min_count_larger_than_pods_keeps_all_pending(cluster_factory):
     gated = c.scheduler.queue.gated
     assert len(gated) == 3
     assert all(q.gating_plugin == "GangScheduling" for q in gated.values())
-    st = c.scheduler.fw.run_pre_enqueue_plugins(next(iter(gated.values())).pod_info)
-    assert "waiting for minCount pods from a gang to appear in scheduling queue (3/4" in st.message()
+    ps = cond(c.pod("p0"), "PodScheduled")
+    assert (ps["status"], ps["reason"], ps["message"]) == (
+        "False", "SchedulingGated", "waiting for minCount pods from a gang to appear in scheduling queue")
     # the fourth pod releases the gang
     await c.client.create(pod("p3", group="g"))
     assert await c.run_until(lambda: len(c.bound()) == 4)

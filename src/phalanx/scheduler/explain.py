@@ -59,6 +59,22 @@ async def explain_pod(client: Any, namespace: str, name: str) -> str:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled":
             lines.append(f"  PodScheduled={c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else ""))
+            if c.get("reason") == "SchedulingGated" and c.get("message"):
+                lines.append(f"    held before scheduling: {c['message']}")
+    if group and not node:
+        try:
+            pg = await client.get(POD_GROUP_API, "PodGroup", namespace, group)
+        except Exception:  # noqa: BLE001 - the PodGroup may not exist (that is the reason shown above)
+            pg = None
+        if pg is None:
+            lines.append(f'    pod group "{group}" does not exist')
+        else:
+            gang = ((pg.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+            pods, _ = await client.list("v1", "Pod", namespace)
+            n = sum(1 for p in pods if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group
+                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+            if gang:
+                lines.append(f"    pod group {group}: {n}/{gang.get('minCount')} pods exist (minCount {gang.get('minCount')})")
     events, _ = await client.list("v1", "Event", namespace,
                                   field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
     others = sorted((e for e in events if e.get("reason") not in ("Scheduled", "FailedScheduling")),

@@ -111,6 +111,9 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         self._closed = False
         self._events_during: dict[str, int] = {}
+        # Called when a pod is gated with a new message (the scheduler makes it visible on the pod).
+        self.on_gated: Callable[[QueuedPodInfo, Any], None] | None = None
+        self._gate_messages: dict[str, str] = {}
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -166,8 +169,13 @@ class SchedulingQueue:
         if st is not None and not st.is_success():
             qpi.gating_plugin = st.plugin or ""
             self.gated[key] = qpi
+            msg = st.message()
+            if self.on_gated is not None and self._gate_messages.get(key) != msg:
+                self._gate_messages[key] = msg
+                self.on_gated(qpi, st)
             return
         self.gated.pop(key, None)
+        self._gate_messages.pop(key, None)
         qpi.gating_plugin = ""
         gk = pod_group_key(qpi.pod) if self.group_cycles else None
         if gk is None:
@@ -207,6 +215,7 @@ class SchedulingQueue:
         key = pod_key(pod)
         self._pods.pop(key, None)
         self.gated.pop(key, None)
+        self._gate_messages.pop(key, None)
         self.unschedulable.pop(key, None)
         self._active_keys.discard(key)  # lazily dropped from the heap at pop
         self._backoff_keys.discard(key)

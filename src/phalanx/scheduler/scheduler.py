@@ -94,6 +94,7 @@ class Scheduler:
                 percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
         self.fw = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(self.fw, self.clock, group_cycles=pod_group_cycles)
+        self.queue.on_gated = self._pod_gated
         # informers
         self.pods = self.factory.informer("v1", "Pod")
         self.nodes = self.factory.informer("v1", "Node")
@@ -382,6 +383,14 @@ class Scheduler:
         if nominated:
             patch["status"]["nominatedNodeName"] = nominated
         await self._patch_status(pod, patch)
+
+    def _pod_gated(self, qpi: QueuedPodInfo, status: Status) -> None:
+        """A PreEnqueue plugin holds the pod: say so on the pod (PodScheduled=False, SchedulingGated),
+        once per distinct message, as kube-scheduler does for scheduling gates."""
+        task = asyncio.get_running_loop().create_task(
+            self._write_pod_unschedulable(qpi.pod, "SchedulingGated", status.message()))
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
 
     # -- binding cycle ------------------------------------------------------------------------------
     def _spawn_binding(self, fw: Framework, state: CycleState, pi: PodInfo, node: str, qpi: Any, *,

@@ -1,7 +1,8 @@
 """GangScheduling (PreEnqueue, Permit, PlacementFeasible): a PodGroup's pods bind together or not at all.
 
 - PreEnqueue holds a pod whose PodGroup does not exist yet, and the pods of a gang until at least
-  `minCount` of them exist (upstream's messages, with the count appended so a user sees progress).
+  `minCount` of them exist (upstream's messages; the scheduler shows them on the pod as
+  PodScheduled=False/SchedulingGated, and `phalanx explain` adds the live count).
 - PlacementFeasible, called after each pod of a group cycle: Unschedulable once `minCount` cannot
   be reached any more, Wait while it is not reached yet, Success when it is.
 - Permit, for pods scheduled one by one (a late member, or profiles without group cycles): Wait
@@ -59,11 +60,10 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         policy, min_count = policy_of(pg)
         if policy == "Basic":
             return None
-        have = self.manager.all_pods_count(g)
-        if have < min_count:
+        if self.manager.all_pods_count(g) < min_count:
+            # upstream's words; `phalanx explain` adds the live count (n/minCount pods exist)
             return Status.new(Code.UnschedulableAndUnresolvable,
-                              f"waiting for minCount pods from a gang to appear in scheduling queue "
-                              f"({have}/{min_count} pods of pod group \"{group_name}\" exist)").with_plugin(self.NAME)
+                              "waiting for minCount pods from a gang to appear in scheduling queue").with_plugin(self.NAME)
         return None
 
     # -- PlacementFeasible -------------------------------------------------------------------------
