@@ -1,0 +1,116 @@
+"""`phalanx bench WORKLOAD.yaml`: run scheduler_perf-style workloads in-process and report.
+
+    phalanx bench benchmarks/workloads/scheduling-basic.yaml --workload 5000Nodes_10000Pods --runs 3 \
+        --json out.json --plot out.png --profile out.prof
+
+Workloads are chosen with `--workload` (repeatable: `Case/Workload`, a workload name, or a case
+name) and/or `--label` (upstream's label filter, e.g. `performance,-short`); with neither, every
+workload labelled `performance` runs. `--list` shows what the file holds. Each run builds a fresh
+in-process cluster (`phalanx.sim.harness`); the table goes to stdout, progress to stderr. The exit
+code is 0 when every run completed and passed its correctness checks, 1 otherwise (thresholds are
+reported, not enforced). `--profile` profiles only the measured ops (cProfile) and prints the top
+costs; profiled runs are slower, so read their timings as relative.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _top_costs(profile_path: str, limit: int = 25) -> str:
+    import io
+    import pstats
+    buf = io.StringIO()
+    stats = pstats.Stats(profile_path, stream=buf)
+    stats.sort_stats("tottime").print_stats(limit)
+    return buf.getvalue()
+
+
+@click.command("bench")
+@click.argument("workload_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--workload", "-w", "names", multiple=True, metavar="NAME",
+              help="Case/Workload, a workload name or a case name (repeatable)")
+@click.option("--label", "label_filter", default=None, metavar="FILTER",
+              help="label filter, e.g. performance,-short (default: performance when no --workload)")
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(1), help="runs of each workload")
+@click.option("--json", "json_out", default=None, metavar="OUT", help="write the summary and every run as JSON")
+@click.option("--plot", "plot_out", default=None, metavar="OUT.png", help="plot pods/s over time per run")
+@click.option("--profile", "profile_out", default=None, metavar="OUT.prof",
+              help="cProfile the measured ops of every run into this file")
+@click.option("--timeout", default=1800.0, show_default=True, type=float, metavar="SECONDS",
+              help="longest wait of any op")
+@click.option("--stall-timeout", default=60.0, show_default=True, type=float, metavar="SECONDS",
+              help="give up on a wait when nothing progressed for this long")
+@click.option("--kubelets/--no-kubelets", default=None,
+              help="run the simulated kubelets (default: as the test case says; scheduler_perf runs none)")
+@click.option("--overlap-create", is_flag=True,
+              help="create the measured pods while the scheduler runs (default: create them first, "
+                   "then release the scheduler, so creation does not share its CPU)")
+@click.option("--no-store-limit", is_flag=True, help="skip the store-only write measurement")
+@click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
+@click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
+def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_out, timeout, stall_timeout,
+          kubelets, overlap_create, no_store_limit, list_only, quiet) -> None:
+    """Run scheduler_perf-style workloads against an in-process cluster and report
+    SchedulingThroughput, attempt durations, extension points, peak RSS and wall time."""
+    from ..sim.harness import RunOptions, run_workload, stderr_progress
+    from ..sim.report import format_table, plot_throughput, summarize, write_json
+    from ..sim.workload import WorkloadError, load_workload_file, select
+
+    try:
+        cases = load_workload_file(workload_file)
+        if list_only:
+            for tc in cases:
+                for w in tc.workloads:
+                    labels = ",".join(tc.labels + w.labels)
+                    click.echo(f"{tc.name}/{w.name}" + (f"  [{labels}]" if labels else ""))
+            return
+        chosen = select(cases, names, label_filter)
+    except WorkloadError as e:
+        click.echo(f"ERROR: {e}", err=True)
+        sys.exit(1)
+    if not chosen:
+        click.echo("ERROR: no workload matches (see --list)", err=True)
+        sys.exit(1)
+
+    profiler = None
+    if profile_out:
+        import cProfile
+        profiler = cProfile.Profile()
+    progress = None if quiet else stderr_progress
+    results = []
+    for tc, w in chosen:
+        for i in range(runs):
+            if progress:
+                progress(f"== {tc.name}/{w.name} run {i + 1}/{runs}")
+            options = RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=profiler,
+                                 store_limit=not no_store_limit, overlap_create=overlap_create, seed=i,
+                                 progress=progress)
+            r = run_workload(tc, w, options)
+            r["run"] = i + 1
+            if profiler is not None:
+                r["profiled"] = True
+            results.append(r)
+            if progress:
+                progress(f"== {tc.name}/{w.name} run {i + 1}: {r['status']}"
+                         + (f" ({r['error']})" if r.get("error") else ""))
+
+    summary = summarize(results)
+    click.echo(format_table(summary))
+    extra = {}
+    if profiler is not None:
+        profiler.dump_stats(profile_out)
+        top = _top_costs(profile_out)
+        extra["profileTop"] = top
+        click.echo(f"profile of the measured ops written to {profile_out}; top costs (tottime):", err=True)
+        click.echo(top, err=True)
+    if plot_out:
+        why = plot_throughput(plot_out, results)
+        click.echo(f"plot: {why}" if why else f"plot written to {plot_out}", err=True)
+    if json_out:
+        write_json(json_out, summary, results, extra)
+        click.echo(f"JSON written to {json_out}", err=True)
+    ok = all(r["status"] == "completed" and all(c["ok"] for c in r.get("checks") or []) for r in results)
+    sys.exit(0 if ok else 1)

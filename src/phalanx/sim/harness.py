@@ -1,0 +1,648 @@
+"""Run one workload of a workload file against an in-process cluster and say what happened.
+
+    cases = load_workload_file(path)
+    for case, workload in select(cases, ["GangScheduling/5000Nodes_1000Gangs_3000Pods"]):
+        result = run_workload(case, workload, RunOptions(timeout=600))
+        result["status"]                   # "completed" | "did not complete" | "error"
+        result["measurements"][0]["SchedulingThroughput"]["Average"]
+
+The cluster is what scheduler_perf builds around kube-scheduler: the API (`rest.API` over a
+`MemoryStore`), the real `Scheduler` (instrumented, `phalanx.sim.metrics`) on an informer factory
+of in-process clients, the ResourceClaim controller when the test case uses DRA, and the simulated
+kubelets only when the test case asks for them (`kubelets: true`; scheduler_perf runs none). Nodes
+are plain API objects.
+
+Time: by default every component runs on the real clock and everything is measured in wall time
+(`RunOptions(clock=None)`). A `VirtualClock` can be given instead (the CI smoke test does): waits
+then move virtual time and backoffs cost nothing, but throughput samples are meaningless.
+
+Each run ends with the correctness checks (`phalanx.sim.checks`) and the physical limit of the
+run (`metrics.store_write_limit`): scheduling throughput is reported as a fraction of how fast the
+store alone took the same bindings and claim status writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import random
+import sys
+import time
+import traceback
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import yaml
+
+from ..apiserver.rest import API
+from ..client import InformerFactory, InProcessClient
+from ..client.clock import REAL_CLOCK
+from ..cluster.featuregates import KNOWN_GATES, FeatureGates
+from ..machinery.errors import StatusError
+from ..store import MemoryStore
+from . import checks as checks_mod
+from .metrics import (InstrumentedScheduler, MeasurementSink, ThroughputCollector, current_rss_bytes, peak_rss_bytes,
+                      store_write_limit)
+from .ops import Op, make_op
+from .template import Template, TemplateError
+from .workload import TestCase, Workload, WorkloadError, resolve_ops
+
+try:
+    _YAML_LOADER = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _YAML_LOADER = yaml.SafeLoader
+
+DRA_OPCODES = {"createResourceDriver", "allocResourceClaims"}
+CREATE_CHUNK = 100  # objects created between two yields to the event loop
+
+
+class DidNotComplete(Exception):
+    """A wait gave up: the run is reported as not completed, with what it was waiting for."""
+
+
+@dataclass
+class RunOptions:
+    timeout: float = 1800.0   # longest wait of one op (scheduler_perf allows 30 minutes per test)
+    stall: float = 60.0       # give up when nothing progresses for this long
+    clock: Any = None         # None: the real clock; a VirtualClock for tests
+    kubelets: bool | None = None  # None: as the test case says
+    profiler: Any = None      # a cProfile.Profile, enabled while metrics are collected
+    store_limit: bool = True  # measure the physical limit after the run
+    overlap_create: bool = False  # create measured pods while the scheduler runs (default: held)
+    seed: int = 0
+    progress: Callable[[str], None] | None = None
+
+
+# -- the tracker -----------------------------------------------------------------------------------
+
+class PodTracker:
+    """Follows the scheduler's pod informer: which pods the run created, which got bound, when."""
+
+    def __init__(self) -> None:
+        self.op_of: dict[str, int] = {}            # uid -> op index (pods created by ops)
+        self.ns_of: dict[str, str] = {}
+        self.created_by_op: Counter = Counter()
+        self.bound_by_op: Counter = Counter()
+        self.bound_by_ns: Counter = Counter()      # every bind seen, per namespace (cumulative)
+        self.bound_total = 0
+        self.unbound: dict[str, set[str]] = defaultdict(set)  # ns -> uids created and not bound yet
+        self.listeners: dict[int, Callable[[dict], None]] = {}  # op index -> called with each bound pod
+        self.last_bind = 0.0
+        self.wake = asyncio.Event()
+
+    def attach(self, informer: Any) -> None:
+        informer.add_event_handler(on_add=self._add, on_update=self._update, on_delete=self._delete)
+
+    def created(self, pod: dict, op_index: int) -> None:
+        md = pod["metadata"]
+        uid = md["uid"]
+        if uid in self.op_of:
+            return
+        self.op_of[uid] = op_index
+        self.ns_of[uid] = md.get("namespace", "")
+        self.created_by_op[op_index] += 1
+        if not (pod.get("spec") or {}).get("nodeName"):
+            self.unbound[md.get("namespace", "")].add(uid)
+
+    def _bound(self, pod: dict) -> None:
+        md = pod["metadata"]
+        uid, ns = md.get("uid"), md.get("namespace", "")
+        self.bound_total += 1
+        self.bound_by_ns[ns] += 1
+        self.last_bind = time.perf_counter()
+        self.unbound.get(ns, set()).discard(uid)
+        op = self.op_of.get(uid)
+        if op is not None:
+            self.bound_by_op[op] += 1
+            listener = self.listeners.get(op)
+            if listener is not None:
+                listener(pod)
+        self.wake.set()
+
+    def _add(self, pod: dict) -> None:
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._bound(pod)
+
+    def _update(self, old: dict, new: dict) -> None:
+        if (new.get("spec") or {}).get("nodeName") and not (old.get("spec") or {}).get("nodeName"):
+            self._bound(new)
+
+    def _delete(self, pod: dict) -> None:
+        md = pod.get("metadata") or {}
+        self.unbound.get(md.get("namespace", ""), set()).discard(md.get("uid"))
+        self.wake.set()
+
+    def bound_in(self, namespaces: list[str] | None) -> int:
+        if namespaces is None:
+            return self.bound_total
+        return sum(self.bound_by_ns[ns] for ns in namespaces)
+
+
+# -- one measurement ---------------------------------------------------------------------------------
+
+class GCTimer:
+    """Wall time spent in Python's cyclic garbage collector while attached (`gc.callbacks`)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections: Counter = Counter()
+        self.longest = 0.0
+        self._t0 = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            d = time.perf_counter() - self._t0
+            self.seconds += d
+            self.longest = max(self.longest, d)
+            self.collections[info.get("generation", -1)] += 1
+
+    def attach(self) -> None:
+        gc.callbacks.append(self)
+
+    def detach(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+    def summary(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "longestSeconds": self.longest,
+                "collectionsByGeneration": {str(k): v for k, v in sorted(self.collections.items())}}
+
+
+class Measurement:
+    """Metrics collected from a `collectMetrics` op (or start/stopCollectingMetrics) to its end."""
+
+    def __init__(self, ctx: "RunContext", name: str, namespaces: list[str] | None, op_index: int | None,
+                 creation_seconds: float | None = None):
+        self.ctx, self.name, self.namespaces, self.op_index = ctx, name, namespaces, op_index
+        self.creation_seconds = creation_seconds
+        tracker = ctx.tracker
+        self.collector = ThroughputCollector(lambda: tracker.bound_in(namespaces))
+        self.sink = MeasurementSink()
+        self.gc = GCTimer()
+        self.rss_max = 0
+
+    def start(self) -> None:
+        ctx = self.ctx
+        gc.collect()  # as upstream's runtime.GC() before collecting: setup garbage is not measured
+        self.stats_before = Counter(ctx.scheduler.stats)
+        self.base = ctx.tracker.bound_in(self.namespaces)
+        self.rss_max = current_rss_bytes()
+        ctx.scheduler.recorder.attach(self.sink)
+        self.gc.attach()
+        self.collector.start()
+        self.t0 = time.perf_counter()
+        self.cpu0 = time.process_time()
+        ctx.profile(True)
+
+    async def stop(self, completed: bool) -> dict[str, Any]:
+        ctx = self.ctx
+        t1 = time.perf_counter()
+        cpu = time.process_time() - self.cpu0
+        ctx.profile(False)
+        throughput = await self.collector.stop()
+        ctx.scheduler.recorder.detach(self.sink)
+        self.gc.detach()
+        scheduled = ctx.tracker.bound_in(self.namespaces) - self.base
+        last = ctx.tracker.last_bind if scheduled else self.t0
+        busy = max(last - self.t0, 1e-9)
+        stats = Counter(ctx.scheduler.stats)
+        stats.subtract(self.stats_before)
+        rss = [s for s in (self.rss_max, self.collector.rss_max, current_rss_bytes()) if s]
+        return {
+            "name": self.name, "namespaces": self.namespaces, "completed": completed,
+            "wallSeconds": t1 - self.t0, "cpuSeconds": cpu, "podsScheduled": scheduled,
+            # pods per CPU second of this process: comparable across runs on a busy machine
+            "cpuThroughput": scheduled / cpu if scheduled and cpu > 0 else 0.0,
+            "podCreationSeconds": self.creation_seconds, "createdWhileScheduling": self.creation_seconds is None,
+            # pods / (last bind - start): what a reader means by "how fast", also when the
+            # per-second samples are too few (short runs)
+            "overallThroughput": scheduled / busy if scheduled else 0.0,
+            "SchedulingThroughput": throughput, "timeline": self.collector.timeline,
+            **self.sink.summary(),
+            "schedulerStats": {k: v for k, v in stats.items() if v},
+            "garbageCollector": self.gc.summary(),
+            "peakRSSBytes": peak_rss_bytes(), "rssMaxSampledBytes": max(rss) if rss else 0,
+        }
+
+
+# -- the run context --------------------------------------------------------------------------------
+
+class RunContext:
+    """What ops act on: the API, a client, the scheduler, templates, waits and measurements."""
+
+    def __init__(self, case: TestCase, workload: Workload, gates: FeatureGates, options: RunOptions,
+                 clock: Any, api: API, client: InProcessClient, scheduler: InstrumentedScheduler):
+        self.case, self.workload, self.gates, self.options = case, workload, gates, options
+        self.clock, self.api, self.client, self.scheduler = clock, api, client, scheduler
+        self.virtual = hasattr(clock, "run_until")
+        self.tracker = PodTracker()
+        self.tracker.attach(scheduler.pods)
+        self.rng = random.Random(options.seed)
+        self.nodes_created = 0
+        self.pod_namespaces: set[str] = set()
+        self._namespaces: set[str] = set()
+        self._templates: dict[str, Template] = {}
+        self._tasks: list[tuple[str, asyncio.Task]] = []
+        self.measurement: Measurement | None = None
+        self.measurements: list[dict[str, Any]] = []
+        self.incomplete: list[dict[str, Any]] = []
+        self._profiling = False
+
+    def log(self, message: str) -> None:
+        if self.options.progress is not None:
+            self.options.progress(message)
+
+    # -- templates and objects ---------------------------------------------------------------------
+    def template(self, path: str | None, default: str | None = None) -> Template:
+        if not path:
+            if default is None:
+                raise WorkloadError(f"{self.case.name}: a template path is required")
+            path = f"<default {hash(default):x}>"
+            text = default
+        else:
+            text = None
+        full = path if text is not None else self.case.path(path)
+        tmpl = self._templates.get(full)
+        if tmpl is None:
+            if text is None:
+                try:
+                    with open(full) as f:
+                        text = f.read()
+                except OSError as e:
+                    raise WorkloadError(f"{self.case.name}: template {path}: {e.strerror}") from None
+            try:
+                tmpl = Template(text, name=path)
+            except TemplateError as e:
+                raise WorkloadError(str(e)) from None
+            self._templates[full] = tmpl
+        return tmpl
+
+    def render_one(self, tmpl: Template, index: int, params: dict[str, Any], namespace: str | None = None) -> dict:
+        try:
+            obj = yaml.load(tmpl.render({**params, "Index": index}), Loader=_YAML_LOADER)
+        except (TemplateError, yaml.YAMLError) as e:
+            raise WorkloadError(f"{tmpl.name}: {e}") from None
+        if not isinstance(obj, dict) or not obj.get("kind"):
+            raise WorkloadError(f"{tmpl.name}: the template does not render an object with a kind")
+        if namespace:
+            obj.setdefault("metadata", {})["namespace"] = namespace
+        return obj
+
+    def render(self, tmpl: Template, count: int, params: dict[str, Any], namespace: str | None = None) -> list[dict]:
+        return [self.render_one(tmpl, i, params, namespace) for i in range(count)]
+
+    async def ensure_namespace(self, name: str) -> None:
+        if name in self._namespaces:
+            return
+        rt = self.api.resource("", "v1", "namespaces")
+        if self.api.store.get(rt.key, "", name) is None:
+            await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self._namespaces.add(name)
+
+    async def create_objects(self, objs: list[dict], track_op: int | None = None) -> list[dict]:
+        created = []
+        for i, obj in enumerate(objs):
+            try:
+                rt = self.api.resource_for_kind(obj.get("apiVersion", ""), obj["kind"])
+            except StatusError as e:
+                raise WorkloadError(f"cannot create {obj.get('apiVersion')} {obj.get('kind')}: {e.message}") from None
+            md = obj.setdefault("metadata", {})
+            ns = None
+            if rt.namespaced:
+                ns = md.get("namespace") or "default"
+                md["namespace"] = ns
+                await self.ensure_namespace(ns)
+            else:
+                md.pop("namespace", None)
+            try:
+                out = await self.client.create(obj, namespace=ns)
+            except StatusError as e:
+                name = md.get("name") or md.get("generateName", "") + "*"
+                raise WorkloadError(f"creating {obj['kind']} {name}: {e.message}") from None
+            if track_op is not None and out.get("kind") == "Pod":
+                self.tracker.created(out, track_op)
+            created.append(out)
+            if (i + 1) % CREATE_CHUNK == 0:
+                await asyncio.sleep(0)
+        return created
+
+    # -- waits -------------------------------------------------------------------------------------
+    async def wait(self, done: Callable[[], bool], *, what: str, label: str, progress: Callable[[], Any] | None = None,
+                   timeout: float | None = None, stall: float | None = None) -> bool:
+        """Wait until `done()`; raise DidNotComplete after `timeout`, or after `stall` seconds in which
+        `progress()` did not change. Seconds are the run's clock (wall time unless virtual)."""
+        timeout = self.options.timeout if timeout is None else timeout
+        stall = self.options.stall if stall is None else stall
+        clock = self.clock
+        start = clock.now()
+        state = {"last": progress() if progress else None, "changed": start, "why": ""}
+
+        def check() -> bool:
+            if done():
+                return True
+            now = clock.now()
+            if progress is not None:
+                p = progress()
+                if p != state["last"]:
+                    state["last"], state["changed"] = p, now
+                elif now - state["changed"] >= stall:
+                    state["why"] = f"no progress for {stall:g}s"
+                    return True
+            if now - start >= timeout:
+                state["why"] = f"timed out after {timeout:g}s"
+                return True
+            return False
+
+        if self.virtual:
+            await clock.run_until(check, within=timeout + 1.0)
+            if not state["why"] and not done():
+                state["why"] = f"timed out after {timeout:g}s"
+        else:
+            wake = self.tracker.wake
+            while not check():
+                wake.clear()
+                try:
+                    await asyncio.wait_for(wake.wait(), 0.05)
+                except asyncio.TimeoutError:
+                    pass
+        if state["why"] and not done():
+            entry = {"op": label, "waitingFor": what, "reason": state["why"]}
+            if progress is not None:
+                entry["progress"] = progress()
+            self.incomplete.append(entry)
+            raise DidNotComplete(f"{label}: waiting for {what}: {state['why']}")
+        return True
+
+    async def tick(self) -> None:
+        """Let the other tasks run; on a virtual clock also move time on a little (a loop that
+        never waits would otherwise never see virtual time pass)."""
+        if self.virtual:
+            await self.clock.advance(0.1)
+        else:
+            await asyncio.sleep(0)
+
+    # -- measurements, profiling, background work -------------------------------------------------
+    def start_measurement(self, name: str, namespaces: list[str] | None, op_index: int | None = None,
+                          creation_seconds: float | None = None) -> None:
+        if self.measurement is not None:
+            raise WorkloadError(f"{self.case.name}: metrics are already being collected ({self.measurement.name})")
+        self.measurement = Measurement(self, name, namespaces, op_index, creation_seconds)
+        self.measurement.start()
+
+    async def stop_measurement(self, completed: bool = True) -> None:
+        m, self.measurement = self.measurement, None
+        if m is not None:
+            self.measurements.append(await m.stop(completed))
+
+    def profile(self, on: bool) -> None:
+        prof = self.options.profiler
+        if prof is None or on == self._profiling:
+            return
+        prof.enable() if on else prof.disable()
+        self._profiling = on
+
+    def background(self, coro: Any, label: str) -> None:
+        self._tasks.append((label, asyncio.get_running_loop().create_task(coro, name=label)))
+
+    async def stop_background(self) -> list[str]:
+        errors = []
+        for label, task in self._tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                errors.append(f"{label}: {task.exception()}")
+            task.cancel()
+        for _, task in self._tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks = []
+        return errors
+
+
+# -- the cluster and the run --------------------------------------------------------------------------
+
+def effective_gates(case: TestCase, workload: Workload) -> tuple[FeatureGates, dict[str, bool], list[str]]:
+    """Upstream 1.36 defaults plus the test case's and workload's gates; gates phalanx does not know
+    (scheduler_perf's SchedulerQueueingHints, CompositePodGroup, ...) are ignored and listed."""
+    wanted = case.gates_for(workload)
+    known = {k: v for k, v in wanted.items() if k in KNOWN_GATES}
+    ignored = sorted(k for k in wanted if k not in KNOWN_GATES)
+    gates = FeatureGates(was_defaults=False)
+    for name, value in known.items():
+        if KNOWN_GATES[name].locked and value != KNOWN_GATES[name].default:
+            ignored.append(name)
+            continue
+        gates.set(name, value)
+    errs = gates.validate()
+    if errs:
+        raise WorkloadError(f"{case.name}/{workload.name}: " + "; ".join(errs))
+    return gates, known, ignored
+
+
+def uses_dra(case: TestCase, workload: Workload, ops: list[dict]) -> bool:
+    return bool(case.gates_for(workload).get("DynamicResourceAllocation")) or \
+        any(op["opcode"] in DRA_OPCODES for op in ops)
+
+
+async def run_workload_async(case: TestCase, workload: Workload, options: RunOptions | None = None) -> dict[str, Any]:
+    from ..cluster.bootstrap import bootstrap
+    from ..cluster.controlplane import _wire_optional_machinery
+    from ..cluster.spec import ClusterSpec
+
+    options = options or RunOptions()
+    t_start = time.perf_counter()
+    result: dict[str, Any] = {"testCase": case.name, "workload": workload.name, "loadAverageAtStart": _loadavg(),
+                              "labels": case.labels + workload.labels, "params": workload.params,
+                              "source": case.source, "status": "error"}
+    try:
+        resolved = resolve_ops(case, workload)
+        ops: list[Op] = [make_op(spec, case) for spec in resolved]
+        gates, explicit, ignored = effective_gates(case, workload)
+    except WorkloadError as e:
+        result["error"] = str(e)
+        return result
+    result.update(featureGates=explicit, ignoredFeatureGates=ignored)
+    if case.scheduler_config_path:
+        result["notes"] = [f"schedulerConfigPath {case.scheduler_config_path} is not supported: default profile used"]
+
+    clock = options.clock or REAL_CLOCK
+    virtual = hasattr(clock, "run_until")
+    api = API(MemoryStore(), gates, now=clock.datetime if virtual else None)
+    _wire_optional_machinery(api)
+    bootstrap(api, ClusterSpec(nodes=[]))
+    factory = InformerFactory(InProcessClient(api, clock=clock), clock=clock)
+    scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,
+                                      gates=gates, clock=clock)
+    components: list[Any] = [scheduler]
+    component_names = ["scheduler"]
+    if uses_dra(case, workload, resolved):
+        from ..controllers.resourceclaim import ResourceClaimController
+        components.append(ResourceClaimController(
+            InProcessClient(api, clock=clock, field_manager="kube-controller-manager"), factory, gates=gates, clock=clock))
+        component_names.append("resourceclaim-controller")
+    kubelets = case.kubelets if options.kubelets is None else options.kubelets
+    if kubelets:
+        from ..nodes.kubelet import SimulatedKubelets
+        components.append(SimulatedKubelets(InProcessClient(api, clock=clock, field_manager="kubelet"), factory,
+                                            clock=clock))
+        component_names.append("simulated-kubelets")
+    result["components"] = component_names
+    result["unavailablePlugins"] = scheduler.unavailable_plugins
+    client = InProcessClient(api, clock=clock, field_manager="scheduler-perf")
+    ctx = RunContext(case, workload, gates, options, clock, api, client, scheduler)
+    op_times: list[dict[str, Any]] = []
+    for c in components:
+        c.start()
+    try:
+        ready = lambda: all(getattr(c, "synced", True) for c in components)  # noqa: E731
+        if virtual:
+            await clock.run_until(ready, within=30)
+        else:
+            while not ready():
+                await asyncio.sleep(0.01)
+        result["status"] = "completed"
+        for op in ops:
+            t0 = time.perf_counter()
+            ctx.log(f"{case.name}/{workload.name}: {op.label()} ...")
+            try:
+                await op.run(ctx)
+            finally:
+                op_times.append({"op": op.label(), "seconds": time.perf_counter() - t0})
+    except DidNotComplete as e:
+        result["status"] = "did not complete"
+        ctx.log(f"{case.name}/{workload.name}: DID NOT COMPLETE: {e}")
+    except WorkloadError as e:
+        result["error"] = str(e)
+        result["status"] = "error"
+    except Exception as e:  # a bug in phalanx shows up as an error of this run, not a crash of all
+        result["error"] = f"{type(e).__name__}: {e}"
+        result["traceback"] = traceback.format_exc()
+        result["status"] = "error"
+    finally:
+        if ctx.measurement is not None:
+            await ctx.stop_measurement(completed=False)
+        bg_errors = await ctx.stop_background()
+        if bg_errors:
+            result.setdefault("notes", []).extend(bg_errors)
+        ctx.profile(False)
+        for c in reversed(components):
+            try:
+                await c.stop()
+            except Exception:  # pragma: no cover - best effort
+                pass
+        await factory.stop()
+    result["incomplete"] = ctx.incomplete
+    result["opTimings"] = op_times
+    result["measurements"] = ctx.measurements
+    result["schedulerStats"] = dict(scheduler.stats)
+    expectations = {}
+    for op in ops:
+        if op.opcode == "createPods" and not op.skip_wait and not op.steady:  # type: ignore[attr-defined]
+            expectations[op.label()] = (ctx.tracker.created_by_op[op.index], ctx.tracker.bound_by_op[op.index])
+    result["checks"] = checks_mod.run_checks(api, expectations, gates)
+    result["peakRSSBytes"] = peak_rss_bytes()
+    if options.store_limit and ctx.measurements:
+        limit = _store_limit(api, ctx, gates)
+        result["storeWriteLimit"] = limit
+        thr = headline_throughput(result)
+        if thr is not None and limit.get("podsPerSecond"):
+            result["ratioToStoreLimit"] = thr / limit["podsPerSecond"]
+    result["threshold"] = threshold_result(case, workload, result)
+    result["loadAverageAtEnd"] = _loadavg()
+    result["wallSeconds"] = time.perf_counter() - t_start
+    return result
+
+
+def _loadavg() -> list[float] | None:
+    """The machine's 1/5/15-minute load: a busy machine slows wall-clock figures down."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        return None
+
+
+def _store_limit(api: API, ctx: RunContext, gates: FeatureGates) -> dict[str, Any]:
+    """The physical limit for the measured pods: their bindings and their claims' status writes."""
+    namespaces = set()
+    for m in ctx.measurements:
+        namespaces.update(m["namespaces"] or ctx.pod_namespaces)
+    pods = [p for p in api.list(api.resource("", "v1", "pods"), None)["items"]
+            if p["metadata"].get("namespace") in namespaces and (p.get("spec") or {}).get("nodeName")]
+    claims = []
+    try:
+        claim_rt = api.resource("resource.k8s.io", "v1", "resourceclaims")
+        claims = [c for c in api.list(claim_rt, None)["items"]
+                  if c["metadata"].get("namespace") in namespaces and (c.get("status") or {}).get("allocation")]
+    except StatusError:
+        pass
+    if not pods:
+        return {"bindings": 0, "claimStatusWrites": len(claims)}
+    # Steady-state ops delete what they schedule: replay as many writes as pods were scheduled,
+    # cycling through the objects that are left (claims in the same proportion).
+    target = sum(m.get("podsScheduled") or 0 for m in ctx.measurements)
+    if target > len(pods):
+        ratio = len(claims) / len(pods)
+        pods = _replicate(pods, target)
+        claims = _replicate(claims, round(target * ratio)) if claims else claims
+    return store_write_limit(pods, claims, gates)
+
+
+def _replicate(objs: list[dict], n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        o = dict(objs[i % len(objs)])
+        if i >= len(objs):
+            o["metadata"] = {**o["metadata"], "name": f"{o['metadata']['name']}-replay-{i}"}
+        out.append(o)
+    return out
+
+
+def headline_throughput(result: dict[str, Any]) -> float | None:
+    for m in result.get("measurements") or []:
+        avg = (m.get("SchedulingThroughput") or {}).get("Average")
+        if avg is not None:
+            return avg
+        if m.get("overallThroughput"):
+            return m["overallThroughput"]
+    return None
+
+
+def threshold_result(case: TestCase, workload: Workload, result: dict[str, Any]) -> dict[str, Any] | None:
+    """Upstream's threshold check: SchedulingThroughput Average >= threshold, or for another metric
+    (`thresholdMetricSelector`) its data bucket against the threshold (`expectLower`: <=)."""
+    threshold = workload.threshold
+    if isinstance(threshold, dict):
+        threshold = threshold.get("default")
+    if not threshold:
+        return None
+    sel = case.threshold_selector(workload)
+    name, bucket = sel.get("name"), sel.get("dataBucket", "Average")
+    measured = None
+    for m in result.get("measurements") or []:
+        if name == "SchedulingThroughput":
+            measured = (m.get("SchedulingThroughput") or {}).get(bucket)
+        elif name in ("scheduler_podgroup_scheduling_attempt_duration_seconds",
+                      "scheduler_scheduling_attempt_duration_seconds"):
+            table = m.get("podGroupAttempts" if "podgroup" in name else "podAttempts") or {}
+            res = (sel.get("labels") or {}).get("result", "all")
+            ms = (table.get(res) or {}).get(bucket)
+            measured = ms / 1000.0 if ms is not None else None
+        if measured is not None:
+            break
+    lower = bool(sel.get("expectLower"))
+    met = None if measured is None else (measured <= threshold if lower else measured >= threshold)
+    return {"metric": name, "dataBucket": bucket, "threshold": threshold, "expectLower": lower,
+            "measured": measured, "met": met}
+
+
+def run_workload(case: TestCase, workload: Workload, options: RunOptions | None = None) -> dict[str, Any]:
+    """`run_workload_async` on a fresh event loop."""
+    return asyncio.run(run_workload_async(case, workload, options))
+
+
+def stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

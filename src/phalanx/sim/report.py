@@ -1,0 +1,200 @@
+"""Benchmark reports: JSON for machines, a table for people, a PNG of throughput over time.
+
+    summary = summarize(results)        # results: run_workload() dicts, several runs per workload
+    print(format_table(summary))
+    write_json("out.json", summary, results)
+    plot_throughput("out.png", results) # None, or why not (matplotlib missing: `pip install .[bench]`)
+
+`summarize` groups runs by `TestCase/Workload` and takes the median of each figure over the
+runs (with min and max beside it): SchedulingThroughput Average and Perc50/90/95/99, pod-group and
+pod attempt durations, the slowest extension points, peak RSS, wall time, the store-only limit
+and the ratio of throughput to it. A workload any of whose runs did not complete says so; its
+figures are still shown for the runs that measured something.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from typing import Any, Iterable
+
+MiB = 1024 * 1024
+
+
+def _median(values: Iterable[float | None]) -> dict[str, float] | None:
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "runs": len(vals)}
+
+
+def _m(result: dict) -> dict:
+    ms = result.get("measurements") or []
+    return ms[0] if ms else {}
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        groups.setdefault(f"{r['testCase']}/{r['workload']}", []).append(r)
+    out: dict[str, Any] = {}
+    for key, runs in groups.items():
+        statuses = [r["status"] for r in runs]
+        status = "completed" if all(s == "completed" for s in statuses) else (
+            "error" if any(s == "error" for s in statuses) else "did not complete")
+        points: dict[str, list[float]] = {}
+        for r in runs:
+            for name, d in (_m(r).get("extensionPoints") or {}).items():
+                points.setdefault(name, []).append(d.get("Average"))
+        s: dict[str, Any] = {
+            "status": status, "runs": len(runs), "statuses": statuses,
+            "SchedulingThroughput": {b: _median(_get(_m(r), "SchedulingThroughput", b) for r in runs)
+                                     for b in ("Average", "Perc50", "Perc90", "Perc95", "Perc99")},
+            "overallThroughput": _median(_m(r).get("overallThroughput") for r in runs),
+            "cpuThroughput": _median(_m(r).get("cpuThroughput") for r in runs),
+            "podCreationSeconds": _median(_m(r).get("podCreationSeconds") for r in runs),
+            "gcSeconds": _median(_get(_m(r), "garbageCollector", "seconds") for r in runs),
+            "cpuSeconds": _median(_m(r).get("cpuSeconds") for r in runs),
+            "podGroupAttemptMs": {b: _median(_get(_m(r), "podGroupAttempts", "scheduled", b) for r in runs)
+                                  for b in ("Average", "Perc50", "Perc90", "Perc99")},
+            "podAttemptMs": {b: _median(_get(_m(r), "podAttempts", "scheduled", b) for r in runs)
+                             for b in ("Average", "Perc50", "Perc99")},
+            "extensionPointAvgMs": {n: _median(v) for n, v in points.items()},
+            "measuredWallSeconds": _median(_m(r).get("wallSeconds") for r in runs),
+            "wallSeconds": _median(r.get("wallSeconds") for r in runs),
+            "peakRSSBytes": _median(r.get("peakRSSBytes") for r in runs),
+            "storePodsPerSecond": _median(_get(r, "storeWriteLimit", "podsPerSecond") for r in runs),
+            "ratioToStoreLimit": _median(r.get("ratioToStoreLimit") for r in runs),
+            "checksFailed": sorted({c["name"] for r in runs for c in r.get("checks") or [] if not c["ok"]}),
+            "incomplete": [i for r in runs for i in r.get("incomplete") or []][:3],
+            "errors": [r["error"] for r in runs if r.get("error")][:3],
+            "unavailablePlugins": runs[0].get("unavailablePlugins") or [],
+            "ignoredFeatureGates": runs[0].get("ignoredFeatureGates") or [],
+        }
+        thr = [r.get("threshold") for r in runs if r.get("threshold")]
+        if thr:
+            measured = _median(t.get("measured") for t in thr)
+            t0 = thr[0]
+            met = None
+            if measured is not None:
+                met = measured["median"] <= t0["threshold"] if t0["expectLower"] else measured["median"] >= t0["threshold"]
+            s["threshold"] = {**{k: t0[k] for k in ("metric", "dataBucket", "threshold", "expectLower")},
+                              "measured": measured, "met": met}
+        out[key] = s
+    return out
+
+
+def _fmt(d: dict | None, fmt: str = "{:.0f}", spread: bool = True) -> str:
+    if not d:
+        return "-"
+    text = fmt.format(d["median"])
+    if spread and d["runs"] > 1:
+        text += f" ({fmt.format(d['min'])}-{fmt.format(d['max'])})"
+    return text
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """One block per workload: status, throughput, attempts, slowest extension points, memory."""
+    lines = []
+    for key, s in summary.items():
+        lines.append(f"{key}  [{s['status'].upper()}, {s['runs']} run(s); median (min-max)]")
+        if s["status"] != "completed":
+            for inc in s["incomplete"]:
+                lines.append(f"  did not complete: {inc['op']}: waiting for {inc['waitingFor']}: {inc['reason']}"
+                             + (f" (progress {inc['progress']})" if "progress" in inc else ""))
+            for err in s["errors"]:
+                lines.append(f"  error: {err}")
+        st = s["SchedulingThroughput"]
+        lines.append(f"  SchedulingThroughput pods/s  avg {_fmt(st['Average'])}  p50 {_fmt(st['Perc50'], spread=False)}"
+                     f"  p90 {_fmt(st['Perc90'], spread=False)}  p99 {_fmt(st['Perc99'], spread=False)}"
+                     f"  (overall {_fmt(s['overallThroughput'], spread=False)},"
+                     f" per CPU second {_fmt(s['cpuThroughput'], spread=False)})")
+        pg = s["podGroupAttemptMs"]
+        if pg["Average"]:
+            lines.append(f"  podgroup attempt ms (scheduled)  avg {_fmt(pg['Average'], '{:.2f}')}"
+                         f"  p50 {_fmt(pg['Perc50'], '{:.2f}', False)}  p90 {_fmt(pg['Perc90'], '{:.2f}', False)}"
+                         f"  p99 {_fmt(pg['Perc99'], '{:.2f}', False)}")
+        pa = s["podAttemptMs"]
+        if pa["Average"]:
+            lines.append(f"  pod attempt ms (scheduled)  avg {_fmt(pa['Average'], '{:.2f}')}"
+                         f"  p50 {_fmt(pa['Perc50'], '{:.2f}', False)}  p99 {_fmt(pa['Perc99'], '{:.2f}', False)}")
+        eps = sorted(((n, d) for n, d in s["extensionPointAvgMs"].items() if d), key=lambda kv: -kv[1]["median"])
+        if eps:
+            lines.append("  extension points avg ms  " + "  ".join(f"{n} {d['median']:.3f}" for n, d in eps[:8]))
+        rss = s["peakRSSBytes"]
+        lines.append(f"  peak RSS {rss['median'] / MiB:.0f} MiB" if rss else "  peak RSS -")
+        lines[-1] += (f"  measured wall {_fmt(s['measuredWallSeconds'], '{:.1f}')} s"
+                      f"  run wall {_fmt(s['wallSeconds'], '{:.1f}')} s")
+        if s["podCreationSeconds"]:
+            lines[-1] += f"  (measured pods created beforehand in {_fmt(s['podCreationSeconds'], '{:.1f}', False)} s)"
+        if s["gcSeconds"] and s["cpuSeconds"]:
+            lines.append(f"  measured CPU {_fmt(s['cpuSeconds'], '{:.1f}', False)} s, of which garbage collector "
+                         f"{_fmt(s['gcSeconds'], '{:.1f}', False)} s")
+        if s["storePodsPerSecond"]:
+            lines.append(f"  store-only limit {_fmt(s['storePodsPerSecond'], spread=False)} pods/s"
+                         f"  throughput/limit {_fmt(s['ratioToStoreLimit'], '{:.3f}', False)}")
+        if s.get("threshold"):
+            t = s["threshold"]
+            op = "<=" if t["expectLower"] else ">="
+            measured = t["measured"]["median"] if t["measured"] else None
+            verdict = {True: "MET", False: "NOT MET", None: "not measured"}[t["met"]]
+            lines.append(f"  threshold {t['metric']} {t['dataBucket']} {op} {t['threshold']:g}: "
+                         f"{'-' if measured is None else f'{measured:.4g}'} -> {verdict}")
+        if s["checksFailed"]:
+            lines.append(f"  CHECKS FAILED: {', '.join(s['checksFailed'])}")
+        if s["unavailablePlugins"]:
+            lines.append(f"  plugins not in this build: {', '.join(s['unavailablePlugins'])}")
+        if s["ignoredFeatureGates"]:
+            lines.append(f"  feature gates ignored (unknown to phalanx): {', '.join(s['ignoredFeatureGates'])}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_json(path: str, summary: dict[str, Any], results: list[dict[str, Any]], extra: dict | None = None) -> None:
+    with open(path, "w") as f:
+        json.dump({"summary": summary, "runs": results, **(extra or {})}, f, indent=1, default=str)
+
+
+def plot_throughput(path: str, results: list[dict[str, Any]]) -> str | None:
+    """Pods/s over time, one line per run, one panel per workload. Returns None when written, else
+    why it was skipped."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install 'phalanx[bench]'); no plot written"
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        groups.setdefault(f"{r['testCase']}/{r['workload']}", []).append(r)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 3.2 * len(groups)), squeeze=False)
+    for ax, (key, runs) in zip(axes[:, 0], groups.items()):
+        for i, r in enumerate(runs):
+            tl = _m(r).get("timeline") or []
+            pts = [(t, rate) for t, _, rate in tl if rate > 0]
+            avg = _get(_m(r), "SchedulingThroughput", "Average")
+            label = f"run {i + 1}" + (f" (avg {avg:.0f})" if avg else "") + \
+                ("" if r["status"] == "completed" else f" [{r['status']}]")
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=label)
+            else:
+                ax.plot([], [], label=label + " (no samples)")
+        ax.set_title(key)
+        ax.set_xlabel("seconds since the measured op started")
+        ax.set_ylabel("pods scheduled / s")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return None
