@@ -163,3 +163,44 @@ async def test_gate_off_drops_the_constraint_and_splits_nothing(cluster_factory)
     assert {rack_of(c, n) for n in c.bound().values()} == {"node-rack-0", "node-rack-1"}
     assert c.scheduler.stats["placements_tried"] == c.scheduler.stats["group_attempts"] == 1
     await c.stop()
+
+
+async def test_shared_network_attached_claim_and_its_gang_land_in_the_same_rack(cluster_factory):
+    """Topology with DRA: a PodGroup claim on a per-rack network-attached pool (slice nodeSelector)
+    is allocated from the rack its gang is placed in; a rack without a reachable device is not a
+    feasible placement even when the packing score prefers it."""
+    from phalanx.client import InProcessClient
+    from phalanx.controllers.resourceclaim import ResourceClaimController
+    from phalanx.dra import testing as d
+
+    def claims_controller(cl):
+        return ResourceClaimController(InProcessClient(cl.api, clock=cl.clock), cl.factory, gates=cl.gates,
+                                       clock=cl.clock)
+
+    c = await cluster_factory().start(racked(4, 2), extra=(claims_controller,))
+    await c.client.create(d.device_class())
+    # only rack-1 has a fabric device reachable from its nodes
+    await c.client.create(d.device_slice("fabric-rack-1", [d.dev("fabric-0")], pool="fabric-rack-1",
+                                         node_selector=d.labels_selector(**{RACK: "node-rack-1"})))
+    await c.client.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                           "metadata": {"name": "fabric", "namespace": "default"},
+                           "spec": {"spec": {"devices": {"requests": [d.request("fabric")]}}}})
+    # a small pod makes rack-0 the tighter (preferred) domain for packing
+    await c.client.create(pod("filler", cpu="1", nodeName="node-0"))
+    pg = tas_group("g", 4)
+    pg["spec"]["resourceClaims"] = [{"name": "net", "resourceClaimTemplateName": "fabric"}]
+    await c.client.create(pg)
+    for i in range(4):
+        p = pod(f"g-{i}", cpu="1", group="g")
+        p["spec"]["resourceClaims"] = [{"name": "net", "resourceClaimTemplateName": "fabric"}]
+        p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "net"}]
+        await c.client.create(p)
+    assert await c.run_until(lambda: len([n for n in c.bound() if n.startswith("g-")]) == 4, within=60)
+    racks = {rack_of(c, node) for name, node in c.bound().items() if name.startswith("g-")}
+    assert racks == {"node-rack-1"}
+    claim = next(cl for cl in c.api.list(c.api.resource("resource.k8s.io", "v1", "resourceclaims"), "default")["items"])
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [(r["pool"], r["device"]) for r in results] == [("fabric-rack-1", "fabric-0")]
+    assert claim["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups",
+                                               "name": "g", "uid": c.podgroup("g")["metadata"]["uid"]}]
+    await c.stop()
