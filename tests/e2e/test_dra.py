@@ -805,8 +805,9 @@ def test_missing_resourceclaimtemplate(gpus: Cluster, dra_ns: str):
     described = gpus.kubectl("describe", "pod", "solo", "-n", dra_ns).check().out
     assert "FailedResourceClaimCreation" in described and not_found in described
     assert claim_states(gpus, dra_ns) == {}
-    assert {(p.status, p.node) for p in pods_wide(gpus, dra_ns).values()} == {("Pending", "<none>")}
-    assert pod_condition(gpus, dra_ns, "solo", "reason") == ""  # never tried: waiting before the queue
+    # held before the queue (DynamicResources' PreEnqueue: the claim does not exist yet), which the pod shows
+    assert poll(lambda: pod_condition(gpus, dra_ns, "solo", "reason") == "SchedulingGated")
+    assert {(p.status, p.node) for p in pods_wide(gpus, dra_ns).values()} == {("SchedulingGated", "<none>")}
     assert events(gpus, dra_ns, "solo", "FailedScheduling") == []
     explained = explain(gpus, "pod", dra_ns, "solo")
     assert "no scheduling decision recorded yet" in explained and "unresolved claims" in explained
