@@ -33,7 +33,7 @@ import orjson
 
 from ..machinery import errors, quantity
 from ..machinery.errors import FieldError
-from ..machinery.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, \
+from ..machinery.names import regex_error, dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, \
     qualified_name_errors, validate_annotations, validate_labels
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
     age_cell, register
@@ -128,18 +128,11 @@ def _items(d: Any, key: str) -> list[dict]:
     return [x if isinstance(x, dict) else {} for x in _list(d, key)]
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    out = msg + " (e.g. "
-    for i, ex in enumerate(examples):
-        if i:
-            out += " or "
-        out += f"'{ex}', "
-    return out + f"regex used for validation is '{fmt}')"
 
 
 _C_IDENT_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 _C_IDENT_RE = re.compile(f"^{_C_IDENT_FMT}$")
-_C_IDENT_MSG = _regex_error("a valid C identifier must start with alphabetic character or '_', followed by a "
+_C_IDENT_MSG = regex_error("a valid C identifier must start with alphabetic character or '_', followed by a "
                             "string of alphanumeric characters or '_'", _C_IDENT_FMT, "my_name", "MY_NAME", "MyName")
 _SEMVER_RE = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"

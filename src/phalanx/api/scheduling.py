@@ -29,7 +29,7 @@ from typing import Any
 
 from ..machinery import errors
 from ..machinery.errors import FieldError
-from ..machinery.names import SUBDOMAIN_MSG, qualified_name_errors
+from ..machinery.names import regex_error, SUBDOMAIN_MSG, qualified_name_errors
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
     age_cell, register
 
@@ -111,16 +111,6 @@ def _list(d: Any, key: str) -> list:
     return v if isinstance(v, list) else []
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's RegexError wording: `<msg> (e.g. 'a',  or 'b', regex used for validation is '<fmt>')`."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    out = msg + " (e.g. "
-    for i, ex in enumerate(examples):
-        if i:
-            out += " or "
-        out += f"'{ex}', "
-    return out + f"regex used for validation is '{fmt}')"
 
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -139,7 +129,7 @@ def short_name_errors(value: str) -> list[str]:
         if _SUBDOMAIN_RE.match(value):
             msgs.append("must not contain dots")
         else:
-            msgs.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+            msgs.append(regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
     return msgs
 
 
@@ -192,7 +182,7 @@ def _duplicates(path: str, items: list, key: str) -> list[FieldError]:
 
 _CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
 _CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
-_CONDITION_REASON_MSG = _regex_error(
+_CONDITION_REASON_MSG = regex_error(
     "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
     "characters or '_,:', and must end with an alphanumeric character or '_'",
     _CONDITION_REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")

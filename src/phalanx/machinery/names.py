@@ -30,6 +30,18 @@ LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanum
                    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
 
 
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError wording: `<msg> (e.g. 'a', or 'b', regex used for validation is '<fmt>')`."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    out = msg + " (e.g. "
+    for i, ex in enumerate(examples):
+        if i:
+            out += " or "
+        out += f"'{ex}', "
+    return out + f"regex used for validation is '{fmt}')"
+
+
 def dns1123_label_errors(value: str) -> list[str]:
     msgs = []
     if len(value) > DNS1123_LABEL_MAX:
