@@ -17,12 +17,9 @@ from phalanx.sim.workload import load_workload_file, parse_test_cases, select
 
 WORKLOADS = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "workloads")
 
-# Test cases whose feature is not built yet: they must fail their checks (strict), and the marker
-# goes when the feature lands.
-NOT_BUILT = {
-    "GangPreemptionBasic": "workload-aware preemption of a gang is not built yet",
-    "GangPreemptionPodGroups": "workload-aware preemption of a gang is not built yet",
-}
+# Test cases whose feature is not built yet (name -> reason): they must fail (strict xfail), and
+# the entry goes when the feature lands.
+NOT_BUILT: dict[str, str] = {}
 
 
 def smoke_cases():

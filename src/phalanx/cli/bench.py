@@ -6,9 +6,10 @@
 Workloads are chosen with `--workload` (repeatable: `Case/Workload`, a workload name, or a case
 name) and/or `--label` (upstream's label filter, e.g. `performance,-short`); with neither, every
 workload labelled `performance` runs. `--list` shows what the file holds. Each run builds a fresh
-in-process cluster (`phalanx.sim.harness`); the table goes to stdout, progress to stderr. The exit
-code is 0 when every run completed and passed its correctness checks, 1 otherwise (thresholds are
-reported, not enforced). `--profile` profiles only the measured ops (cProfile) and prints the top
+in-process cluster (`phalanx.sim.harness`) in a forked process of its own (`--in-process`: in
+this one), so runs do not inherit each other's heap and peak RSS is per run; the table goes to
+stdout, progress to stderr. The exit code is 0 when every run completed and passed its correctness
+checks, 1 otherwise (thresholds are reported, not enforced). `--profile` profiles only the measured ops (cProfile) and prints the top
 costs; profiled runs are slower, so read their timings as relative.
 """
 
@@ -49,13 +50,19 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
               help="create the measured pods while the scheduler runs (default: create them first, "
                    "then release the scheduler, so creation does not share its CPU)")
 @click.option("--no-store-limit", is_flag=True, help="skip the store-only write measurement")
+@click.option("--in-process", is_flag=True,
+              help="run every run in this process (default: each run in a forked process of its own, so "
+                   "runs do not inherit each other's heap and peak RSS is per run)")
 @click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
 @click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
 def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_out, timeout, stall_timeout,
-          kubelets, overlap_create, no_store_limit, list_only, quiet) -> None:
+          kubelets, overlap_create, no_store_limit, in_process, list_only, quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
     SchedulingThroughput, attempt durations, extension points, peak RSS and wall time."""
-    from ..sim.harness import RunOptions, run_workload, stderr_progress
+    import os
+    import tempfile
+
+    from ..sim.harness import RunOptions, run_workload, run_workload_isolated, stderr_progress
     from ..sim.report import format_table, plot_throughput, summarize, write_json
     from ..sim.workload import WorkloadError, load_workload_file, select
 
@@ -75,33 +82,46 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
         click.echo("ERROR: no workload matches (see --list)", err=True)
         sys.exit(1)
 
-    profiler = None
-    if profile_out:
+    profiler, profile_parts = None, []
+    if profile_out and in_process:
         import cProfile
         profiler = cProfile.Profile()
     progress = None if quiet else stderr_progress
     results = []
-    for tc, w in chosen:
-        for i in range(runs):
-            if progress:
-                progress(f"== {tc.name}/{w.name} run {i + 1}/{runs}")
-            options = RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=profiler,
-                                 store_limit=not no_store_limit, overlap_create=overlap_create, seed=i,
-                                 progress=progress)
-            r = run_workload(tc, w, options)
-            r["run"] = i + 1
+    with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
+        for tc, w in chosen:
+            for i in range(runs):
+                if progress:
+                    progress(f"== {tc.name}/{w.name} run {i + 1}/{runs}")
+                options = RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=profiler,
+                                     store_limit=not no_store_limit, overlap_create=overlap_create, seed=i,
+                                     progress=progress)
+                if in_process:
+                    r = run_workload(tc, w, options)
+                else:
+                    if profile_out:
+                        options.profile_path = os.path.join(tmp, f"run-{len(results)}.prof")
+                    r = run_workload_isolated(tc, w, options)
+                    if options.profile_path and os.path.exists(options.profile_path):
+                        profile_parts.append(options.profile_path)
+                r["run"] = i + 1
+                if profile_out:
+                    r["profiled"] = True
+                results.append(r)
+                if progress:
+                    progress(f"== {tc.name}/{w.name} run {i + 1}: {r['status']}"
+                             + (f" ({r['error']})" if r.get("error") else ""))
+        if profile_out:
+            import pstats
             if profiler is not None:
-                r["profiled"] = True
-            results.append(r)
-            if progress:
-                progress(f"== {tc.name}/{w.name} run {i + 1}: {r['status']}"
-                         + (f" ({r['error']})" if r.get("error") else ""))
+                profiler.dump_stats(profile_out)
+            elif profile_parts:
+                pstats.Stats(*profile_parts).dump_stats(profile_out)
 
     summary = summarize(results)
     click.echo(format_table(summary))
     extra = {}
-    if profiler is not None:
-        profiler.dump_stats(profile_out)
+    if profile_out and os.path.exists(profile_out):
         top = _top_costs(profile_out)
         extra["profileTop"] = top
         click.echo(f"profile of the measured ops written to {profile_out}; top costs (tottime):", err=True)

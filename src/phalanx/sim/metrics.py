@@ -327,7 +327,10 @@ def _fresh(obj: dict) -> dict:
     out = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
     out["metadata"] = md
     if out.get("kind") == "Pod":
-        out["spec"] = {k: v for k, v in out["spec"].items() if k != "nodeName"}
+        # Unbound, and without the priority fields that the Priority admission plugin would check
+        # against PriorityClasses the fresh store does not have (a binding does not look at them).
+        out["spec"] = {k: v for k, v in out["spec"].items() if k not in ("nodeName", "priority", "priorityClassName",
+                                                                          "preemptionPolicy")}
     return out
 
 
