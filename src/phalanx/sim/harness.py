@@ -188,7 +188,10 @@ class Measurement:
 
     def start(self) -> None:
         ctx = self.ctx
-        gc.collect()  # as upstream's runtime.GC() before collecting: setup garbage is not measured
+        # as upstream's runtime.GC() before collecting: setup garbage is not measured; then the same
+        # collector tuning the control plane process uses (phalanx.cluster.controlplane.tune_gc)
+        from phalanx.cluster.controlplane import tune_gc
+        tune_gc()
         self.stats_before = Counter(ctx.scheduler.stats)
         self.base = ctx.tracker.bound_in(self.namespaces)
         self.rss_max = current_rss_bytes()

@@ -37,6 +37,7 @@ keeps each plugin's weighted score per node (`node_plugin_scores()`).
 from __future__ import annotations
 
 import operator
+import heapq
 import random
 from dataclasses import dataclass
 from itertools import repeat
@@ -130,8 +131,9 @@ class ScoreResult:
         return {ni.name: t for ni, t in zip(self.nodes, self.totals)}
 
     def top(self, n: int = 3) -> list[tuple[str, int]]:
-        order = sorted(range(len(self.totals)), key=lambda i: -self.totals[i])[:n]
-        return [(self.nodes[i].name, self.totals[i]) for i in order]
+        totals = self.totals
+        order = heapq.nsmallest(n, range(len(totals)), key=lambda i: (-totals[i], i))
+        return [(self.nodes[i].name, totals[i]) for i in order]
 
 
 @dataclass
