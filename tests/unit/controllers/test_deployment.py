@@ -8,45 +8,23 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.client import InformerFactory
-from phalanx.cluster.spec import NodeSpec
-from phalanx.controllers.base import Controller
 from phalanx.controllers.deployment import (DeploymentController, compute_hash, max_surge, max_unavailable,
                                             scaled_value)
-from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.podcontrol import safe_encode_string
 from phalanx.controllers.replicaset import ReplicaSetController
-from phalanx.machinery.errors import StatusError
-from phalanx.nodes.kubelet import SimulatedKubelets
 
-from .harness import scheduler
+from .harness import ControllerCluster
 
 NODES = ["n1", "n2", "n3"]
 
 
-class Cluster:
-    def __init__(self, env, bind=True):
-        env.bootstrap([NodeSpec(n) for n in NODES])
-        self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
-        kw = dict(clock=env.clock)
-        self.deployments = DeploymentController(env.client, self.factory, **kw)
-        self.replicasets = ReplicaSetController(env.client, self.factory, **kw)
-        self.controllers = [self.deployments, self.replicasets, SimulatedKubelets(env.client, self.factory, **kw),
-                            GarbageCollector(env.client, self.factory, **kw)]
-        if bind:
-            self.controllers.append(scheduler(env, self.factory, **kw))
+class Cluster(ControllerCluster):
+    nodes = NODES
 
-    async def __aenter__(self):
-        for c in self.controllers:
-            c.start()
-        assert await self.env.run_until(lambda: all(c.synced for c in self.controllers), within=10)
-        return self
-
-    async def __aexit__(self, *exc):
-        for c in self.controllers:
-            await c.stop()
-        await self.factory.stop()
+    def make_controllers(self, env, factory, **kw):
+        self.deployments = DeploymentController(env.client, factory, **kw)
+        self.replicasets = ReplicaSetController(env.client, factory, **kw)
+        return [self.deployments, self.replicasets]
 
     def deploy(self, name):
         return self.deployments.deployments.get(f"default/{name}")

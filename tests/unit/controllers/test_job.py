@@ -9,11 +9,9 @@ import pytest
 from phalanx.client import InformerFactory
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
-from phalanx.controllers.base import Controller
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedController, compute_pod_group_name,
                                      match_pod_failure_policy, match_success_policy, pod_generate_name_with_index)
-from phalanx.machinery.errors import StatusError
 from phalanx.nodes.kubelet import SimulatedKubelets
 
 from .harness import scheduler

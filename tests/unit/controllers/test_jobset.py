@@ -9,44 +9,22 @@ from __future__ import annotations
 
 import hashlib
 
-from phalanx.client import InformerFactory
-from phalanx.cluster.spec import NodeSpec
-from phalanx.controllers.base import Controller
-from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.job import JobController
 from phalanx.controllers.jobset import JobSetController
-from phalanx.machinery.errors import StatusError
-from phalanx.nodes.kubelet import SimulatedKubelets
 
-from .harness import scheduler
+from .harness import ControllerCluster, scheduler
 
 NODES = ["n1", "n2", "n3", "n4"]
 JS = "jobset.x-k8s.io/v1alpha2"
 
 
-class Cluster:
-    def __init__(self, env, bind=True):
-        env.bootstrap([NodeSpec(n) for n in NODES])
-        self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
-        kw = dict(clock=env.clock)
-        self.jobsets = JobSetController(env.client, self.factory, **kw)
-        self.jobs = JobController(env.client, self.factory, **kw)
-        self.controllers = [self.jobsets, self.jobs, SimulatedKubelets(env.client, self.factory, **kw),
-                            GarbageCollector(env.client, self.factory, **kw)]
-        if bind:
-            self.controllers.append(scheduler(env, self.factory, **kw))
+class Cluster(ControllerCluster):
+    nodes = NODES
 
-    async def __aenter__(self):
-        for c in self.controllers:
-            c.start()
-        assert await self.env.run_until(lambda: all(c.synced for c in self.controllers), within=10)
-        return self
-
-    async def __aexit__(self, *exc):
-        for c in self.controllers:
-            await c.stop()
-        await self.factory.stop()
+    def make_controllers(self, env, factory, **kw):
+        self.jobsets = JobSetController(env.client, factory, **kw)
+        self.jobs = JobController(env.client, factory, **kw)
+        return [self.jobsets, self.jobs]
 
     def js(self, name):
         return self.jobsets.jobsets.get(f"default/{name}")
