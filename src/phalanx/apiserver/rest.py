@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import orjson
 
@@ -31,7 +31,7 @@ from ..machinery import errors
 from ..machinery.errors import FieldError
 from ..machinery.meta import deep_copy, new_uid, now_rfc3339
 from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
-                               dns1123_label_errors, qualified_name_errors)
+                               qualified_name_errors)
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Event, Watcher
 
@@ -198,7 +198,7 @@ class API:
             if "/" not in f and f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes"):
                 errs.append(errors.forbidden(
                     f"metadata.finalizers[{i}]",
-                    f"name is neither a standard finalizer name nor is it fully qualified"))
+                    "name is neither a standard finalizer name nor is it fully qualified"))
             for m in qualified_name_errors(f):
                 errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, m))
         if FINALIZER_ORPHAN in (md.get("finalizers") or []) and FINALIZER_FOREGROUND in (md.get("finalizers") or []):
@@ -620,7 +620,7 @@ class API:
         if rt.key == "core/namespaces":
             if name in SYSTEM_NAMESPACES[:3] or name == "kube-node-lease":
                 raise errors.forbidden_error("namespaces", "", name,
-                                             f"this namespace may not be deleted")
+                                             "this namespace may not be deleted")
         grace = self._grace_period(rt, obj, grace_period)
         if dry_run:
             return obj, not finalizers and not grace

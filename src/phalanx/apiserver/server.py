@@ -31,7 +31,7 @@ from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from . import discovery, protobuf, tables
-from .rest import API, WatchStream
+from .rest import API
 
 log = logging.getLogger("phalanx.apiserver")
 

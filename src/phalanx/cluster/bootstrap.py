@@ -11,7 +11,6 @@ Objects that already exist (a restarted cluster) are left as they are.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from ..apiserver.rest import API
 from ..machinery import errors

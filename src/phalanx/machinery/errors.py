@@ -221,7 +221,7 @@ def too_large(message: str = "Request entity too large: limit is 3145728") -> St
 
 
 def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf')
+    return StatusError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf')
 
 
 def internal_error(message: str) -> StatusError:

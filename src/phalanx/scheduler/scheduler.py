@@ -36,9 +36,9 @@ from ..client.clock import REAL_CLOCK, to_datetime
 from ..client.informer import InformerFactory
 from ..machinery.errors import StatusError
 from ..machinery.meta import now_rfc3339
-from .cache import SchedulerCache, pod_group_key, pod_key
+from .cache import SchedulerCache
 from .framework import (ActionType, ClusterEvent, Code, CycleState, EventResource, FitError, Framework,
-                        KubeSchedulerConfiguration, NodeInfo, Nominator, PodInfo, QueuedPodInfo, Snapshot, Status)
+                        KubeSchedulerConfiguration, Nominator, PodInfo, QueuedPodInfo, Snapshot, Status)
 from .framework.diagnosis import NoNodesAvailableError, SchedulingError
 from .framework.interface import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
 from .framework.config import default_profile

@@ -16,7 +16,7 @@ import asyncio
 import collections
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 Obj = dict[str, Any]
 
