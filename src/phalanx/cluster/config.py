@@ -962,9 +962,11 @@ def _dra_prefix(raw: dict, where: str, reader: _Reader, default: str) -> str | N
     return None if problems else value
 
 
-def _dra_attributes(raw: dict, where: str, reader: _Reader, default: Any, dra: Any) -> tuple | None:
-    value = raw.get("attributes")
-    path = f"{where}.attributes"
+def _dra_named_values(raw: dict, field: str, what: str, make: Any, where: str, reader: _Reader,
+                      default: Any, dra: Any) -> tuple | None:
+    """`attributes` or `capacity` of a driver or pool: qualified names mapped through `make`."""
+    value = raw.get(field)
+    path = f"{where}.{field}"
     if value is None:
         if not isinstance(default, dict):
             return default  # already parsed (a pool inheriting its driver's)
@@ -980,42 +982,22 @@ def _dra_attributes(raw: dict, where: str, reader: _Reader, default: Any, dra: A
             ok = False
             continue
         for msg in dra.qualified_name_errors(name):
-            reader.error(at, f"invalid attribute name: {msg}")
+            reader.error(at, f"invalid {what} name: {msg}")
             ok = False
         try:
-            out.append(dra.make_attribute(name, v))
+            out.append(make(name, v))
         except ValueError as e:
             reader.error(at, str(e))
             ok = False
     return tuple(out) if ok else None
+
+
+def _dra_attributes(raw: dict, where: str, reader: _Reader, default: Any, dra: Any) -> tuple | None:
+    return _dra_named_values(raw, "attributes", "attribute", dra.make_attribute, where, reader, default, dra)
 
 
 def _dra_capacity(raw: dict, where: str, reader: _Reader, default: Any, dra: Any) -> tuple | None:
-    value = raw.get("capacity")
-    path = f"{where}.capacity"
-    if value is None:
-        if not isinstance(default, dict):
-            return default
-        value = default
-    elif not reader.expect(value, path, "mapping"):
-        return None
-    out = []
-    ok = True
-    for name, v in value.items():
-        at = _key_path(path, str(name))
-        if not isinstance(name, str):
-            reader.error(path, f"keys must be strings, got {_type_name(name)} {_q(name)}")
-            ok = False
-            continue
-        for msg in dra.qualified_name_errors(name):
-            reader.error(at, f"invalid capacity name: {msg}")
-            ok = False
-        try:
-            out.append(dra.make_capacity(name, v))
-        except ValueError as e:
-            reader.error(at, str(e))
-            ok = False
-    return tuple(out) if ok else None
+    return _dra_named_values(raw, "capacity", "capacity", dra.make_capacity, where, reader, default, dra)
 
 
 def _dra_taints(raw: dict, where: str, reader: _Reader, disabled_gates: set[str], dra: Any,

@@ -11,29 +11,8 @@ from phalanx.cluster.featuregates import KNOWN_GATES, WAS_GATES, FeatureGates, U
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "clusters"
 
-# The tutorial's kind.yaml, byte for byte (seed/dra-integration.md).
-TUTORIAL_KIND_YAML = """\
-kind: Cluster
-apiVersion: kind.x-k8s.io/v1alpha4
-featureGates:
-  GenericWorkload: true
-  GangScheduling: true
-  TopologyAwareWorkloadScheduling: true
-  WorkloadAwarePreemption: true
-  DRAWorkloadResourceClaims: true   # Enables PodGroup-level ResourceClaims
-nodes:
-- role: control-plane
-  kubeadmConfigPatches:
-  - |
-    kind: ClusterConfiguration
-    apiServer:
-      extraArgs:
-        runtime-config: "api/alpha=true"
-- role: worker
-- role: worker
-- role: worker
-- role: worker
-"""
+# The tutorial's kind.yaml, byte for byte (examples/dra-integration/, as seed/dra-integration.md has it).
+TUTORIAL_KIND_YAML = (Path(__file__).resolve().parents[3] / "examples" / "dra-integration" / "kind.yaml").read_text()
 
 KIND_HEAD = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n"
 PHALANX_HEAD = "apiVersion: phalanx.dev/v1alpha1\nkind: Cluster\n"

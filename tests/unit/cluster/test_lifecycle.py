@@ -300,28 +300,8 @@ def run(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-TUTORIAL = """\
-kind: Cluster
-apiVersion: kind.x-k8s.io/v1alpha4
-featureGates:
-  GenericWorkload: true
-  GangScheduling: true
-  TopologyAwareWorkloadScheduling: true
-  WorkloadAwarePreemption: true
-  DRAWorkloadResourceClaims: true   # Enables PodGroup-level ResourceClaims
-nodes:
-- role: control-plane
-  kubeadmConfigPatches:
-  - |
-    kind: ClusterConfiguration
-    apiServer:
-      extraArgs:
-        runtime-config: "api/alpha=true"
-- role: worker
-- role: worker
-- role: worker
-- role: worker
-"""
+# The tutorial's kind.yaml, byte for byte (examples/dra-integration/, as seed/dra-integration.md has it).
+TUTORIAL = (Path(__file__).resolve().parents[3] / "examples" / "dra-integration" / "kind.yaml").read_text()
 
 
 def test_cli_create_with_the_tutorial_config_prints_kind_like_lines(env, tmp_path):
