@@ -1137,6 +1137,47 @@ def server_side_apply(live: Optional[dict], applied: dict | bytes | str, manager
     return result
 
 
+# A create's managedFields depend only on the object's shape (its keys, the types of its scalars and
+# its lists' items), the request and the schema: objects made from one template (the pods of a Job,
+# the scheduler's Events) share one computed entry, and only its time differs.
+_CREATE_SHAPES: dict = {}
+_CREATE_SHAPES_MAX = 4096
+
+
+def _shape(value: Any) -> Any:
+    t = type(value)
+    if t is dict:
+        return tuple([(k, _shape(v)) for k, v in value.items()])
+    if t is list:
+        return orjson.dumps(value)  # list items are identified by their values (keys, set members)
+    return t
+
+
+def _create_from_shape(new: dict, manager: str, operation: str, meta: PatchMeta, now: str,
+                       subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> dict:
+    """update_managed_fields for a create without requested managedFields, memoized by shape."""
+    reset = _reset_fields(subresource, reset_fields)
+    key = (id(meta), new.get("apiVersion"), manager, operation, subresource, reset, _shape(new))
+    template = _CREATE_SHAPES.get(key, _MISSING)
+    if template is _MISSING:
+        update_managed_fields(None, new, manager, operation, meta, now, subresource=subresource,
+                              reset_fields=reset_fields, empty_object=_zero_object(meta, None))
+        entries = new["metadata"].get("managedFields")
+        if entries is None:
+            template = None
+        elif len(entries) == 1 and entries[0].get("time") == now:
+            template = entries[0]
+        else:
+            return new  # not a single timed entry: not memoized
+        if len(_CREATE_SHAPES) >= _CREATE_SHAPES_MAX:
+            _CREATE_SHAPES.clear()
+        _CREATE_SHAPES[key] = template
+        return new
+    if template is not None:
+        new["metadata"]["managedFields"] = [{k: (now if k == "time" else v) for k, v in template.items()}]
+    return new
+
+
 def _is_reset(entries: Any) -> bool:
     if isinstance(entries, list):
         return len(entries) == 0 or (len(entries) == 1 and entries[0] in ({}, None))
@@ -1159,6 +1200,8 @@ def update_managed_fields(old: Optional[dict], new: dict, manager: str, operatio
     subresource = subresource or ""
     new_md = new.setdefault("metadata", {})
     requested = new_md.pop("managedFields", None)
+    if old is None and requested is None and empty_object is None and now:
+        return _create_from_shape(new, manager, operation, meta, now, subresource, reset_fields)
     current = _copy(new)
     old_obj = _copy(old) if old else _zero_object(meta, empty_object)
     old_md = old_obj.get("metadata") if isinstance(old_obj.get("metadata"), dict) else {}

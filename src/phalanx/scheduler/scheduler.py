@@ -93,6 +93,9 @@ class Scheduler:
                 namespaces=self._namespace_labels, pod_disruption_budgets=self._pdbs,
                 percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
         self.fw = next(iter(self.frameworks.values()))
+        for fw in self.frameworks.values():
+            if fw.batch is not None:  # batches expire in the scheduler's time (virtual in simulations)
+                fw.batch.clock = self.clock.now
         self.queue = SchedulingQueue(self.fw, self.clock, group_cycles=pod_group_cycles)
         self.queue.on_gated = self._pod_gated
         # informers
@@ -308,6 +311,8 @@ class Scheduler:
         result = fw.scheduling_cycle(pi, self.snapshot, state=state, assume=assume, forget=forget)
         self.cache.mark_dirty(touched)
         self.stats["attempts"] += 1
+        if result.schedule_result is not None and result.schedule_result.batched:
+            self.stats["batched"] += 1
         if result.status is None or result.status.code == Code.Wait:
             self.queue.done(qpi)
             self.nominator.delete_nominated_pod_if_exists(pi)
@@ -440,7 +445,8 @@ class Scheduler:
                 ann = {DIAGNOSIS_ANNOTATION: orjson.dumps(
                     {"result": "Scheduled", "node": node,
                      "feasibleNodes": scores.feasible_nodes, "evaluatedNodes": scores.evaluated_nodes,
-                     "topScores": [{"node": n, "score": s} for n, s in scores.scores.top(5)]}).decode()}
+                     "topScores": [{"node": n, "score": s} for n, s in scores.scores.top(5)],
+                     **({"opportunisticBatch": True} if scores.batched else {})}).decode()}
             await self.client.create_event(pi.pod, "Scheduled", msg, component=fw.profile_name, annotations=ann)
             return
         # failure: release what the scheduling cycle reserved
@@ -608,6 +614,8 @@ class Scheduler:
                 status_message = str(e)
             else:
                 node = res.suggested_host
+                if res.batched:
+                    self.stats["batched"] += 1
                 assumed = pi.assumed_on(node)
                 view.add_pod(assumed, node)
                 st = fw.run_reserve_plugins_reserve(pstate, assumed, node)

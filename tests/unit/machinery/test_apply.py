@@ -16,6 +16,7 @@ from phalanx.machinery.apply import (
     to_field_set,
     update_managed_fields,
 )
+from phalanx.machinery.apply import _zero_object
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.patchmeta import PatchMeta
 
@@ -465,3 +466,27 @@ def test_apply_leaves_the_live_object_alone():
     snapshot = copy.deepcopy(live)
     apply(live, cfg({"replicas": 2}), now=T1)
     assert live == snapshot
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 1}},
+    {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "b", "labels": {"x": "2", "y": "3"}}, "spec": {}},
+    {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "c"}, "spec": {"replicas": "one"}},
+    {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "d"}, "spec": {"replicas": None}},
+    {"apiVersion": "v2", "kind": "Thing", "metadata": {"name": "e", "labels": {"x": "1"}}, "spec": {"replicas": 2}},
+])
+def test_creates_of_one_shape_share_entries_and_match_a_fresh_computation(obj):
+    # The create path memoizes managedFields by the object's shape: a second object of the same
+    # shape (other names, other values) gets what a full computation gives it, with its own time.
+    first = update_managed_fields(None, copy.deepcopy(obj), "m", meta=META, now=T0)
+    twin = copy.deepcopy(obj)
+    twin["metadata"]["name"] += "-twin"
+    for k in (twin["metadata"].get("labels") or {}):
+        twin["metadata"]["labels"][k] += "0"
+    memo = update_managed_fields(None, copy.deepcopy(twin), "m", meta=META, now=T1)
+    fresh = update_managed_fields(None, copy.deepcopy(twin), "m", meta=META, now=T1,
+                                  empty_object=_zero_object(META, None))
+    assert memo["metadata"].get("managedFields") == fresh["metadata"].get("managedFields")
+    if first["metadata"].get("managedFields"):
+        assert memo["metadata"]["managedFields"][0]["time"] == T1
+        assert first["metadata"]["managedFields"][0]["time"] == T0

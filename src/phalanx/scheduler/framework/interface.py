@@ -43,8 +43,18 @@ if TYPE_CHECKING:
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60
 
 
+# What `sign_pod` returns when a plugin cannot vouch that pods with equal fragments get equal
+# results from it (opportunistic batching, KEP-5598).
+UNSIGNABLE: Any = type("Unsignable", (), {"__repr__": lambda self: "UNSIGNABLE"})()
+
+
 class Plugin:
-    """Every plugin has a name; it is used in configuration, statuses and events."""
+    """Every plugin has a name; it is used in configuration, statuses and events.
+
+    Plugins at PreFilter, Filter, PreScore or Score take part in opportunistic batching by
+    defining `sign_pod(pod: PodInfo) -> fragment`: a hashable value covering every field of the
+    pod the plugin reads (equal fragments, equal results on the same node), or UNSIGNABLE. A
+    plugin there without `sign_pod` makes every pod unsignable (each gets a full cycle)."""
 
     NAME: str = ""
 
@@ -213,6 +223,10 @@ class ScoreExtensions:
 
 
 class ScorePlugin(Plugin):
+    # False for plugins whose score of a node depends only on the node object (labels, taints,
+    # images), never on the pods placed there: a batch re-scoring one node keeps their part.
+    SCORE_DEPENDS_ON_NODE_PODS = True
+
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Optional[Status]]:
         raise NotImplementedError
 

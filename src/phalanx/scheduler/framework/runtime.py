@@ -77,9 +77,11 @@ from .interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    UNSIGNABLE,
     WaitingPod,
     merge_pre_filter_results,
 )
+from .batch import OpportunisticBatch
 from .registry import Registry, in_tree_registry
 from .snapshot import Snapshot
 from .status import Code, Status, as_status
@@ -143,6 +145,7 @@ class ScheduleResult:
     feasible_nodes: int
     scores: Optional[ScoreResult] = None
     diagnosis: Optional[Diagnosis] = None
+    batched: bool = False  # placed from the opportunistic batch (see batch.py)
 
 
 @dataclass
@@ -248,6 +251,18 @@ class Framework:
         self.score_plugin_weight: dict[str, int] = {}
         self.placement_score_plugin_weight: dict[str, int] = {}
         self._build()
+        # opportunistic batching (KEP-5598): the plugins that must sign a pod, and the Score
+        # plugins a one-node re-score runs again
+        signing: dict[str, Plugin] = {}
+        for lst in (self.pre_filter_plugins, self.filter_plugins, self.pre_score_plugins, self.score_plugins):
+            for pl in lst:
+                signing.setdefault(pl.name(), pl)
+        self._signing_plugins = list(signing.values())
+        self.dynamic_score_plugins = [pl for pl in self.score_plugins if pl.SCORE_DEPENDS_ON_NODE_PODS]
+        self.static_score_plugin_names = {pl.name() for pl in self.score_plugins if not pl.SCORE_DEPENDS_ON_NODE_PODS}
+        self.cycle_count = 0
+        self.batch: Optional[OpportunisticBatch] = (
+            OpportunisticBatch(self) if self.feature_gates.enabled("OpportunisticBatching") else None)
 
     # -- construction (upstream NewFramework) ------------------------------------------------
     _POINT_ATTRS = {
@@ -788,6 +803,23 @@ class Framework:
                 i = totals.index(best, i + 1)
         return result.nodes[i].name
 
+    def sign_pod(self, pod: PodInfo) -> Any:
+        """The pod's signature for opportunistic batching: equal signatures mean every Filter and
+        Score plugin sees the same pod. None when some plugin cannot sign it (it reads fields no
+        signature covers, or state beyond the node), or when nominations are in play."""
+        if pod.nominated_node_name or self._nominated_node_names():
+            return None
+        parts = []
+        for pl in self._signing_plugins:
+            sign = getattr(pl, "sign_pod", None)
+            if sign is None:
+                return None
+            fragment = sign(pod)
+            if fragment is UNSIGNABLE:
+                return None
+            parts.append(fragment)
+        return tuple(parts)
+
     def schedule_pod(self, state: CycleState, pod: PodInfo | Obj, snapshot: Optional[Snapshot] = None) -> ScheduleResult:
         """Pick a node for `pod` (upstream schedulePod). Raises FitError when none fits,
         NoNodesAvailableError on an empty cluster, SchedulingError on a plugin error."""
@@ -795,16 +827,49 @@ class Framework:
             self.snapshot = snapshot
         pi = _pod_info(pod)
         snap = self.snapshot_shared_lister()
+        self.cycle_count += 1
         if snap.num_nodes() == 0:
             raise NoNodesAvailableError()
+        batch = self.batch
+        signature = None
+        if batch is not None:
+            signature = self.sign_pod(pi)
+            if batch.state is not None:
+                hinted = self._schedule_from_batch(batch, signature, state, pi, snap)
+                if hinted is not None:
+                    return hinted
         feasible, diagnosis = self.find_nodes_that_fit_pod(state, pi)
         if not feasible:
+            if batch is not None:
+                batch.flush()
             raise FitError(pi, snap.num_nodes(), diagnosis)
         if len(feasible) == 1:
+            if batch is not None:
+                batch.store(signature, state, None, feasible[0].name, snap, self.cycle_count)
             return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1, None, diagnosis)
         scores = self.prioritize_nodes(state, pi, feasible)
         host = self.select_host(scores)
+        if batch is not None:
+            batch.store(signature, state, scores, host, snap, self.cycle_count)
         return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible), scores, diagnosis)
+
+    def _schedule_from_batch(self, batch: OpportunisticBatch, signature: Any, state: CycleState, pod: PodInfo,
+                             snap: Snapshot) -> Optional[ScheduleResult]:
+        """A hinted cycle: PreFilter, then the batch's best node (Filter re-run on it)."""
+        if signature is None:
+            batch.flush()
+            return None
+        _, st, _ = self.run_pre_filter_plugins(state, pod, snap.list())
+        if st is not None and st.code != Code.Success:
+            batch.flush()
+            return None
+        hinted = batch.hint(signature, state, pod, snap, self.cycle_count)
+        if hinted is None:
+            return None
+        ni, total, following = hinted
+        nodes = [ni] + [snap.node_info_map[e.name] for e in following if e.name in snap.node_info_map]
+        totals = [total] + [e.total for e in following if e.name in snap.node_info_map]
+        return ScheduleResult(ni.name, 1, 1, ScoreResult(nodes, [], {}, totals), Diagnosis(), batched=True)
 
     # -- Reserve / Permit ---------------------------------------------------------------------------
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
@@ -1012,6 +1077,8 @@ class Framework:
         out.node_name = host
 
         def fail(st: Status) -> SchedulingCycleResult:
+            if self.batch is not None:
+                self.batch.flush()
             self.run_reserve_plugins_unreserve(state, assumed, host)
             if forget is not None:
                 forget(assumed, host)

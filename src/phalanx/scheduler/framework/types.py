@@ -29,6 +29,8 @@ from enum import IntEnum, IntFlag
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
+import orjson
+
 from phalanx.machinery.quantity import parse_quantity
 from phalanx.machinery.selectors import (
     LabelSelector,
@@ -827,6 +829,23 @@ class PodInfo:
     @property
     def scheduling_gates(self) -> list[str]:
         return [g.get("name", "") for g in self.spec.get("schedulingGates") or ()]
+
+    # -- signature fragments (opportunistic batching) ---------------------------------------------
+    def requests_signature(self) -> tuple:
+        """What the resource plugins read of the pod: its effective and non-zero requests."""
+        sig = self.cache.get("sig:requests")
+        if sig is None:
+            sig = self.cache["sig:requests"] = (tuple(sorted(self._requests_list.items())), self.non0_cpu, self.non0_mem)
+        return sig
+
+    def spec_signature(self, *fields: str) -> bytes:
+        """The named spec fields as canonical JSON: a fragment for plugins that read them."""
+        key = "sig:" + ",".join(fields)
+        sig = self.cache.get(key)
+        if sig is None:
+            spec = self.spec
+            sig = self.cache[key] = orjson.dumps([spec.get(f) for f in fields], option=orjson.OPT_SORT_KEYS)
+        return sig
 
     @property
     def requests_list(self) -> dict[str, Fraction]:

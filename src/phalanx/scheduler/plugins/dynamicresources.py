@@ -71,6 +71,7 @@ from phalanx.machinery.meta import deep_copy, now_rfc3339
 from phalanx.machinery.selectors import compile_node_selector_term
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (
+    UNSIGNABLE,
     EnqueueExtensions,
     FilterPlugin,
     PostFilterPlugin,
@@ -481,9 +482,23 @@ def _unresolvable(message: str) -> Status:
 
 # -- the plugin --------------------------------------------------------------------------------------
 
+def _is_native_resource(name: str) -> bool:
+    return name in ("cpu", "memory", "ephemeral-storage", "pods") or name.startswith("hugepages-") \
+        or name.startswith("requests.")
+
+
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin,
                        PreBindPlugin, EnqueueExtensions):
     NAME = names.DynamicResources
+
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching: claims make a pod's fit depend on devices, so a pod with claims (or with
+        extended resources, which a DeviceClass may back) is unsignable; otherwise nothing."""
+        if pod.spec.get("resourceClaims"):
+            return UNSIGNABLE
+        if any(not _is_native_resource(r) for r in pod.requests_list):
+            return UNSIGNABLE
+        return None
 
     def __init__(self, tracker: ClaimTracker, client: Any = None, *, gates: Any = None,
                  pod_group_of: Optional[Callable[[Obj], Optional[Obj]]] = None, clock: Any = None,

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Optional, Sequence
 from phalanx.scheduler.framework.config import default_plugin_args
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (
+    UNSIGNABLE,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -133,6 +134,16 @@ class PreFilterState:
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreScorePlugin, ScorePlugin,
                        ScoreExtensions, EnqueueExtensions):
     NAME = names.InterPodAffinity
+
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching: (anti-)affinity depends on pods across the cluster, so a pod with terms, or
+        any pod while some existing pod has terms, is unsignable; otherwise nothing."""
+        if pod.has_affinity or pod.parse_error:
+            return UNSIGNABLE
+        snap = self.handle.snapshot_shared_lister()
+        if snap.have_pods_with_affinity_list() or snap.have_pods_with_required_anti_affinity_list():
+            return UNSIGNABLE
+        return None
 
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle

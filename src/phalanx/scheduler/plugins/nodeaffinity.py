@@ -80,6 +80,12 @@ def _preferred(pod: PodInfo) -> Optional[PreferredSchedulingTerms]:
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions):
     NAME = names.NodeAffinity
 
+    SCORE_DEPENDS_ON_NODE_PODS = False  # preferred terms match node labels only
+
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: nodeSelector and affinity."""
+        return pod.spec_signature("nodeSelector", "affinity")
+
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle
         self.added_node_selector: Optional[_NodeSelector] = None

@@ -26,6 +26,10 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName(FilterPlugin, EnqueueExtensions):
     NAME = names.NodeName
 
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: spec.nodeName."""
+        return pod.node_name
+
     def __init__(self) -> None:
         self._status = Status.new(Code.UnschedulableAndUnresolvable, ERR_REASON).with_plugin(self.NAME)
 

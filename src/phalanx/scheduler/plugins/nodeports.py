@@ -39,6 +39,10 @@ def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = names.NodePorts
 
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: the pod's host ports."""
+        return pod.host_ports
+
     def __init__(self) -> None:
         self._status = Status.new(Code.Unschedulable, ERR_REASON).with_plugin(self.NAME)
 

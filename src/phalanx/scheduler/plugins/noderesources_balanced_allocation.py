@@ -24,6 +24,10 @@ PRE_SCORE_STATE_KEY = "PreScore" + names.NodeResourcesBalancedAllocation
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     NAME = names.NodeResourcesBalancedAllocation
 
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: the pod's requests are all this plugin reads."""
+        return pod.requests_signature()
+
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle
         resources = [(r["name"], int(r.get("weight") or 1)) for r in args.get("resources") or []]

@@ -117,6 +117,10 @@ def fits(pod: PodInfo, ni: NodeInfo) -> list[InsufficientResource]:
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
     NAME = names.NodeResourcesFit
 
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: the pod's requests are all this plugin reads."""
+        return pod.requests_signature()
+
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle
         self.ignored_resources = frozenset(args.get("ignoredResources") or ())

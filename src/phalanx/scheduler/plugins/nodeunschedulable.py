@@ -38,6 +38,10 @@ def _uid(pod: Optional[Obj]) -> str:
 class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     NAME = names.NodeUnschedulable
 
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: the tolerations."""
+        return pod.spec_signature("tolerations")
+
     def __init__(self) -> None:
         self._status = Status.new(Code.UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE).with_plugin(self.NAME)
 

@@ -25,6 +25,7 @@ from phalanx.machinery.selectors import EQUALS, LabelSelector, Requirement, labe
 from phalanx.scheduler.framework.config import default_plugin_args
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (
+    UNSIGNABLE,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -233,6 +234,16 @@ def score_for_count(cnt: int, max_skew: int, tp_weight: float) -> float:
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreScorePlugin, ScorePlugin,
                         ScoreExtensions, EnqueueExtensions):
     NAME = names.PodTopologySpread
+
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching: spreading depends on where matching pods are across the cluster, so a pod
+        with constraints (its own or the defaulted ones) is unsignable; otherwise nothing."""
+        try:
+            if self._constraints(pod, DO_NOT_SCHEDULE) or self._constraints(pod, SCHEDULE_ANYWAY):
+                return UNSIGNABLE
+        except ValueError:
+            return UNSIGNABLE
+        return None
 
     def __init__(self, args: Mapping[str, Any], handle: Handle):
         self.handle = handle

@@ -59,6 +59,12 @@ def _first_untolerated(hard: tuple[Taint, ...], tolerations: tuple[Toleration, .
 class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions):
     NAME = names.TaintToleration
 
+    SCORE_DEPENDS_ON_NODE_PODS = False  # counts the node's PreferNoSchedule taints only
+
+    def sign_pod(self, pod: PodInfo) -> object:
+        """Batching fragment: the tolerations."""
+        return pod.spec_signature("tolerations")
+
     def __init__(self) -> None:
         self._statuses: dict[Taint, Status] = {}
 
