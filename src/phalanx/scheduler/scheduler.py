@@ -110,6 +110,7 @@ class Scheduler:
         self._group_conditions: dict[str, str] = {}
         self.last_diagnosis: dict[str, dict] = {}
         self.stats = Counter()
+        self._groups_scheduled: set[str] = set()  # PodGroups (uid) that had a successful cycle
         # >>> workload-aware preemption (grouppreemption.py): victims for gangs, nominations
         from .grouppreemption import GroupPreemption
         self.group_preemption = GroupPreemption(self)
@@ -210,6 +211,7 @@ class Scheduler:
 
     def _pg_delete(self, pg: dict) -> None:
         self.groups.remove_group(pg)
+        self._groups_scheduled.discard(pg["metadata"].get("uid") or "")
 
     def _namespace_labels(self) -> dict:
         return {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in self.namespaces.list()}
@@ -292,7 +294,9 @@ class Scheduler:
         if pod is None:
             self.queue.done(qpi)
             return
-        qpi.pod_info = pi = PodInfo(pod)
+        pi = qpi.pod_info
+        if pi.pod is not pod:  # the informer's object changed since the PodInfo was built
+            qpi.pod_info = pi = PodInfo(pod)
         fw = self._framework_for(pod)
         self._refresh_snapshot()
         state = CycleState()
@@ -392,8 +396,11 @@ class Scheduler:
     def _pod_gated(self, qpi: QueuedPodInfo, status: Status) -> None:
         """A PreEnqueue plugin holds the pod: say so on the pod (PodScheduled=False, SchedulingGated),
         once per distinct message, as kube-scheduler does for scheduling gates."""
-        task = asyncio.get_running_loop().create_task(
-            self._write_pod_unschedulable(qpi.pod, "SchedulingGated", status.message()))
+        self._spawn_api_call(self._write_pod_unschedulable(qpi.pod, "SchedulingGated", status.message()))
+
+    def _spawn_api_call(self, coro: Any) -> None:
+        """Run an API write in the background; `wait_idle` waits for it like a binding cycle."""
+        task = asyncio.get_running_loop().create_task(coro)
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
@@ -499,7 +506,8 @@ class Scheduler:
             if pod is None:
                 group.members.pop(key, None)
                 continue
-            qpi.pod_info = PodInfo(pod)
+            if qpi.pod_info.pod is not pod:
+                qpi.pod_info = PodInfo(pod)
             members.append(qpi)
         if pg is None or not members:
             # the group vanished: send its pods back through PreEnqueue (they will be gated)
@@ -570,15 +578,11 @@ class Scheduler:
                 continue
             self._spawn_binding(fw, pstate, assumed_pi, node, qpi, waiting=waiting, group=group)
         self.stats["groups_scheduled"] += 1
-        first = await self._set_group_condition(pg, "True", "Scheduled", "")
-        placed_now = len(chosen["assigned"])
-        ann = {DIAGNOSIS_ANNOTATION: orjson.dumps({"result": "Scheduled", "placement": chosen["placement"].name,
-                                                   "podsPlaced": placed_now, "minCount": min_count}).decode()}
-        where = f" in {chosen['placement'].name}" if chosen["placement"].name != "cluster" else ""
-        verb = "Successfully placed" if first else "Placed late members:"
-        await self.client.create_event(pg, "Scheduled", f"{verb} {placed_now} pod(s) of pod group "
-                                                        f"{group.key}{where}", component=fw.profile_name,
-                                       annotations=ann)
+        self._groups_scheduled.add(pg["metadata"].get("uid") or group.key)
+        # the status write and the event are API calls off the scheduling cycle (as upstream's
+        # asynchronous API calls): the next cycle does not wait for them
+        self._spawn_api_call(self._report_group_scheduled(fw, group, pg, chosen["placement"].name,
+                                                          len(chosen["assigned"]), min_count))
         diag = {"result": "Scheduled", "placement": chosen["placement"].name,
                 "podsPlaced": len(chosen["assigned"]), "podsInCycle": len(members), "minCount": min_count,
                 "alreadyScheduled": already,
@@ -590,6 +594,17 @@ class Scheduler:
         if group.members:  # members this cycle could not place: retry them later as late members
             self.queue.requeue(group, set().union(*[set(f[1].diagnosis.unschedulable_plugins)
                                                     for f in chosen["failures"].values()]) if chosen["failures"] else set())
+
+    async def _report_group_scheduled(self, fw: Framework, group: QueuedPodGroup, pg: dict, placement: str,
+                                      placed_now: int, min_count: int) -> None:
+        first = await self._set_group_condition(pg, "True", "Scheduled", "")
+        ann = {DIAGNOSIS_ANNOTATION: orjson.dumps({"result": "Scheduled", "placement": placement,
+                                                   "podsPlaced": placed_now, "minCount": min_count}).decode()}
+        where = f" in {placement}" if placement != "cluster" else ""
+        verb = "Successfully placed" if first else "Placed late members:"
+        await self.client.create_event(pg, "Scheduled", f"{verb} {placed_now} pod(s) of pod group "
+                                                        f"{group.key}{where}", component=fw.profile_name,
+                                       annotations=ann)
 
     def _try_placement(self, fw: Framework, placement: Placement, members: list[QueuedPodInfo],
                        pg_info: PodGroupInfo, already: int) -> dict:
@@ -720,6 +735,8 @@ class Scheduler:
     async def _set_group_condition(self, pg: dict, status: str, reason: str, message: str) -> bool:
         """Set PodGroupScheduled; False when nothing changed (the condition keeps the first success)."""
         key = f"{pg['metadata'].get('namespace', '')}/{pg['metadata']['name']}"
+        if status != "True" and (pg["metadata"].get("uid") or key) in self._groups_scheduled:
+            return False  # scheduled once (its True condition may still be on its way)
         current = self.podgroups.get(key) if self.podgroups is not None else None
         for c in ((current or pg).get("status") or {}).get("conditions") or []:
             if c.get("type") == "PodGroupScheduled":

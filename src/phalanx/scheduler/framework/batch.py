@@ -31,6 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .cycle_state import CycleState
+from .interface import PreScorePlugin
 from .status import Code
 from .types import NodeInfo, PodInfo
 
@@ -179,21 +180,22 @@ class OpportunisticBatch:
         return None
 
     def _rescore(self, state: CycleState, pod: PodInfo, ni: NodeInfo, static: int) -> Optional[int]:
-        """The node's total score for `pod` now: `static` plus the pod-dependent plugins."""
+        """The node's total score for `pod` now: `static` plus the pod-dependent plugins (those
+        the full cycle did not skip; equal signatures skip the same ones)."""
         fw = self.fw
         nodes = [ni]
-        if fw.run_pre_score_plugins(state, pod, nodes) is not None:
-            return None
-        if frozenset(state.skip_score_plugins) != self.state.skip_score:  # type: ignore[union-attr]
-            return None
         total = static
-        skip = state.skip_score_plugins
+        skip = self.state.skip_score  # type: ignore[union-attr]
         for pl in fw.dynamic_score_plugins:
             name = pl.NAME or pl.name()
             if name in skip:
                 continue
             if pl.score_extensions() is not None:
                 return None  # would need all nodes to normalize
+            if isinstance(pl, PreScorePlugin):
+                st = pl.pre_score(state, pod, nodes)
+                if st is not None and st.code != Code.Success:
+                    return None
             scores, st = pl.score_nodes(state, pod, nodes)
             if st is not None and st.code != Code.Success:
                 return None
