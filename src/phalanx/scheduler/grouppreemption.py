@@ -154,6 +154,7 @@ class PendingPreemption:
     victims: dict[str, tuple[str, str, str]]  # victim pod key -> (namespace, name, node)
     nominations: dict[str, tuple[PodInfo, str]]  # preemptor pod key -> (pod, node)
     diagnosis: dict
+    actuated: bool = False  # the evictions' API calls are done (they run off the cycle)
 
 
 # -- the scheduler's side -----------------------------------------------------------------------------
@@ -317,24 +318,21 @@ class GroupPreemption:
     # -- actuation -----------------------------------------------------------------------------------
     async def _actuate(self, fw: Any, group: Any, pod_group: dict, priority: int, plan: DomainPlan,
                        diag: dict) -> None:
+        """Nominate in the cycle; evict and write the nominations off it (upstream's asynchronous
+        preemption): the group's next cycles see the pending preemption and wait for the room."""
         sched = self.scheduler
         victims: dict[str, tuple[str, str, str]] = {}
         for unit in plan.victims:
-            if unit.is_group:
-                await self._mark_pod_group(unit, group.key, fw)
             for pi, node in unit.pods:
                 victims[pi.key] = (pi.namespace, pi.name, node)
-                try:
-                    await sched._evict(pi.pod, f"Preempted by pod group {group.key} on node {node}", pod_group)
-                except Exception:  # keep going: a victim that stays is seen when the group retries
-                    log.exception("preempting %s/%s", pi.namespace, pi.name)
         nominations: dict[str, tuple[PodInfo, str]] = {}
+        status_patches: list[tuple[PodInfo, Optional[str]]] = []
         for pi, node in plan.assignment:
             nominations[pi.key] = (pi, node)
             self._nominated[pi.key] = group.key
             sched.nominator.add_nominated_pod(pi, node)
             if pi.nominated_node_name != node:
-                await sched._patch_status(pi.pod, {"status": {"nominatedNodeName": node}})
+                status_patches.append((pi, node))
         # Lower-priority pods nominated to those nodes lose their claim on the room (as upstream).
         for node in sorted({n for _, n in plan.assignment}):
             for other in sched.nominator.nominated_pods_for_node(node):
@@ -343,10 +341,29 @@ class GroupPreemption:
                 if _preemption_priority(sched, other) < priority:
                     sched.nominator.delete_nominated_pod_if_exists(other)
                     self._nominated.pop(other.key, None)
-                    await sched._patch_status(other.pod, {"status": {"nominatedNodeName": None}})
-        self.pending[group.key] = PendingPreemption(victims, nominations, diag)
+                    status_patches.append((other, None))
+        pending = self.pending[group.key] = PendingPreemption(victims, nominations, diag)
         sched.stats["group_preemptions"] += 1
         sched.stats["preemption_victims"] += len(victims)
+        sched._spawn_api_call(self._actuate_api_calls(fw, group, pod_group, plan, status_patches, pending))
+
+    async def _actuate_api_calls(self, fw: Any, group: Any, pod_group: dict, plan: DomainPlan,
+                                 status_patches: list[tuple[PodInfo, Optional[str]]],
+                                 pending: PendingPreemption) -> None:
+        sched = self.scheduler
+        try:
+            for unit in plan.victims:
+                if unit.is_group:
+                    await self._mark_pod_group(unit, group.key, fw)
+                for pi, node in unit.pods:
+                    try:
+                        await sched._evict(pi.pod, f"Preempted by pod group {group.key} on node {node}", pod_group)
+                    except Exception:  # keep going: a victim that stays is seen when the group retries
+                        log.exception("preempting %s/%s", pi.namespace, pi.name)
+            for pi, node in status_patches:
+                await sched._patch_status(pi.pod, {"status": {"nominatedNodeName": node}})
+        finally:
+            pending.actuated = True
 
     async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Any) -> None:
         pg = unit.pod_group or {}
@@ -376,7 +393,7 @@ class GroupPreemption:
             if key not in sched.cache.pods:
                 continue
             live = sched.pods.get_by_name(ns, name)
-            if live is not None and (live.get("metadata") or {}).get("uid") == key and \
+            if pending.actuated and live is not None and (live.get("metadata") or {}).get("uid") == key and \
                     not (live.get("metadata") or {}).get("deletionTimestamp"):
                 return []
             left.append((ns, name, node))

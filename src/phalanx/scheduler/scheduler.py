@@ -693,6 +693,11 @@ class Scheduler:
         if preemption.diagnosis:  # workload-aware preemption
             diag["preemption"] = preemption.diagnosis
         self.last_diagnosis["group:" + group.key] = diag
+        self._spawn_api_call(self._report_group_unschedulable(fw, pg, members, failures, summary, diag))
+
+    async def _report_group_unschedulable(self, fw: Framework, pg: dict, members: list[QueuedPodInfo],
+                                          failures: dict, summary: str, diag: dict) -> None:
+        """The failed group cycle's API writes, off the cycle: condition, events, pod conditions."""
         await self._set_group_condition(pg, "False", "Unschedulable", summary)
         await self.client.create_event(pg, "FailedScheduling", summary, type="Warning", component=fw.profile_name,
                                        annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})

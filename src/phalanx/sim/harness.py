@@ -32,7 +32,7 @@ import time
 import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
@@ -296,8 +296,10 @@ class RunContext:
             obj.setdefault("metadata", {})["namespace"] = namespace
         return obj
 
-    def render(self, tmpl: Template, count: int, params: dict[str, Any], namespace: str | None = None) -> list[dict]:
-        return [self.render_one(tmpl, i, params, namespace) for i in range(count)]
+    def render(self, tmpl: Template, count: int, params: dict[str, Any], namespace: str | None = None) -> Iterator[dict]:
+        """The objects, rendered one at a time as they are created (50,000 rendered pods held at
+        once would be the harness's memory, not the cluster's)."""
+        return (self.render_one(tmpl, i, params, namespace) for i in range(count))
 
     async def ensure_namespace(self, name: str) -> None:
         if name in self._namespaces:
@@ -307,7 +309,9 @@ class RunContext:
             await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         self._namespaces.add(name)
 
-    async def create_objects(self, objs: list[dict], track_op: int | None = None) -> list[dict]:
+    async def create_objects(self, objs: Iterable[dict], track_op: int | None = None) -> list[dict]:
+        """Create `objs`; returns a reference to each (apiVersion, kind, name, namespace, uid), not
+        the objects themselves, so the harness holds no copy of what the cluster stores."""
         created = []
         for i, obj in enumerate(objs):
             try:
@@ -329,7 +333,10 @@ class RunContext:
                 raise WorkloadError(f"creating {obj['kind']} {name}: {e.message}") from None
             if track_op is not None and out.get("kind") == "Pod":
                 self.tracker.created(out, track_op)
-            created.append(out)
+            omd = out["metadata"]
+            created.append({"apiVersion": out.get("apiVersion"), "kind": out.get("kind"),
+                            "metadata": {"name": omd.get("name"), "namespace": omd.get("namespace"),
+                                         "uid": omd.get("uid")}})
             if (i + 1) % CREATE_CHUNK == 0:
                 await asyncio.sleep(0)
         return created

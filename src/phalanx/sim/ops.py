@@ -133,7 +133,7 @@ class CreateNodes(Op):
 
     async def run(self, ctx):
         tmpl = ctx.template(self.template_path, DEFAULT_NODE_TEMPLATE)
-        nodes = ctx.render(tmpl, self.count, self.params)
+        nodes = list(ctx.render(tmpl, self.count, self.params))
         for i, node in enumerate(nodes):
             md = node.setdefault("metadata", {})
             labels = md["labels"] = md.get("labels") or {}
