@@ -44,7 +44,7 @@ class Cluster:
         from phalanx.cluster.bootstrap import bootstrap
         from phalanx.cluster.spec import ClusterSpec
         bootstrap(self.api, ClusterSpec(nodes=nodes))
-        self.factory = InformerFactory(InProcessClient(self.api, clock=self.clock), clock=self.clock)
+        self.factory = InformerFactory(InProcessClient(self.api, clock=self.clock, shared_reads=True), clock=self.clock)
         self.scheduler = Scheduler(InProcessClient(self.api, clock=self.clock, field_manager="default-scheduler"),
                                    self.factory, gates=self.gates, clock=self.clock, **self.scheduler_kw)
         self.kubelet = SimulatedKubelets(InProcessClient(self.api, clock=self.clock, field_manager="kubelet"),

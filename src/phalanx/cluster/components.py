@@ -53,7 +53,7 @@ async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
     informer factory."""
     client = InProcessClient(cp.api, field_manager="kube-controller-manager")
-    factory = InformerFactory(client)
+    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True))  # read-only caches: no copies
     kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
     scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
     controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),

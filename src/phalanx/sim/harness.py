@@ -485,7 +485,7 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
     api = API(MemoryStore(), gates, now=clock.datetime if virtual else None)
     _wire_optional_machinery(api)
     bootstrap(api, ClusterSpec(nodes=[]))
-    factory = InformerFactory(InProcessClient(api, clock=clock), clock=clock)
+    factory = InformerFactory(InProcessClient(api, clock=clock, shared_reads=True), clock=clock)
     scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,
                                       gates=gates, clock=clock)
     components: list[Any] = [scheduler]

@@ -1,7 +1,10 @@
 """The store contract and the in-memory core that both backends share.
 
 Objects returned by the store are shared, not copied: callers must treat them as read-only and
-build a new dict to change anything (the REST layer does this with an orjson round trip).
+build a new dict to change anything (the REST layer does this with an orjson round trip; in-process
+informers hold the store's objects themselves). With `PHALANX_STORE_CHECKS=1` (the test suite sets
+it) the store keeps each object's serialization and raises `SharedObjectModified` when an object
+it handed out was changed in place before its next write.
 
 Watch semantics follow the API server's:
 - `watch(key, from_rv=N)` delivers every change with resourceVersion > N, then live changes;
@@ -14,9 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
+
+import orjson
 
 Obj = dict[str, Any]
 
@@ -31,6 +37,10 @@ class StoreAlreadyExists(Exception):
 
 class StoreConflict(Exception):
     pass
+
+
+class SharedObjectModified(AssertionError):
+    """Somebody changed an object the store shares (PHALANX_STORE_CHECKS=1)."""
 
 
 class StoreGone(Exception):
@@ -145,6 +155,27 @@ class Store:
         self._watchers: dict[str, list[Watcher]] = {}
         self._lock = threading.RLock()
         self.listeners: list[Callable[[Event], None]] = []  # synchronous in-process observers
+        self._written: Optional[dict[tuple[str, str, str], bytes]] = (
+            {} if os.environ.get("PHALANX_STORE_CHECKS") == "1" else None)
+
+    def _check_unchanged(self, key: str, namespace: str, name: str, obj: Obj) -> None:
+        """PHALANX_STORE_CHECKS: the object about to be replaced is as it was written."""
+        written = self._written
+        if written is None:
+            return
+        before = written.get((key, namespace, name))
+        if before is not None and orjson.dumps(obj) != before:
+            raise SharedObjectModified(f"{key} {namespace}/{name} was modified in place after it was stored: "
+                                       f"{before[:200]!r} -> {orjson.dumps(obj)[:200]!r}")
+
+    def _remember(self, key: str, namespace: str, name: str, obj: Obj | None) -> None:
+        written = self._written
+        if written is None:
+            return
+        if obj is None:
+            written.pop((key, namespace, name), None)
+        else:
+            written[(key, namespace, name)] = orjson.dumps(obj)
 
     # -- durability hooks (overridden by SQLiteStore) -------------------------------------
     def persist_put(self, key: str, ns: str, name: str, rv: int, obj: Obj) -> None:
@@ -201,6 +232,7 @@ class Store:
             self._stamp(obj, rv)
             self.persist_put(key, namespace, name, rv, obj)
             bucket[(namespace, name)] = obj
+            self._remember(key, namespace, name, obj)
             self._emit(Event("ADDED", key, namespace, name, rv, obj))
             return obj
 
@@ -212,10 +244,14 @@ class Store:
                 raise StoreNotFound(name)
             if expected_rv and expected_rv != old["metadata"].get("resourceVersion"):
                 raise StoreConflict(name)
+            if obj is old:
+                raise SharedObjectModified(f"{key} {namespace}/{name}: an update must store a new object")
+            self._check_unchanged(key, namespace, name, old)
             rv = self._next_rv()
             self._stamp(obj, rv)
             self.persist_put(key, namespace, name, rv, obj)
             bucket[(namespace, name)] = obj
+            self._remember(key, namespace, name, obj)
             self._emit(Event("MODIFIED", key, namespace, name, rv, obj, old))
             return obj
 
@@ -227,9 +263,11 @@ class Store:
                 raise StoreNotFound(name)
             if expected_rv and expected_rv != old["metadata"].get("resourceVersion"):
                 raise StoreConflict(name)
+            self._check_unchanged(key, namespace, name, old)
             rv = self._next_rv()
             self.persist_delete(key, namespace, name, rv)
             del bucket[(namespace, name)]
+            self._remember(key, namespace, name, None)
             # The DELETED event carries the last state with the deletion's resourceVersion.
             gone = dict(old)
             gone["metadata"] = dict(old["metadata"], resourceVersion=str(rv))
@@ -239,6 +277,7 @@ class Store:
     def _load(self, key: str, namespace: str, name: str, obj: Obj) -> None:
         """Install an object read from durable storage (no event, no new resourceVersion)."""
         self._objects.setdefault(key, {})[(namespace, name)] = obj
+        self._remember(key, namespace, name, obj)
 
     # -- watch ---------------------------------------------------------------------------
     def _emit(self, ev: Event) -> None:

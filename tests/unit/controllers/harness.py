@@ -4,7 +4,7 @@ controllers get nodes the way they would in a cluster)."""
 
 from __future__ import annotations
 
-from phalanx.client import InformerFactory
+from phalanx.client import InformerFactory, InProcessClient
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.nodes.kubelet import SimulatedKubelets
@@ -25,7 +25,8 @@ class ControllerCluster:
     def __init__(self, env, bind: bool = True):
         env.bootstrap([NodeSpec(n) for n in self.nodes])
         self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
+        # informers share the store's objects, as in a cluster (the store checks nobody changes them)
+        self.factory = InformerFactory(InProcessClient(env.api, clock=env.clock, shared_reads=True), clock=env.clock)
         kw = dict(clock=env.clock)
         self.controllers = [*self.make_controllers(env, self.factory, **kw),
                             SimulatedKubelets(env.client, self.factory, **kw),

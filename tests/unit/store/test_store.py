@@ -152,3 +152,19 @@ def test_sqlite_kill_9_loses_no_acknowledged_write(tmp_path):
     names = {o["metadata"]["name"] for o in s.list("core/pods")[0]}
     assert {f"p{i}" for i in range(acked + 1)} <= names
     s.close()
+
+
+def test_store_checks_catch_a_shared_object_changed_in_place(monkeypatch):
+    # Informers hold the store's own objects: changing one in place would change the store
+    # behind its back. Under PHALANX_STORE_CHECKS the next write of that object says so.
+    from phalanx.store.base import SharedObjectModified
+    from phalanx.store.memory import MemoryStore
+    monkeypatch.setenv("PHALANX_STORE_CHECKS", "1")
+    s = MemoryStore()
+    shared = s.create("pods", "ns", "p", {"metadata": {"name": "p"}, "spec": {"nodeName": ""}})
+    shared["spec"]["nodeName"] = "n1"  # a careless consumer
+    with pytest.raises(SharedObjectModified, match="pods ns/p was modified in place"):
+        s.update("pods", "ns", "p", {"metadata": {"name": "p"}, "spec": {"nodeName": "n2"}})
+    fresh = s.create("pods", "ns", "q", {"metadata": {"name": "q"}})
+    with pytest.raises(SharedObjectModified, match="must store a new object"):
+        s.update("pods", "ns", "q", fresh)
