@@ -532,9 +532,16 @@ class Scheduler:
             await self._group_failed(fw, group, pg, members, {}, st.message(), st.plugin and {st.plugin} or set(),
                                      placements_tried=[])
             return
+        # One placement (no topology constraint): a feasible outcome is the choice, so its
+        # assumptions and reservations stay instead of being undone and redone at commit.
+        single = len(placements) == 1
+
         def attempt(placement: Placement) -> dict:
             outcome = self._try_placement(fw, placement, members, pg_info, already)
-            self._revert(fw, outcome)
+            if single and outcome["feasible"]:
+                outcome["kept"] = True
+            else:
+                self._revert(fw, outcome)
             return outcome
         # ranks, capacity pruning and score bounds: the same choice as trying every placement
         outcomes, skipped = search_placements(fw, state, pg_info, placements, attempt, already=already)
@@ -561,14 +568,17 @@ class Scheduler:
         # commit the chosen placement: assume in the cache, Reserve again, bind
         placed_keys = set()
         self.queue.done(group)
+        kept = chosen.get("kept", False)
+        committed = []
         for qpi, pi, node, pstate in chosen["assigned"]:
             assumed = self.cache.assume(pi, node)
-            fw.run_reserve_plugins_reserve(pstate, assumed, node)
+            if not kept:
+                fw.run_reserve_plugins_reserve(pstate, assumed, node)
             placed_keys.add(pi.key)
             group.members.pop(pi.key, None)
+            committed.append((qpi, pi, node, pstate, assumed))
         self.cache.mark_dirty(n for _, _, n, _ in chosen["assigned"])
-        for qpi, pi, node, pstate in chosen["assigned"]:
-            assumed_pi = pi.assumed_on(node)
+        for qpi, pi, node, pstate, assumed_pi in committed:
             st = fw.run_permit_plugins(pstate, assumed_pi, node)
             waiting = st is not None and st.code == Code.Wait
             if st is not None and not waiting:
