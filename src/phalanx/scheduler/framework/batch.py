@@ -62,10 +62,10 @@ class _Entry:
 
 
 class _BatchState:
-    __slots__ = ("signature", "snapshot", "entries", "created", "last_cycle", "pending", "skip_score")
+    __slots__ = ("signature", "snapshot", "entries", "created", "last_cycle", "pending", "skip_score", "cycle_state")
 
     def __init__(self, signature: Any, snapshot: "Snapshot", entries: list[_Entry], created: float,
-                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset):
+                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset, cycle_state: CycleState):
         self.signature = signature
         self.snapshot = snapshot
         self.entries = entries
@@ -73,6 +73,9 @@ class _BatchState:
         self.last_cycle = cycle
         self.pending = chosen  # the node the last pod went to: re-scored before the next hint
         self.skip_score = skip_score
+        # The full cycle's PreFilter/PreScore results: the signed plugins compute them from the
+        # signed fields only, so every pod of the signature starts from a clone of them.
+        self.cycle_state = cycle_state
 
 
 class OpportunisticBatch:
@@ -118,19 +121,31 @@ class OpportunisticBatch:
             if ni is not None:
                 chosen = _Entry(0, rng(), host, 0, ni.generation, ni.node)
         self.state = _BatchState(signature, snapshot, entries, self.clock(), cycle, chosen,
-                                 frozenset(state.skip_score_plugins))
+                                 frozenset(state.skip_score_plugins), state.clone())
 
     # -- the next pod --------------------------------------------------------------------------
-    def hint(self, signature: Any, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
-             cycle: int) -> Optional[tuple[NodeInfo, int, list[_Entry]]]:
-        """The node for `pod` from the batch, with its score and the next best entries, or None
-        (the batch is dropped; run a full cycle). PreFilter has run for `pod` in `state`."""
+    def prepare(self, signature: Any, state: CycleState, snapshot: "Snapshot", cycle: int) -> bool:
+        """Whether the batch can serve the pod of `signature` in this cycle; if so, `state` gets
+        the full cycle's PreFilter and PreScore results (cloned). Otherwise the batch is dropped."""
         b = self.state
         if b is None:
-            return None
+            return False
         if (signature is None or b.signature != signature or b.snapshot is not snapshot
                 or b.last_cycle != cycle - 1 or self.clock() - b.created > MAX_BATCH_AGE_SECONDS):
             self.flush()
+            return False
+        src = b.cycle_state.clone()
+        state._storage.update(src._storage)
+        state.skip_filter_plugins = src.skip_filter_plugins
+        state.skip_score_plugins = src.skip_score_plugins
+        return True
+
+    def hint(self, state: CycleState, pod: PodInfo, snapshot: "Snapshot",
+             cycle: int) -> Optional[tuple[NodeInfo, int, list[_Entry]]]:
+        """The node for `pod` from the batch, with its score and the next best entries, or None
+        (the batch is dropped; run a full cycle). Call after `prepare` said yes."""
+        b = self.state
+        if b is None:
             return None
         fw = self.fw
         by_name = snapshot.node_info_map

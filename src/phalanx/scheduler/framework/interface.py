@@ -54,9 +54,12 @@ class Plugin:
     Plugins at PreFilter, Filter, PreScore or Score take part in opportunistic batching by
     defining `sign_pod(pod: PodInfo) -> fragment`: a hashable value covering every field of the
     pod the plugin reads (equal fragments, equal results on the same node), or UNSIGNABLE. A
-    plugin there without `sign_pod` makes every pod unsignable (each gets a full cycle)."""
+    plugin there without `sign_pod` makes every pod unsignable (each gets a full cycle). A
+    fragment is kept with the PodInfo unless SIGNATURE_DEPENDS_ON_CLUSTER (the plugin's answer
+    also depends on other objects, e.g. whether existing pods have affinity terms)."""
 
     NAME: str = ""
+    SIGNATURE_DEPENDS_ON_CLUSTER = False
 
     def name(self) -> str:
         return self.NAME

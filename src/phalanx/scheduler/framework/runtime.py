@@ -257,7 +257,9 @@ class Framework:
         for lst in (self.pre_filter_plugins, self.filter_plugins, self.pre_score_plugins, self.score_plugins):
             for pl in lst:
                 signing.setdefault(pl.name(), pl)
-        self._signing_plugins = list(signing.values())
+        self._pod_signers = [pl for pl in signing.values() if not getattr(pl, "SIGNATURE_DEPENDS_ON_CLUSTER", False)]
+        self._cluster_signers = [pl for pl in signing.values() if getattr(pl, "SIGNATURE_DEPENDS_ON_CLUSTER", False)]
+        self._signature_cache_key = f"sig:profile:{id(self)}"
         self.dynamic_score_plugins = [pl for pl in self.score_plugins if pl.SCORE_DEPENDS_ON_NODE_PODS]
         self.static_score_plugin_names = {pl.name() for pl in self.score_plugins if not pl.SCORE_DEPENDS_ON_NODE_PODS}
         self.cycle_count = 0
@@ -809,14 +811,29 @@ class Framework:
         signature covers, or state beyond the node), or when nominations are in play."""
         if pod.nominated_node_name or self._nominated_node_names():
             return None
+        # Fragments that depend on the pod alone are kept with the PodInfo (it lives as long as
+        # the pod object is unchanged); the others are asked every cycle.
+        key = self._signature_cache_key
+        fixed = pod.cache.get(key)
+        if fixed is None:
+            fixed = pod.cache[key] = self._sign(pod, self._pod_signers)
+        if fixed is UNSIGNABLE:
+            return None
+        varying = self._sign(pod, self._cluster_signers)
+        if varying is UNSIGNABLE:
+            return None
+        return fixed, varying
+
+    @staticmethod
+    def _sign(pod: PodInfo, plugins: list[Plugin]) -> Any:
         parts = []
-        for pl in self._signing_plugins:
+        for pl in plugins:
             sign = getattr(pl, "sign_pod", None)
             if sign is None:
-                return None
+                return UNSIGNABLE
             fragment = sign(pod)
             if fragment is UNSIGNABLE:
-                return None
+                return UNSIGNABLE
             parts.append(fragment)
         return tuple(parts)
 
@@ -855,15 +872,10 @@ class Framework:
 
     def _schedule_from_batch(self, batch: OpportunisticBatch, signature: Any, state: CycleState, pod: PodInfo,
                              snap: Snapshot) -> Optional[ScheduleResult]:
-        """A hinted cycle: PreFilter, then the batch's best node (Filter re-run on it)."""
-        if signature is None:
-            batch.flush()
+        """A hinted cycle: the batch's PreFilter results, then its best node (Filter re-run on it)."""
+        if not batch.prepare(signature, state, snap, self.cycle_count):
             return None
-        _, st, _ = self.run_pre_filter_plugins(state, pod, snap.list())
-        if st is not None and st.code != Code.Success:
-            batch.flush()
-            return None
-        hinted = batch.hint(signature, state, pod, snap, self.cycle_count)
+        hinted = batch.hint(state, pod, snap, self.cycle_count)
         if hinted is None:
             return None
         ni, total, following = hinted

@@ -135,6 +135,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreSc
                        ScoreExtensions, EnqueueExtensions):
     NAME = names.InterPodAffinity
 
+    SIGNATURE_DEPENDS_ON_CLUSTER = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching: (anti-)affinity depends on pods across the cluster, so a pod with terms, or
         any pod while some existing pod has terms, is unsignable; otherwise nothing."""

@@ -235,6 +235,8 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreS
                         ScoreExtensions, EnqueueExtensions):
     NAME = names.PodTopologySpread
 
+    SIGNATURE_DEPENDS_ON_CLUSTER = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching: spreading depends on where matching pods are across the cluster, so a pod
         with constraints (its own or the defaulted ones) is unsignable; otherwise nothing."""
