@@ -565,6 +565,14 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
         thr = headline_throughput(result)
         if thr is not None and limit.get("podsPerSecond"):
             result["ratioToStoreLimit"] = thr / limit["podsPerSecond"]
+        # The same writes on the storage a phalanx cluster runs on (SQLite, WAL, a commit per write).
+        try:
+            limit = _store_limit(api, ctx, gates, sqlite=True)
+        except Exception as e:
+            limit = {"error": f"{type(e).__name__}: {e}"}
+        result["sqliteWriteLimit"] = limit
+        if thr is not None and limit.get("podsPerSecond"):
+            result["ratioToSQLiteLimit"] = thr / limit["podsPerSecond"]
     result["threshold"] = threshold_result(case, workload, result)
     result["loadAverageAtEnd"] = _loadavg()
     result["wallSeconds"] = time.perf_counter() - t_start
@@ -579,8 +587,9 @@ def _loadavg() -> list[float] | None:
         return None
 
 
-def _store_limit(api: API, ctx: RunContext, gates: FeatureGates) -> dict[str, Any]:
-    """The physical limit for the measured pods: their bindings and their claims' status writes."""
+def _store_limit(api: API, ctx: RunContext, gates: FeatureGates, sqlite: bool = False) -> dict[str, Any]:
+    """The physical limit for the measured pods: their bindings and their claims' status writes
+    (on a MemoryStore, or with `sqlite` on a SQLiteStore in a temporary directory)."""
     namespaces = set()
     for m in ctx.measurements:
         namespaces.update(m["namespaces"] or ctx.pod_namespaces)
@@ -602,7 +611,17 @@ def _store_limit(api: API, ctx: RunContext, gates: FeatureGates) -> dict[str, An
         ratio = len(claims) / len(pods)
         pods = _replicate(pods, target)
         claims = _replicate(claims, round(target * ratio)) if claims else claims
-    return store_write_limit(pods, claims, gates)
+    if not sqlite:
+        return store_write_limit(pods, claims, gates)
+    import tempfile
+
+    from ..store.sqlite import SQLiteStore
+    with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as d:
+        store = SQLiteStore(os.path.join(d, "store.db"))
+        try:
+            return store_write_limit(pods, claims, gates, store=store)
+        finally:
+            store.close()
 
 
 def _replicate(objs: list[dict], n: int) -> list[dict]:

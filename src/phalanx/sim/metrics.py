@@ -334,10 +334,11 @@ def _fresh(obj: dict) -> dict:
     return out
 
 
-def store_write_limit(pods: list[dict], claims: list[dict], gates: Any) -> dict[str, Any]:
-    """Time the run's writes on a fresh `MemoryStore` behind `rest.API`: one `pods/binding` per pod
-    and one `/status` update per allocated claim (the allocation and reservation the run wrote),
-    with no informer, watcher or controller attached. Also the raw `Store.update` rate for pods.
+def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: Any = None) -> dict[str, Any]:
+    """Time the run's writes on a fresh store (a `MemoryStore` unless `store` is given) behind
+    `rest.API`: one `pods/binding` per pod and one `/status` update per allocated claim (the
+    allocation and reservation the run wrote), with no informer, watcher or controller attached.
+    Also the raw `Store.update` rate for pods.
 
     The objects are first created untimed from the run's own (unbound, status-less) copies."""
     from ..apiserver.rest import API
@@ -346,7 +347,7 @@ def store_write_limit(pods: list[dict], claims: list[dict], gates: Any) -> dict[
     from ..machinery.meta import deep_copy
     from ..store import MemoryStore
 
-    api = API(MemoryStore(), gates)
+    api = API(store if store is not None else MemoryStore(), gates)
     bootstrap(api, ClusterSpec(nodes=[]))
     ns_rt = api.resource("", "v1", "namespaces")
     for ns in sorted({p["metadata"].get("namespace", "") for p in pods + claims} - {""}):

@@ -74,6 +74,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             "peakRSSBytes": _median(r.get("peakRSSBytes") for r in runs),
             "storePodsPerSecond": _median(_get(r, "storeWriteLimit", "podsPerSecond") for r in runs),
             "ratioToStoreLimit": _median(r.get("ratioToStoreLimit") for r in runs),
+            "sqlitePodsPerSecond": _median(_get(r, "sqliteWriteLimit", "podsPerSecond") for r in runs),
+            "ratioToSQLiteLimit": _median(r.get("ratioToSQLiteLimit") for r in runs),
             "checksFailed": sorted({c["name"] for r in runs for c in r.get("checks") or [] if not c["ok"]}),
             "incomplete": [i for r in runs for i in r.get("incomplete") or []][:3],
             "errors": [r["error"] for r in runs if r.get("error")][:3],
@@ -142,6 +144,10 @@ def format_table(summary: dict[str, Any]) -> str:
         if s["storePodsPerSecond"]:
             lines.append(f"  store-only limit {_fmt(s['storePodsPerSecond'], spread=False)} pods/s"
                          f"  throughput/limit {_fmt(s['ratioToStoreLimit'], '{:.3f}', False)}")
+        if s.get("sqlitePodsPerSecond"):
+            lines.append(f"  store-only limit on SQLite (a cluster's default storage) "
+                         f"{_fmt(s['sqlitePodsPerSecond'], spread=False)} pods/s"
+                         f"  throughput/limit {_fmt(s['ratioToSQLiteLimit'], '{:.3f}', False)}")
         if s.get("threshold"):
             t = s["threshold"]
             op = "<=" if t["expectLower"] else ">="
