@@ -92,7 +92,7 @@ class EventRecorder:
                     new = self._new_event(ref, reason, message, type, component, host, now)
                     if annotations:
                         new["metadata"]["annotations"] = dict(annotations)
-                    saved = await self.client.create(new)
+                    saved = await self.client.create(new, handover=True)  # kept read-only below
             except StatusError as e:
                 log.warning("unable to record event %s %s for %s/%s: %s", type, reason,
                             ref.get("namespace", ""), ref.get("name", ""), e.message)

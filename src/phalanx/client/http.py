@@ -311,7 +311,7 @@ class HTTPClient:
             raise StatusError(400, "BadRequest", "Object 'Kind' is missing in the object to send")
         return await self.resource_info(obj["apiVersion"], obj["kind"])
 
-    async def create(self, obj: Obj, *, namespace: str | None = None) -> Obj:
+    async def create(self, obj: Obj, *, namespace: str | None = None, handover: bool = False) -> Obj:
         info = await self._info_of(obj)
         ns = namespace or (obj.get("metadata") or {}).get("namespace")
         return await self._request("POST", self._path(info, ns), params={"fieldManager": self.field_manager},

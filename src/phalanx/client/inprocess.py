@@ -143,9 +143,11 @@ class InProcessClient:
                                   allow_bookmarks=allow_bookmarks)
         return InProcessWatch(open_stream, copy=not self.shared_reads)
 
-    async def create(self, obj: Obj, *, namespace: str | None = None) -> Obj:
+    async def create(self, obj: Obj, *, namespace: str | None = None, handover: bool = False) -> Obj:
         rt = self._rt_of(obj)
         ns = namespace or _namespace(obj.get("metadata") or {})
+        if handover:  # the caller's fresh dict becomes the stored object; the result is shared
+            return self.api.create(rt, ns, obj, field_manager=self.field_manager)
         return deep_copy(self.api.create(rt, ns, deep_copy(obj), field_manager=self.field_manager))
 
     async def _update(self, obj: Obj, subresource: str | None) -> Obj:

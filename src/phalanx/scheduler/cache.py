@@ -117,9 +117,13 @@ class SchedulerCache:
             return
         key = pod_key(pod)
         old = self.pods.get(key)
+        pi = None
         if old is not None:
+            if old.node == node:  # e.g. our assumed pod confirmed: keep what was derived from it
+                pi = old.info.with_pod(pod)
             self._unplace(old.info, old.node)
-        pi = PodInfo(pod)
+        if pi is None:
+            pi = PodInfo(pod)
         self.pods[key] = _PodState(pi, node, False)
         self._place(pi, node)
         self._group_add(pod, key)

@@ -410,6 +410,16 @@ def _aggregate_containers(spec: Mapping, get: Callable[[Mapping], Optional[dict[
     return result
 
 
+def _same_resource_status(a: Mapping, b: Mapping) -> bool:
+    """Whether the parts of two pods' status that requests depend on (resized containers,
+    PodResizePending) are equal."""
+    sa, sb = a.get("status") or {}, b.get("status") or {}
+    for f in ("containerStatuses", "initContainerStatuses"):
+        if sa.get(f) != sb.get(f):
+            return False
+    return _resize_infeasible(a) == _resize_infeasible(b)
+
+
 def _resize_infeasible(pod: Mapping) -> bool:
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "PodResizePending":
@@ -859,8 +869,19 @@ class PodInfo:
         return rna
 
     def with_pod(self, pod: Obj) -> "PodInfo":
-        """A PodInfo for an updated version of the same pod."""
-        return PodInfo(pod)
+        """A PodInfo for an updated version of the same pod: derived data is reused when the
+        spec and labels are unchanged (a binding confirmed, a status update), else rebuilt."""
+        md = pod.get("metadata") or {}
+        if pod.get("spec") != self.pod.get("spec") or (md.get("labels") or {}) != self.labels \
+                or not _same_resource_status(pod, self.pod):
+            return PodInfo(pod)
+        c = PodInfo.__new__(PodInfo)
+        for attr in PodInfo.__slots__:
+            setattr(c, attr, getattr(self, attr))
+        c.pod = pod
+        c.deletion_timestamp = md.get("deletionTimestamp")
+        c.cache = dict(self.cache)
+        return c
 
     def assumed_on(self, node_name: str) -> "PodInfo":
         """This pod with `spec.nodeName` set (what the cache assumes), without re-deriving it:
