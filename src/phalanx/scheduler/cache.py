@@ -16,7 +16,7 @@ scheduling calls the group's scheduled pods.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .framework.snapshot import Snapshot
 from .framework.types import NodeInfo, Obj, PodInfo
@@ -149,8 +149,11 @@ class SchedulerCache:
             self._unplace(state.info, state.node)
             self._group_remove(state.info.pod, key)
 
-    def assume(self, pi: PodInfo, node: str) -> PodInfo:
-        assumed = pi.assumed_on(node)
+    def assume(self, pi: PodInfo, node: str, assumed: Optional[PodInfo] = None) -> PodInfo:
+        """Place `pi` on `node` until its binding is confirmed; `assumed` is `pi.assumed_on(node)`
+        when the caller already made it."""
+        if assumed is None or assumed.node_name != node:
+            assumed = pi.assumed_on(node)
         key = pi.key
         old = self.pods.get(key)
         if old is not None:

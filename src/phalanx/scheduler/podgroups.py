@@ -28,6 +28,7 @@ class PodGroupManager:
     def __init__(self) -> None:
         self.groups: dict[str, Obj] = {}  # namespace/name -> PodGroup
         self.pods: dict[str, dict[str, Obj]] = {}  # group key -> pod key -> pod (non-terminal)
+        self._names: dict[str, dict[str, int]] = {}  # group key -> schedulerName -> pods using it
 
     # -- informer feed -----------------------------------------------------------------------
     def set_group(self, pg: Obj) -> None:
@@ -46,7 +47,13 @@ class PodGroupManager:
         if phase in ("Succeeded", "Failed") or (pod.get("metadata") or {}).get("deletionTimestamp"):
             self.remove_pod(pod)
             return
-        self.pods.setdefault(g, {})[pod_key(pod)] = pod
+        members = self.pods.setdefault(g, {})
+        key = pod_key(pod)
+        previous = members.get(key)
+        if previous is not None:
+            self._count_name(g, previous, -1)
+        members[key] = pod
+        self._count_name(g, pod, 1)
 
     def remove_pod(self, pod: Obj) -> None:
         g = pod_group_key(pod)
@@ -54,9 +61,22 @@ class PodGroupManager:
             return
         members = self.pods.get(g)
         if members is not None:
-            members.pop(pod_key(pod), None)
+            previous = members.pop(pod_key(pod), None)
+            if previous is not None:
+                self._count_name(g, previous, -1)
             if not members:
                 del self.pods[g]
+
+    def _count_name(self, g: str, pod: Obj, delta: int) -> None:
+        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        names = self._names.setdefault(g, {})
+        n = names.get(name, 0) + delta
+        if n > 0:
+            names[name] = n
+        else:
+            names.pop(name, None)
+            if not names:
+                del self._names[g]
 
     # -- questions ---------------------------------------------------------------------------
     def get(self, group_key: str) -> Optional[Obj]:
@@ -69,5 +89,4 @@ class PodGroupManager:
         return list((self.pods.get(group_key) or {}).values())
 
     def scheduler_names(self, group_key: str) -> set[str]:
-        return {(p.get("spec") or {}).get("schedulerName") or "default-scheduler"
-                for p in (self.pods.get(group_key) or {}).values()}
+        return set(self._names.get(group_key) or ())

@@ -570,8 +570,9 @@ class Scheduler:
         self.queue.done(group)
         kept = chosen.get("kept", False)
         committed = []
+        assumed_infos = chosen.get("assumed") or {}
         for qpi, pi, node, pstate in chosen["assigned"]:
-            assumed = self.cache.assume(pi, node)
+            assumed = self.cache.assume(pi, node, assumed_infos.get(pi.key))
             if not kept:
                 fw.run_reserve_plugins_reserve(pstate, assumed, node)
             placed_keys.add(pi.key)
@@ -621,6 +622,7 @@ class Scheduler:
         """Run the group algorithm on one placement; assumptions stay in the snapshot until _revert."""
         view = self.snapshot if placement.name == "cluster" else Snapshot(placement.nodes)
         assigned: list[tuple[QueuedPodInfo, PodInfo, str, CycleState]] = []
+        assumed_infos: dict[str, PodInfo] = {}  # pod key -> the PodInfo assumed on the view
         failures: dict[str, tuple[QueuedPodInfo, FitError]] = {}
         plugins: set[str] = set()
         status_message = ""
@@ -652,6 +654,7 @@ class Scheduler:
                         plugins.add(st.plugin)
                 else:
                     assigned.append((qpi, pi, node, pstate))
+                    assumed_infos[pi.key] = assumed
             progress = PlacementProgress(scheduled=already + len(assigned), remaining=len(members) - evaluated)
             feasible_status = fw.run_placement_feasible_plugins(pstate, pg_info, progress)
             if feasible_status is not None and feasible_status.is_rejected():
@@ -664,7 +667,8 @@ class Scheduler:
             feasible = feasible_status is None or feasible_status.is_success()
         if feasible_status is not None and not feasible:
             status_message = feasible_status.message()
-        return {"placement": placement, "view": view, "assigned": assigned, "failures": failures,
+        return {"placement": placement, "view": view, "assigned": assigned, "assumed": assumed_infos,
+                "failures": failures,
                 "feasible": feasible and bool(assigned) or (feasible and already > 0 and not members),
                 "plugins": plugins, "status_message": status_message}
 

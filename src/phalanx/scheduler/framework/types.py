@@ -845,7 +845,8 @@ class PodInfo:
         """What the resource plugins read of the pod: its effective and non-zero requests."""
         sig = self.cache.get("sig:requests")
         if sig is None:
-            sig = self.cache["sig:requests"] = (tuple(sorted(self._requests_list.items())), self.non0_cpu, self.non0_mem)
+            sig = self.cache["sig:requests"] = (
+                tuple(sorted((k, str(v)) for k, v in self._requests_list.items())), self.non0_cpu, self.non0_mem)
         return sig
 
     def spec_signature(self, *fields: str) -> bytes:

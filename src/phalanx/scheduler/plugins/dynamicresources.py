@@ -46,11 +46,17 @@ Extension points, with upstream's behaviour and messages:
   ResourceSlice and DeviceClass add/update, Node add/label change, the pod's own
   `status.resourceClaimStatuses` update, and deletion of an assigned pod that used claims.
 
-Speed: claims, slices and classes are indexed once in the tracker; devices in use are a counter
-updated per claim change and per Reserve/Unreserve, never recomputed per pod; one
-`dra.AllocatorCache` (compiled CEL, per-device selector results, per-node views) and one
-`dra.Inventory` rebuilt only when slices change serve every cycle. A Filter call for a node that
-offers no devices at all answers from a status computed once per cycle.
+Speed: claims, slices and classes are indexed once in the tracker; devices in use are a
+`dra.devices.DevicesInUse` updated per claim change and per Reserve/Unreserve (never recomputed
+per pod), with a version per resource pool. One `dra.AllocatorCache` (compiled CEL, per-device
+selector results, per-node views) and one `dra.Inventory` rebuilt only when slices change serve
+every cycle. Filter prepares the pod's claims once per cycle (`ClaimsAllocator`) and, over a chunk
+of nodes, takes the answer the allocator remembers for a node while nothing that node reaches has
+changed since a pod with claims of the same shape was filtered there: one search per pod on the
+node that changed, two lookups on the others. Results are spelled out for the node Reserve picks
+only; failing nodes that fail alike share one Status. An allocation's node selector is compiled
+once and answers once per node and labels object. The claim queueing hint first checks the claim's
+name against the pod's (it runs for every waiting pod on every claim change).
 """
 
 from __future__ import annotations
@@ -62,10 +68,13 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence
 
+import orjson
+
 from phalanx.client.clock import REAL_CLOCK, to_datetime
-from phalanx.dra import AllocationError, AllocatorCache, Inventory, SelectorError, allocate
+from phalanx.dra import AllocationError, AllocatorCache, Inventory, SelectorError
+from phalanx.dra.allocator import ClaimsAllocator, NodeAnswer
 from phalanx.dra import claims as draclaims
-from phalanx.dra.devices import DeviceID, consumed_capacity
+from phalanx.dra.devices import DeviceID, DevicesInUse, consumed_capacity
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.meta import deep_copy, now_rfc3339
 from phalanx.machinery.selectors import compile_node_selector_term
@@ -159,10 +168,33 @@ def _allocation_identity(allocation: Optional[Mapping]) -> tuple:
                          r.get("shareID") or "") for r in results))
 
 
-class _NodeSelector:
-    """A compiled `allocation.nodeSelector` (terms ORed); `names` when it only names nodes."""
+_NAMED_CLAIMS_CACHE_SIZE = 4096
 
-    __slots__ = ("terms", "names")
+
+def _may_name(cache: dict[int, tuple[Obj, str, frozenset]], pod: Obj, claim: Obj) -> bool:
+    """Whether the pod could name this claim: same namespace, and the claim's name is a
+    `resourceClaimName` of the pod or recorded in its `status.resourceClaimStatuses` (a quick
+    filter for queueing hints, which run for every waiting pod on every claim change; the names
+    are worked out once per pod object and kept in `cache`)."""
+    entry = cache.get(id(pod))
+    if entry is None or entry[0] is not pod:
+        names = [pc.get("resourceClaimName") for pc in (pod.get("spec") or {}).get("resourceClaims") or ()
+                 if isinstance(pc, dict)]
+        names += [st.get("resourceClaimName") for st in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+                  if isinstance(st, dict)]
+        if len(cache) >= _NAMED_CLAIMS_CACHE_SIZE:
+            cache.clear()
+        entry = cache[id(pod)] = (pod, _md(pod).get("namespace", ""), frozenset(names))
+    md = claim.get("metadata") or {}
+    return md.get("name") in entry[2] and md.get("namespace", "") == entry[1]
+
+
+class _NodeSelector:
+    """A compiled `allocation.nodeSelector` (terms ORed); `names` when it only names nodes. The
+    answer per node is kept while the node's labels object is the same (a node update brings a
+    new one), so the pods sharing an allocation check each node once."""
+
+    __slots__ = ("terms", "names", "_answers")
 
     def __init__(self, selector: Mapping[str, Any]):
         raw_terms = selector.get("nodeSelectorTerms") or []
@@ -171,9 +203,21 @@ class _NodeSelector:
         if errors:
             raise ValueError("; ".join(errors))
         self.names = _names_only(raw_terms)
+        self._answers: dict[str, tuple[Any, bool]] = {}  # node name -> (its labels object, answer)
 
     def matches(self, node: Mapping[str, Any]) -> bool:
-        return any(t.matches(node) for t in self.terms)
+        md = node.get("metadata") or {}
+        name = md.get("name", "")
+        labels = md.get("labels")
+        known = self._answers.get(name)
+        if known is not None and known[0] is labels and labels is not None:
+            return known[1]
+        answer = any(t.matches(node) for t in self.terms)
+        self._answers[name] = (labels, answer)
+        return answer
+
+
+_MAX_NODE_SELECTORS = 4096
 
 
 def _names_only(terms: Sequence[Mapping[str, Any]]) -> Optional[set[str]]:
@@ -228,9 +272,7 @@ class ClaimTracker:
         self._assumed: set[str] = set()
         self._key_of_uid: dict[str, str] = {}
         self.in_flight: dict[str, InFlightAllocation] = {}
-        self.in_use: Counter[DeviceID] = Counter()
-        self._accounted: dict[str, tuple[frozenset, dict]] = {}
-        self._consumed_total: Optional[dict] = {}
+        self.in_use = DevicesInUse()
         self.reserving: dict[str, Counter[str]] = {}  # claim uid -> consumer uid -> pods reserved
         self.slices: dict[str, Obj] = {}
         self._inventory: Optional[Inventory] = None
@@ -238,6 +280,7 @@ class ClaimTracker:
         self.classes: dict[str, Obj] = {}
         self.allocator_cache = allocator_cache or AllocatorCache()
         self._locks: dict[str, list] = {}  # claim uid -> [lock, users]
+        self._node_selectors: dict[bytes, _NodeSelector] = {}
         self.deallocating: set[str] = set()
 
     # -- claims ----------------------------------------------------------------------------------
@@ -288,7 +331,7 @@ class ClaimTracker:
             self._account(uid)
 
     def _account(self, uid: str) -> None:
-        """Bring `in_use` and the shared-capacity view up to date for one claim uid."""
+        """Bring `in_use` (exclusive devices and shared capacity) up to date for one claim uid."""
         if not uid:
             return
         key = self._key_of_uid.get(uid)
@@ -297,39 +340,15 @@ class ClaimTracker:
         if allocation is None:
             entry = self.in_flight.get(uid)
             allocation = entry.allocation if entry is not None else None
-        devices, shared = _allocation_devices(allocation)
-        old = self._accounted.get(uid)
-        if old is not None and old[0] == devices and old[1] == shared:
+        if allocation is None:
+            self.in_use.drop(uid)
             return
-        if old is not None:
-            for d in old[0]:
-                n = self.in_use[d] - 1
-                if n > 0:
-                    self.in_use[d] = n
-                else:
-                    del self.in_use[d]
-            if old[1]:
-                self._consumed_total = None
-        if devices or shared:
-            self._accounted[uid] = (devices, shared)
-            for d in devices:
-                self.in_use[d] += 1
-            if shared:
-                self._consumed_total = None
-        else:
-            self._accounted.pop(uid, None)
+        devices, shared = _allocation_devices(allocation)
+        self.in_use.hold(uid, devices, shared)
 
     def consumed(self) -> dict[DeviceID, dict[str, Fraction]]:
         """Capacity taken from shared (allowMultipleAllocations) devices, allocated or in flight."""
-        if self._consumed_total is None:
-            total: dict[DeviceID, dict[str, Fraction]] = {}
-            for _, shared in self._accounted.values():
-                for did, amounts in shared.items():
-                    per = total.setdefault(did, {})
-                    for name, q in amounts.items():
-                        per[name] = per.get(name, Fraction(0)) + q
-            self._consumed_total = total
-        return self._consumed_total
+        return self.in_use.consumed()
 
     # -- in-flight allocations -----------------------------------------------------------------------
     def pending(self, uid: str) -> Optional[InFlightAllocation]:
@@ -395,6 +414,18 @@ class ClaimTracker:
             if entry[1] == 0:
                 del self._locks[uid]
 
+    def node_selector(self, selector: Mapping[str, Any]) -> _NodeSelector:
+        """The compiled form of an allocation's node selector, shared by equal selectors (the pods of
+        a group reusing one allocation). Raises ValueError for an invalid one."""
+        key = orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
+        compiled = self._node_selectors.get(key)
+        if compiled is None:
+            compiled = _NodeSelector(selector)
+            if len(self._node_selectors) >= _MAX_NODE_SELECTORS:
+                self._node_selectors.clear()
+            self._node_selectors[key] = compiled
+        return compiled
+
     # -- slices and classes -------------------------------------------------------------------------
     def slice_added(self, slice_: Obj) -> None:
         self.slices[_md(slice_).get("name", "")] = slice_
@@ -455,14 +486,17 @@ class _CycleData:
     """What PreFilter found; Filter, Reserve, PreBind and PostFilter read it (shared by clones, as
     upstream's stateData)."""
 
-    __slots__ = ("claims", "to_allocate", "needs_devices", "node_allocations", "unavailable",
-                 "no_devices_status", "error_status", "reserved")
+    __slots__ = ("claims", "to_allocate", "needs_devices", "has_selectors", "allocator", "node_answers",
+                 "failures", "unavailable", "no_devices_status", "error_status", "reserved")
 
     def __init__(self) -> None:
         self.claims: list[_ClaimInfo] = []
         self.to_allocate: list[_ClaimInfo] = []
         self.needs_devices = False
-        self.node_allocations: dict[str, list[dict]] = {}
+        self.has_selectors = False  # some claim is allocated already: its node selector applies
+        self.allocator: Optional[ClaimsAllocator] = None  # built by the first Filter that allocates
+        self.node_answers: dict[str, NodeAnswer] = {}  # results are spelled out for the chosen node only
+        self.failures: dict[tuple, Status] = {}  # reasons -> the Status Filter returns for them
         self.unavailable: set[int] = set()
         self.no_devices_status: Optional[Status] = None
         self.error_status: Optional[Status] = None
@@ -514,6 +548,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self.pod_group_of = pod_group_of or (lambda pod: None)
         self.clock = clock or REAL_CLOCK
         self._tasks: set[asyncio.Task] = set()
+        self._named_claims: dict[int, tuple[Obj, str, frozenset]] = {}  # for _may_name
         self._not_available = _unresolvable(MSG_NOT_AVAILABLE)
         self._events = [
             ClusterEventWithHint(ClusterEvent(EventResource.Node, ActionType.Add | ActionType.UpdateNodeLabel
@@ -604,9 +639,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 selector = allocation.get("nodeSelector")
                 if selector:
                     try:
-                        info.selector = _NodeSelector(selector)
+                        info.selector = self.tracker.node_selector(selector)
                     except ValueError as e:
                         return None, as_status(e)
+                    data.has_selectors = True
                     if info.selector.names is not None:
                         node_names = set(info.selector.names) if node_names is None \
                             else node_names & info.selector.names
@@ -679,41 +715,94 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if data is None or not data.claims:
             return None
         node = node_info.node
-        unavailable = False
-        for index, info in enumerate(data.claims):
-            if info.selector is not None and not info.selector.matches(node):
-                data.unavailable.add(index)
-                unavailable = True
-        if unavailable:
-            return self._not_available
+        if data.has_selectors:
+            unavailable = False
+            for index, info in enumerate(data.claims):
+                if info.selector is not None and not info.selector.matches(node):
+                    data.unavailable.add(index)
+                    unavailable = True
+            if unavailable:
+                return self._not_available
         if not data.to_allocate:
             return None
         if data.error_status is not None:
             return data.error_status
         tracker = self.tracker
-        inventory = tracker.inventory()
-        bare = data.needs_devices and not inventory.node_view(node, self.partitionable_devices).devices
+        view = tracker.inventory().node_view(node, self.partitionable_devices)
+        bare = data.needs_devices and not view.devices
         if bare and data.no_devices_status is not None:
             return data.no_devices_status  # nothing here to allocate from: same answer as before
+        allocator = self._allocator(data)
         try:
-            outcome = allocate([i.claim for i in data.to_allocate], node, inventory, tracker.classes,
-                               tracker.in_use, gates=self.gates, cache=tracker.allocator_cache,
-                               consumed_capacity=tracker.consumed())
+            answer = allocator.answer(node, tracker.inventory(), tracker.in_use, view=view)
         except SelectorError as e:
             data.error_status = _unresolvable(e.explanation)
             return data.error_status
         except AllocationError as e:
             data.error_status = as_status(e)
             return data.error_status
-        if not outcome.success:
-            st = _unresolvable(MSG_CANNOT_ALLOCATE)
-            for reason in outcome.reasons:
-                st.append_reason(reason)
+        if not answer.fits:
+            st = self._cannot_allocate(data, allocator, answer)
             if bare:
                 data.no_devices_status = st
             return st
-        data.node_allocations[node_info.name] = outcome.results  # type: ignore[assignment]
+        data.node_answers[node_info.name] = answer
         return None
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[int, Status]]:
+        """Filter over many nodes: a node whose answer the allocator remembers (nothing it reaches
+        changed since a pod with claims of the same shape was filtered there) costs two lookups."""
+        data: Optional[_CycleData] = state.get(STATE_KEY)
+        if data is None or not data.claims:
+            return []
+        if data.has_selectors or not data.to_allocate:
+            return super().filter_nodes(state, pod, nodes)
+        allocator = self._allocator(data)
+        out: list[tuple[int, Status]] = []
+        filter_ = self.filter
+        n = len(nodes)
+        i = 0
+        while i < n and not allocator.planned and data.error_status is None:  # the first search plans
+            st = filter_(state, pod, nodes[i])
+            if st is not None and st.code != Code.Success:
+                out.append((i, st))
+            i += 1
+        if i == n:
+            return out
+        tracker = self.tracker
+        inventory = tracker.inventory()
+        rest = nodes[i:]
+        remembered = allocator.remembered_on([ni.name for ni in rest], inventory, tracker.in_use,
+                                             [ni.node for ni in rest] if inventory.label_dependent else None)
+        answers = data.node_answers
+        for i, answer in enumerate(remembered, i):
+            if answer is None or data.error_status is not None:
+                st = filter_(state, pod, nodes[i])
+                if st is not None and st.code != Code.Success:
+                    out.append((i, st))
+            elif answer.fits:
+                answers[nodes[i].name] = answer
+            else:
+                out.append((i, self._cannot_allocate(data, allocator, answer)))
+        return out
+
+    def _allocator(self, data: "_CycleData") -> ClaimsAllocator:
+        if data.allocator is None:
+            data.allocator = ClaimsAllocator([i.claim for i in data.to_allocate], self.tracker.classes,
+                                             gates=self.gates, cache=self.tracker.allocator_cache)
+        return data.allocator
+
+    @staticmethod
+    def _cannot_allocate(data: "_CycleData", allocator: ClaimsAllocator, answer: NodeAnswer) -> Status:
+        """"cannot allocate all claims" with the allocator's reasons; one Status per distinct set of
+        reasons in a cycle (most failing nodes fail the same way)."""
+        why = answer.explained()
+        st = data.failures.get(why)
+        if st is None:
+            st = data.failures[why] = _unresolvable(MSG_CANNOT_ALLOCATE)
+            for reason in answer.reasons(allocator):
+                st.append_reason(reason)
+        return st
 
     # -- PostFilter ----------------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo,
@@ -780,7 +869,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         holder = pod.uid or pod.key
         allocations: list[dict] = []
         if data.to_allocate:
-            found = data.node_allocations.get(node_name)
+            answer = data.node_answers.get(node_name)
+            found = answer.results(data.allocator) if answer is not None and data.allocator is not None else None
             if found is None or len(found) != len(data.to_allocate):
                 return as_status("claim allocation not found for node")
             allocations = found
@@ -952,6 +1042,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def _after_claim_change(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         if new is None:
             return QueueingHint.Queue if _allocation(old) is not None else QueueingHint.QueueSkip
+        deallocated = old is not None and _allocation(old) is not None and _allocation(new) is None
+        if not deallocated and not _may_name(self._named_claims, pod, new):
+            return QueueingHint.QueueSkip  # not one of the pod's claims (the common case: cheap)
         found, why = self._pod_claims(pod)
         if why is not None:
             return QueueingHint.QueueSkip  # still missing something: not schedulable yet

@@ -118,11 +118,18 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
             ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Update), self._min_count_decreased),
         ]
 
-    @staticmethod
-    def _same_group_pod(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+    def _same_group_pod(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        """A new pod of the group helps a gated member only once the group has minCount pods
+        (otherwise every arrival would re-run PreEnqueue for every waiting member)."""
         g = pod_group_key(pod)
-        return QueueingHint.Queue if g is not None and new is not None and pod_group_key(new) == g \
-            else QueueingHint.QueueSkip
+        if g is None or new is None or pod_group_key(new) != g:
+            return QueueingHint.QueueSkip
+        pg = self.manager.get(g)
+        if pg is not None:
+            policy, min_count = policy_of(pg)
+            if policy == "Gang" and self.manager.all_pods_count(g) < min_count:
+                return QueueingHint.QueueSkip
+        return QueueingHint.Queue
 
     @staticmethod
     def _own_group(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:

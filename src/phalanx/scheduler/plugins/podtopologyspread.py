@@ -240,11 +240,12 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreS
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching: spreading depends on where matching pods are across the cluster, so a pod
         with constraints (its own or the defaulted ones) is unsignable; otherwise nothing."""
-        try:
-            if self._constraints(pod, DO_NOT_SCHEDULE) or self._constraints(pod, SCHEDULE_ANYWAY):
-                return UNSIGNABLE
-        except ValueError:
+        if pod.spec.get("topologySpreadConstraints"):
             return UNSIGNABLE
+        if self.default_constraints:  # defaulted constraints apply when a selector is derived
+            selector = self.handle.default_spread_selector(pod)
+            if selector is not None and not selector.empty:
+                return UNSIGNABLE
         return None
 
     def __init__(self, args: Mapping[str, Any], handle: Handle):
