@@ -103,6 +103,8 @@ class SchedulingQueue:
         self._backoff_keys: set[str] = set()
         self.unschedulable: dict[str, tuple[Entity, float]] = {}
         self.gated: dict[str, QueuedPodInfo] = {}
+        self._gated_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}  # gating plugin -> key -> pod
+        self._interest_cache: dict[tuple, dict[str, tuple]] = {}  # (resource, action) -> plugin -> hints
         self.groups: dict[str, QueuedPodGroup] = {}  # group key -> entity (wherever it is)
         self.in_flight: set[str] = set()
         self._pods: dict[str, QueuedPodInfo] = {}  # every queued pod by key
@@ -167,14 +169,16 @@ class SchedulingQueue:
         st = self.fw.run_pre_enqueue_plugins(qpi.pod_info)
         key = qpi.pod_info.key
         if st is not None and not st.is_success():
+            self._ungate(key)
             qpi.gating_plugin = st.plugin or ""
             self.gated[key] = qpi
+            self._gated_by_plugin.setdefault(qpi.gating_plugin, {})[key] = qpi
             msg = st.message()
             if self.on_gated is not None and self._gate_messages.get(key) != msg:
                 self._gate_messages[key] = msg
                 self.on_gated(qpi, st)
             return
-        self.gated.pop(key, None)
+        self._ungate(key)
         self._gate_messages.pop(key, None)
         qpi.gating_plugin = ""
         gk = pod_group_key(qpi.pod) if self.group_cycles else None
@@ -198,6 +202,15 @@ class SchedulingQueue:
             return
         self._push_active(group)
 
+    def _ungate(self, key: str) -> None:
+        qpi = self.gated.pop(key, None)
+        if qpi is not None:
+            by_key = self._gated_by_plugin.get(qpi.gating_plugin)
+            if by_key is not None:
+                by_key.pop(key, None)
+                if not by_key:
+                    del self._gated_by_plugin[qpi.gating_plugin]
+
     def update(self, old: dict, new: dict) -> None:
         key = pod_key(new)
         qpi = self._pods.get(key)
@@ -214,7 +227,7 @@ class SchedulingQueue:
     def delete(self, pod: dict) -> None:
         key = pod_key(pod)
         self._pods.pop(key, None)
-        self.gated.pop(key, None)
+        self._ungate(key)
         self._gate_messages.pop(key, None)
         self.unschedulable.pop(key, None)
         self._active_keys.discard(key)  # lazily dropped from the heap at pop
@@ -335,15 +348,30 @@ class SchedulingQueue:
         if not self.gated and not self.unschedulable:
             return
         registered = self._registered()
-        for key, qpi in list(self.gated.items()):
-            if self._hint(registered, qpi.gating_plugin, qpi.pod, event, old, new):
-                self._admit(qpi)
+        interest = self._interest(registered, event)  # plugins with a registration this event matches
+        for plugin, by_key in list(self._gated_by_plugin.items()):
+            if plugin and plugin not in interest:
+                continue  # no hint of the gating plugin can fire: skip its pods without a look
+            for key, qpi in list(by_key.items()):
+                if self._hint(registered, qpi.gating_plugin, qpi.pod, event, old, new):
+                    self._admit(qpi)
         for key, (e, _) in list(self.unschedulable.items()):
-            pods = [q.pod for q in e.members.values()] if isinstance(e, QueuedPodGroup) else [e.pod]
             plugins = e.unschedulable_plugins
+            if not any(pl in interest or not pl for pl in plugins):
+                continue
+            pods = [q.pod for q in e.members.values()] if isinstance(e, QueuedPodGroup) else [e.pod]
             if any(self._hint(registered, pl, p, event, old, new) for pl in plugins for p in pods[:1] or [{}]):
                 del self.unschedulable[key]
                 self._push_backoff(e) if e.attempts > 1 else self._push_active(e)
+
+    def _interest(self, registered: dict, event: ClusterEvent) -> dict[str, tuple]:
+        key = (event.resource, int(event.action_type))
+        out = self._interest_cache.get(key)
+        if out is None:
+            out = self._interest_cache[key] = {
+                plugin: tuple(e for e in ewhs if match_cluster_events(e.event, event))
+                for plugin, ewhs in registered.items() if any(match_cluster_events(e.event, event) for e in ewhs)}
+        return out
 
     def _registered(self) -> dict:
         reg = getattr(self, "_registered_cache", None)
