@@ -732,6 +732,39 @@ def _print_manager(key: tuple) -> str:
     return s
 
 
+# fieldsV1 objects are shared between objects of one shape (see _create_from_shape) and stay the
+# same from write to write for managers a request does not touch: decoding and encoding them is
+# memoized (by the fieldsV1 object's identity, kept alive by the memo, and by the field set).
+_DECODED: dict[int, tuple[Any, frozenset]] = {}
+_ENCODED: dict[frozenset, dict] = {}
+_FIELDS_MEMO_MAX = 8192
+
+
+def _decoded_fields(fields_v1: Any) -> frozenset:
+    hit = _DECODED.get(id(fields_v1))
+    if hit is not None and hit[0] is fields_v1:
+        return hit[1]
+    fields = frozenset(fields_to_set(fields_v1))
+    if isinstance(fields_v1, dict):
+        if len(_DECODED) >= _FIELDS_MEMO_MAX:
+            _DECODED.clear()
+        _DECODED[id(fields_v1)] = (fields_v1, fields)
+    return fields
+
+
+def _encoded_fields(fields: Iterable[Path]) -> dict:
+    key = fields if isinstance(fields, frozenset) else frozenset(fields)
+    out = _ENCODED.get(key)
+    if out is None:
+        out = set_to_fields(key)
+        if len(_ENCODED) >= _FIELDS_MEMO_MAX or len(_DECODED) >= _FIELDS_MEMO_MAX:
+            _ENCODED.clear()
+            _DECODED.clear()
+        _ENCODED[key] = out
+        _DECODED[id(out)] = (out, key)
+    return out
+
+
 def decode_managed_fields(entries: Any) -> tuple[dict, dict]:
     """managedFields → ({key: _Entry}, {key: time}); raises ValueError as upstream's decoder."""
     managers: dict = {}
@@ -755,7 +788,7 @@ def decode_managed_fields(entries: Any) -> tuple[dict, dict]:
         if ft != "FieldsV1":
             raise ValueError(f"invalid fieldsType {go_repr(ft)} in managed fields entry {i}")
         key = _manager_key(e.get("manager") or "", op, api_version, e.get("subresource") or "")
-        managers[key] = _Entry(fields_to_set(e.get("fieldsV1")), api_version, op == "Apply")
+        managers[key] = _Entry(_decoded_fields(e.get("fieldsV1")), api_version, op == "Apply")
         times[key] = e.get("time")
     return managers, times
 
@@ -779,7 +812,7 @@ def encode_managed_fields(managers: dict, times: dict) -> list:
         if t:
             e["time"] = t
         e["fieldsType"] = "FieldsV1"
-        e["fieldsV1"] = set_to_fields(entry.fields)
+        e["fieldsV1"] = _encoded_fields(entry.fields)
         if subresource:
             e["subresource"] = subresource
         entries.append(e)
