@@ -13,6 +13,18 @@
     # than "does not fit": a missing DeviceClass, a CEL compile or runtime error, `All` over an
     # incomplete pool, too many devices for one claim.
 
+A scheduler filtering many nodes for one pod prepares the claims once and asks per node:
+
+    allocator = ClaimsAllocator(claims, classes, gates=gates, cache=cache)
+    answer = allocator.answer(node, inventory, usage)     # usage: devices.DevicesInUse
+    answer.fits; answer.results(allocator); answer.reasons(allocator)
+    allocator.remembered_on(names, inventory, usage)      # answers still valid, without a search
+
+With a `DevicesInUse` the answer for a node is remembered on the node's view, keyed by what the
+claims ask for (requests, constraints, selectors; not their names), and stays valid while no pool
+the node reaches changes in `usage` (nodes reaching exactly the same devices share it). Results
+are spelled out from the answer for the asking claims, fresh dicts each time.
+
 Inputs: `claims` are the ResourceClaims still to allocate for the pod (all at once: devices chosen
 for one cannot be taken by another), `node` the Node dict, `slices` the ResourceSlices (a list, or
 a `pools.Inventory` the caller maintains), `classes` DeviceClasses by name, `in_use` the DeviceIDs
@@ -49,6 +61,7 @@ rules (DRADeviceTaintRules) are not consulted; only taints in the slices.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass
 from fractions import Fraction
@@ -59,7 +72,7 @@ import orjson
 from ..machinery.quantity import format_quantity, parse_quantity
 from .cel import (CELCompileError, CELError, CELFeatures, CompiledSelector, SelectorCache,
                   enhance_runtime_error)
-from .devices import (Device, DeviceID, attribute_match_key, qualify, taints_prevent_allocation)
+from .devices import (Device, DeviceID, DevicesInUse, attribute_match_key, qualify, taints_prevent_allocation)
 from .pools import Inventory, NodeView
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
@@ -127,21 +140,28 @@ class AllocatorFeatures:
 
 
 class AllocationOutcome:
-    """`results` (one AllocationResult per claim) on success, else None with `reasons`.
+    """`success`; `results` (one AllocationResult per claim) on success, else None with `reasons`.
 
-    `reasons` is worked out on first access (a scheduler filtering many nodes rarely reads it)."""
+    Both are worked out on first access: a scheduler filtering many nodes reads `results` only
+    for the node it picks, and `reasons` only where it reports them."""
 
-    __slots__ = ("results", "_reasons", "_explain")
+    __slots__ = ("success", "_results", "_build", "_reasons", "_explain")
 
     def __init__(self, results: Optional[list[dict]], reasons: Optional[list[str]] = None,
-                 explain: Optional[Callable[[], list[str]]] = None):
-        self.results = results
+                 explain: Optional[Callable[[], list[str]]] = None, *,
+                 build: Optional[Callable[[], list[dict]]] = None):
+        self._results = results
+        self._build = build
+        self.success = results is not None or build is not None
         self._reasons = reasons
         self._explain = explain
 
     @property
-    def success(self) -> bool:
-        return self.results is not None
+    def results(self) -> Optional[list[dict]]:
+        if self._results is None and self._build is not None:
+            self._results = self._build()
+            self._build = None
+        return self._results
 
     @property
     def reasons(self) -> list[str]:
@@ -175,6 +195,9 @@ class AllocatorCache:
         self._features_for: Any = None
         self._features_value: Optional[AllocatorFeatures] = None
         self.claim_plans: dict[int, Any] = {}
+        self._shape_ids: dict[Any, int] = {}
+        self._next_shape_id = itertools.count()
+        self._interned: dict[Any, Any] = {}
         self.calls = 0
         self.search_steps = 0  # upstream's NumAllocateOneInvocations, summed
 
@@ -193,6 +216,25 @@ class AllocatorCache:
         self._slices_list, self._slices_len = slices, len(slices)
         return self._inventory
 
+    def intern(self, value: Any) -> Any:
+        """One object for equal hashable values (bounded)."""
+        found = self._interned.get(value)
+        if found is None:
+            if len(self._interned) >= _MAX_INTERNED:
+                self._interned.clear()
+            found = self._interned[value] = value
+        return found
+
+    def shape_id(self, shape: Any) -> int:
+        """An int for a hashable shape (cheap to hash on every node); never reused for another
+        shape, also after the table is cleared (bounded)."""
+        found = self._shape_ids.get(shape)
+        if found is None:
+            if len(self._shape_ids) >= _MAX_INTERNED:
+                self._shape_ids.clear()
+            found = self._shape_ids[shape] = next(self._next_shape_id)
+        return found
+
     def features(self, gates: Any) -> AllocatorFeatures:
         if isinstance(gates, AllocatorFeatures):
             return gates
@@ -202,21 +244,148 @@ class AllocatorCache:
         return self._features_value
 
 
+_MAX_INTERNED = 4096
+
+
 def allocate(claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any],
              slices: Union[Inventory, Sequence[Mapping[str, Any]]],
              classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-             in_use: Union[set, frozenset] = frozenset(), *, gates: Any = None,
+             in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *, gates: Any = None,
              cache: Optional[AllocatorCache] = None,
              consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None) -> AllocationOutcome:
     """Allocate devices for all `claims` on `node`; see the module docstring."""
-    cache = cache or AllocatorCache()
-    cache.calls += 1
-    features = cache.features(gates)
-    inventory = cache.inventory(slices)
-    view = inventory.node_view(node, features.partitionable_devices)
-    lookup = classes if callable(classes) else classes.get
-    run = _Allocation(claims, node, view, lookup, in_use, features, cache, consumed_capacity or {})
-    return run.run()
+    return ClaimsAllocator(claims, classes, gates=gates, cache=cache).allocate(
+        node, slices, in_use, consumed_capacity=consumed_capacity)
+
+
+class ClaimsAllocator:
+    """One pod's claims, prepared once and tried on many nodes (a scheduling cycle's Filter):
+
+        allocator = ClaimsAllocator(claims, classes, gates=gates, cache=cache)
+        outcome = allocator.allocate(node, inventory, usage)     # per node; same answers as allocate()
+
+    With a `devices.DevicesInUse` as `in_use` (and no separate `consumed_capacity`), the answer for
+    a node is remembered on the node's view, keyed by what the claims ask for (not their names),
+    and reused by any later call while the pools the node reaches are unchanged: a cycle pays for
+    a search only on the nodes whose devices changed since the last pod looked at them.
+    """
+
+    __slots__ = ("claims", "cache", "features", "lookup", "_plans", "_memo_key")
+
+    def __init__(self, claims: Sequence[Mapping[str, Any]],
+                 classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
+                 *, gates: Any = None, cache: Optional[AllocatorCache] = None):
+        self.claims = list(claims)
+        self.cache = cache or AllocatorCache()
+        self.features = self.cache.features(gates)
+        self.lookup = classes if callable(classes) else classes.get
+        self._plans: Optional[list[_ClaimPlan]] = None
+        self._memo_key: Any = None
+
+    def allocate(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
+                 in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *,
+                 consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
+                 view: Optional[NodeView] = None) -> AllocationOutcome:
+        """The claims on `node` (`view`: its `NodeView` when the caller has it already)."""
+        return self.answer(node, slices, in_use, consumed_capacity=consumed_capacity, view=view).outcome(self)
+
+    def answer(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
+               in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *,
+               consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
+               view: Optional[NodeView] = None) -> "NodeAnswer":
+        """`allocate` without spelling the answer out: `results(self)` / `reasons(self)` when needed."""
+        cache = self.cache
+        cache.calls += 1
+        features = self.features
+        if view is None:
+            view = cache.inventory(slices).node_view(node, features.partitionable_devices)
+        plans = self._plans
+        if plans is None:  # the first node: plan every claim (raises AllocationError as upstream)
+            plans = [_claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
+            if all(p.cacheable for p in plans):
+                self._plans = plans
+                self._memo_key = cache.shape_id((features, tuple(p.shape for p in plans)))
+            else:
+                self._plans = _PER_NODE  # `All` depends on the node: plan on every node
+        elif plans is _PER_NODE:
+            plans = [_claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
+        memo = None
+        if self._memo_key is not None and consumed_capacity is None and isinstance(in_use, DevicesInUse):
+            entry = self.remembered(view, in_use)
+            if entry is not None:
+                return entry
+            memo = view.memo
+        if consumed_capacity is None:
+            consumed_capacity = in_use.consumed() if isinstance(in_use, DevicesInUse) else {}
+        answer = _Allocation(self.claims, node, view, self.lookup, in_use, features, cache,
+                             consumed_capacity).run(plans)
+        if memo is not None:
+            answer.usage = in_use
+            answer.version = in_use.version  # type: ignore[union-attr]
+            answer.state = view.state(in_use)  # type: ignore[arg-type]
+            if len(memo) >= _MAX_MEMO_PER_VIEW:
+                memo.clear()
+            memo[self._memo_key] = answer
+        return answer
+
+    @property
+    def planned(self) -> bool:
+        """Whether the claims are planned (by the first `answer` call that did not raise)."""
+        return self._plans is not None
+
+    def remembered(self, view: NodeView, usage: DevicesInUse) -> Optional["NodeAnswer"]:
+        """The answer on this node if an earlier search (for claims of the same shape) still holds:
+        nothing the node reaches changed in `usage` since. None before the first `answer` call."""
+        key = self._memo_key
+        if key is None:
+            return None
+        entry = view.memo.get(key)
+        if entry is None or entry.usage is not usage:
+            return None
+        if entry.version != usage.version:
+            if entry.state != view.state(usage):
+                return None
+            entry.version = usage.version
+        return entry
+
+
+    def remembered_on(self, names: Sequence[str], inventory: Inventory, usage: DevicesInUse,
+                      nodes: Optional[Sequence[Mapping[str, Any]]] = None) -> list[Optional["NodeAnswer"]]:
+        """`remembered` for many nodes by name (None where `answer` must be called). When the
+        inventory is `label_dependent`, `nodes` (the Node objects, in the same order) must be given:
+        a node whose labels object is not the one its view was checked against gets None."""
+        key = self._memo_key
+        if key is None:
+            return [None] * len(names)
+        views_get = inventory.cached_views(self.features.partitionable_devices).get
+        version = usage.version
+        versions_get = usage.versions.get
+        out: list[Optional[NodeAnswer]] = []
+        append = out.append
+        if inventory.label_dependent:
+            if nodes is None:
+                return [None] * len(names)
+            views = [views_get(name) for name in names]
+            views = [v if v is not None and v.labels is (node.get("metadata") or {}).get("labels") else None
+                     for v, node in zip(views, nodes)]
+        else:
+            views = [views_get(name) for name in names]
+        for view in views:
+            if view is None:
+                append(None)
+                continue
+            entry = view.memo.get(key)
+            if entry is not None and entry.version != version:
+                pool = view.pool_id
+                if entry.usage is not usage or entry.state != (
+                        versions_get(pool) if pool is not None else tuple(map(versions_get, view.pool_ids))):
+                    entry = None
+            append(entry)
+        return out
+
+
+_PER_NODE: list = []
+_MAX_MEMO_PER_VIEW = 64
 
 
 # -- internals ---------------------------------------------------------------------------------------
@@ -292,12 +461,29 @@ _MAX_CLAIM_PLANS = 4096
 class _ClaimPlan:
     """A claim's requests prepared for search (compiled selectors, classes, counts)."""
 
-    __slots__ = ("claim", "features", "classes", "slots", "constraints", "cacheable")
+    __slots__ = ("claim", "features", "classes", "slots", "constraints", "cacheable", "shape")
 
     def __init__(self, claim: Mapping[str, Any], features: AllocatorFeatures, classes: tuple,
-                 slots: list[_RequestSlot], constraints: list[tuple], cacheable: bool):
+                 slots: list[_RequestSlot], constraints: list[tuple], cacheable: bool, shape: Any):
         self.claim, self.features, self.classes = claim, features, classes
         self.slots, self.constraints, self.cacheable = slots, constraints, cacheable
+        self.shape = shape  # what decides the search (requests, constraints, selectors), names aside
+
+
+def _claim_plan(cache: "AllocatorCache", claim: Mapping[str, Any], features: AllocatorFeatures,
+                lookup: Callable[[str], Optional[Mapping[str, Any]]], view: NodeView) -> _ClaimPlan:
+    """Upstream's per-claim checks, cached per claim object (node-independent unless a request asks
+    for `All`) and revalidated by the identity of the classes it used. Raises AllocationError."""
+    plans = cache.claim_plans
+    plan = plans.get(id(claim))
+    if (plan is None or plan.claim is not claim or plan.features != features
+            or any(lookup(name) is not cls for name, cls in plan.classes)):
+        plan = _Allocation((), {}, view, lookup, frozenset(), features, cache, {})._plan_claim(claim)
+        if plan.cacheable:
+            if len(plans) >= _MAX_CLAIM_PLANS:
+                plans.clear()
+            plans[id(claim)] = plan
+    return plan
 
 
 class _MatchAttribute:
@@ -374,9 +560,96 @@ class _Chosen:
 _EMPTY: tuple = ()
 
 
+class NodeAnswer:
+    """What one search on one node found, independent of the claims' names, so that other claims of
+    the same shape on the same node, with the same devices in use, can take it (see
+    ClaimsAllocator): `fits`; per claim the (slot, alternative, device, consumed capacity) chosen,
+    the alternative selected per slot and the node selector. `results(allocator)` and
+    `reasons(allocator)` spell it out for the allocator's own claims."""
+
+    __slots__ = ("fits", "run", "plans", "choices", "selected", "node_selectors", "parts", "usage", "version",
+                 "state")
+
+    def __init__(self, run: "_Allocation", choices: Optional[list], selected: Optional[list],
+                 node_selectors: Optional[list]):
+        self.fits = choices is not None
+        self.run: Optional[_Allocation] = None if self.fits else run  # explains a failure, on demand
+        self.plans = run.plans
+        self.choices = choices
+        self.selected = selected
+        self.node_selectors = node_selectors
+        self.parts: Optional[tuple] = None
+        self.usage: Any = None
+        self.version = -1
+        self.state: Any = None
+
+    def outcome(self, allocator: "ClaimsAllocator") -> AllocationOutcome:
+        if not self.fits:
+            return AllocationOutcome(None, explain=lambda: self.reasons(allocator))
+        return AllocationOutcome(None, build=lambda: self.results(allocator))
+
+    def reasons(self, allocator: "ClaimsAllocator") -> list[str]:
+        """Why nothing fits, per claim of `allocator` ("claim <ref>, request <name>: ...")."""
+        if self.fits:
+            return []
+        claims = allocator.claims
+        return [text if ci is None else f"claim {claim_ref(claims[ci])}{text}" for ci, text in self.explained()]
+
+    def explained(self) -> tuple:
+        """Why nothing fits, independent of names: ((claim index or None, text), ...); equal
+        explanations are one object (interned per AllocatorCache)."""
+        if self.parts is None:
+            assert self.run is not None
+            self.parts = self.run.cache.intern(tuple(self.run._explain()))
+            self.run = None
+        return self.parts
+
+    def results(self, allocator: "ClaimsAllocator") -> Optional[list[dict]]:
+        """One AllocationResult per claim of `allocator` (fresh dicts, a fresh shareID each)."""
+        if not self.fits:
+            return None
+        return self._results(allocator, allocator._plans or self.plans)
+
+    def _results(self, allocator: "ClaimsAllocator", plans: list["_ClaimPlan"]) -> list[dict]:
+        assert self.choices is not None and self.selected is not None and self.node_selectors is not None
+        features = allocator.features
+        out = []
+        for ci, claim in enumerate(allocator.claims):
+            slots = plans[ci].slots
+            results = []
+            for ri, si, device, consumed in self.choices[ci]:
+                req = slots[ri].alternatives[si]
+                entry: dict[str, Any] = {"request": req.name, "driver": device.driver, "pool": device.pool_name,
+                                         "device": device.name}
+                if req.admin:
+                    entry["adminAccess"] = True
+                if req.tolerations and features.device_taints:
+                    entry["tolerations"] = _copy(req.tolerations)
+                if device.binding_conditions and features.binding_conditions:
+                    entry["bindingConditions"] = list(device.binding_conditions)
+                    entry["bindingFailureConditions"] = list(device.binding_failure_conditions)
+                if consumed is not None:
+                    entry["shareID"] = allocator.cache.new_share_id()
+                    entry["consumedCapacity"] = {_spelled(n, device): format_quantity(v, device.capacity_formats[n])
+                                                 for n, v in consumed.items()}
+                results.append(entry)
+            devices: dict[str, Any] = {"results": results}
+            config = _config(slots, self.selected[ci], claim)
+            if config:
+                devices["config"] = config
+            allocation: dict[str, Any] = {"devices": devices}
+            node_selector = self.node_selectors[ci]
+            if node_selector is not None:
+                allocation["nodeSelector"] = _copy(node_selector)
+            out.append(allocation)
+        return out
+
+
 class _Allocation:
+    """One search: the claims' devices on one node, given the devices in use."""
+
     def __init__(self, claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any], view: NodeView,
-                 lookup_class: Callable[[str], Optional[Mapping[str, Any]]], in_use: Union[set, frozenset],
+                 lookup_class: Callable[[str], Optional[Mapping[str, Any]]], in_use: Any,
                  features: AllocatorFeatures, cache: AllocatorCache,
                  shared_consumed: Mapping[DeviceID, Mapping[str, Fraction]]):
         self.claims = claims
@@ -388,6 +661,7 @@ class _Allocation:
         self.cel_features = features.cel
         self.cache = cache
         self.shared_consumed = shared_consumed
+        self.plans: list[_ClaimPlan] = []
         self.slots: list[list[_RequestSlot]] = []
         self.constraints: list[list[Any]] = []
         self.allocating: dict[DeviceID, list[int]] = {}
@@ -397,11 +671,17 @@ class _Allocation:
         self.capacity_taken: dict[DeviceID, dict[str, Fraction]] = {}
         self.steps = 0
 
-    # -- preparation (upstream's per-claim checks) --
-
-    def run(self) -> AllocationOutcome:
-        for ci, claim in enumerate(self.claims):
-            self._prepare_claim(ci, claim)
+    def run(self, plans: Optional[list[_ClaimPlan]]) -> NodeAnswer:
+        """Search with these plans (None: plan the claims for this node first)."""
+        if plans is None:
+            plans = [_claim_plan(self.cache, claim, self.features, self.lookup_class, self.view)
+                     for claim in self.claims]
+        self.plans = plans
+        for plan in plans:
+            for slot in plan.slots:
+                slot.selected = 0
+            self.slots.append(plan.slots)
+            self.constraints.append([kind(requests, attribute) for kind, requests, attribute in plan.constraints])
         try:
             done = self._allocate_one(0, 0, 0, 0, False, 0)
         except _MaxSizeExceeded:
@@ -409,25 +689,14 @@ class _Allocation:
         finally:
             self.cache.search_steps += self.steps
         if not done:
-            return AllocationOutcome(None, explain=self._explain)
-        return AllocationOutcome([self._result(ci) for ci in range(len(self.claims))])
-
-    def _prepare_claim(self, ci: int, claim: Mapping[str, Any]) -> None:
-        """Upstream's per-claim checks. The result is cached per claim object (node-independent
-        unless a request asks for `All`), revalidated by the identity of the classes it used."""
-        plans = self.cache.claim_plans
-        plan = plans.get(id(claim))
-        if (plan is None or plan.claim is not claim or plan.features != self.features
-                or any(self.lookup_class(name) is not cls for name, cls in plan.classes)):
-            plan = self._plan_claim(claim)
-            if plan.cacheable:
-                if len(plans) >= _MAX_CLAIM_PLANS:
-                    plans.clear()
-                plans[id(claim)] = plan
-        for slot in plan.slots:
-            slot.selected = 0
-        self.slots.append(plan.slots)
-        self.constraints.append([kind(requests, attribute) for kind, requests, attribute in plan.constraints])
+            return NodeAnswer(self, None, None, None)
+        choices = []
+        for ci, slots in enumerate(self.slots):
+            where = {id(req): (ri, si) for ri, slot in enumerate(slots) for si, req in enumerate(slot.alternatives)}
+            choices.append([(*where[id(c.request)], c.device, c.consumed) for c in self.results[ci]])
+        selected = [[slot.selected for slot in slots] for slots in self.slots]
+        node_selectors = [self._node_selector(claim, self.results[ci]) for ci, claim in enumerate(self.claims)]
+        return NodeAnswer(self, choices, selected, node_selectors)
 
     def _plan_claim(self, claim: Mapping[str, Any]) -> "_ClaimPlan":
         ref = claim_ref(claim)
@@ -462,8 +731,10 @@ class _Allocation:
                 raise AllocationError(f"claim {ref}, constraint #{i}: empty constraint (unsupported constraint type?)")
         requests = [r for slot in slots for r in slot.alternatives]
         classes = tuple({r.class_name: r.device_class for r in requests}.items())
+        shape = (orjson.dumps([devices.get("requests"), devices.get("constraints")], option=orjson.OPT_SORT_KEYS),
+                 tuple(r.key for r in requests))
         return _ClaimPlan(claim, self.features, classes, slots, constraints,
-                          cacheable=not any(r.all_mode for r in requests))
+                          cacheable=not any(r.all_mode for r in requests), shape=shape)
 
     def _prepare_request(self, ref: str, req: _Request) -> _Request:
         spec = req.spec
@@ -742,64 +1013,6 @@ class _Allocation:
 
     # -- results --
 
-    def _result(self, ci: int) -> dict:
-        claim = self.claims[ci]
-        results = []
-        for chosen in self.results[ci]:
-            req, device = chosen.request, chosen.device
-            entry: dict[str, Any] = {"request": req.name, "driver": device.driver, "pool": device.pool_name,
-                                     "device": device.name}
-            if req.admin:
-                entry["adminAccess"] = True
-            if req.tolerations and self.features.device_taints:
-                entry["tolerations"] = _copy(req.tolerations)
-            if device.binding_conditions and self.features.binding_conditions:
-                entry["bindingConditions"] = list(device.binding_conditions)
-                entry["bindingFailureConditions"] = list(device.binding_failure_conditions)
-            if chosen.consumed is not None:
-                entry["shareID"] = self.cache.new_share_id()
-                entry["consumedCapacity"] = {_spelled(n, device): format_quantity(v, device.capacity_formats[n])
-                                             for n, v in chosen.consumed.items()}
-            results.append(entry)
-        devices: dict[str, Any] = {"results": results}
-        config = self._config(ci, claim)
-        if config:
-            devices["config"] = config
-        allocation: dict[str, Any] = {"devices": devices}
-        node_selector = self._node_selector(claim, self.results[ci])
-        if node_selector is not None:
-            allocation["nodeSelector"] = node_selector
-        return allocation
-
-    def _config(self, ci: int, claim: Mapping[str, Any]) -> list[dict]:
-        config: list[dict] = []
-        class_ranges: dict[str, tuple[int, int]] = {}
-        chosen_names: list[str] = []
-        for slot in self.slots[ci]:
-            req = slot.alternatives[slot.selected]
-            chosen_names.append(req.name)
-            known = class_ranges.get(req.class_name)
-            if known is not None:
-                for i in range(*known):
-                    config[i]["requests"].append(req.name)
-                continue
-            begin = len(config)
-            for entry in (req.device_class.get("spec") or {}).get("config") or []:
-                config.append({"source": "FromClass", "requests": [req.name],
-                               **{k: _copy(v) for k, v in entry.items()}})
-            class_ranges[req.class_name] = (begin, len(config))
-        relevant = set(chosen_names) | {slot.name for slot in self.slots[ci]}
-        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
-            names = entry.get("requests") or []
-            if names and not any(n in relevant for n in names):
-                continue
-            out: dict[str, Any] = {"source": "FromClaim"}
-            if names:
-                out["requests"] = list(names)
-            out.update({k: _copy(v) for k, v in entry.items() if k != "requests"})
-            config.append(out)
-        return config
-
     def _node_selector(self, claim: Mapping[str, Any], chosen: list[_Chosen]) -> Optional[dict]:
         fields: list[dict] = []
         expressions: list[dict] = []
@@ -831,38 +1044,37 @@ class _Allocation:
 
     # -- why it failed --
 
-    def _explain(self) -> list[str]:
-        reasons: list[str] = []
+    def _explain(self) -> list[tuple[Optional[int], str]]:
+        """Why the search failed, as (claim index, text after "claim <ref>") or (None, text)."""
+        reasons: list[tuple[Optional[int], str]] = []
         invalid = self.view.invalid_pools
         if invalid:
-            reasons.append(INVALID_POOLS + " (" + "; ".join(f"resource pool {p.key}: {p.invalid_reason}"
-                                                           for p in invalid) + ")")
+            reasons.append((None, INVALID_POOLS + " (" + "; ".join(f"resource pool {p.key}: {p.invalid_reason}"
+                                                                   for p in invalid) + ")"))
         shortfalls = False
-        for ci, claim in enumerate(self.claims):  # each request alone, ignoring the others
-            ref = claim_ref(claim)
+        for ci in range(len(self.claims)):  # each request alone, ignoring the others
             for slot in self.slots[ci]:
                 problems = [(req, self._shortfall(ci, req)) for req in slot.alternatives]
                 if slot.has_subrequests:
                     if all(p for _, p in problems):
                         shortfalls = True
-                        reasons.append(f"claim {ref}, request {slot.name}: none of the {len(problems)} alternatives "
-                                       f"can be allocated (" + "; ".join(f"{r.name}: {p}" for r, p in problems) + ")")
+                        reasons.append((ci, f", request {slot.name}: none of the {len(problems)} alternatives "
+                                            f"can be allocated (" + "; ".join(f"{r.name}: {p}" for r, p in problems)
+                                        + ")"))
                 elif problems[0][1]:
                     shortfalls = True
-                    reasons.append(f"claim {ref}, request {slot.name}: {problems[0][1]}")
+                    reasons.append((ci, f", request {slot.name}: {problems[0][1]}"))
         if not shortfalls:
-            constrained = [(claim, self.constraints[ci]) for ci, claim in enumerate(self.claims)
-                           if self.constraints[ci]]
-            for claim, constraints in constrained:
-                described = ", ".join(c.describe() for c in constraints)
-                reasons.append(f"claim {claim_ref(claim)}: no set of free devices satisfies the constraints "
-                               f"({described})")
+            constrained = [ci for ci in range(len(self.claims)) if self.constraints[ci]]
+            for ci in constrained:
+                described = ", ".join(c.describe() for c in self.constraints[ci])
+                reasons.append((ci, f": no set of free devices satisfies the constraints ({described})"))
             if not constrained:
-                reasons.append("each request fits on its own, but not all of them together")
+                reasons.append((None, "each request fits on its own, but not all of them together"))
         incomplete = self.view.incomplete_pools
         if incomplete and shortfalls:
-            reasons.append("resource pools currently being updated were skipped: "
-                           + ", ".join(p.key for p in incomplete))
+            reasons.append((None, "resource pools currently being updated were skipped: "
+                                  + ", ".join(p.key for p in incomplete)))
         return reasons
 
     def _shortfall(self, ci: int, req: _Request) -> Optional[str]:
@@ -913,6 +1125,38 @@ class _Allocation:
                 if any(before.get(n, 0) + v > device.capacity[n] for n, v in demand.items()):
                     return False
         return True
+
+
+def _config(slots: list[_RequestSlot], selected: list[int], claim: Mapping[str, Any]) -> list[dict]:
+    """devices.config of a result: class configs (FromClass, once per class, naming every request
+    that used it), then the claim's configs (FromClaim) that concern a chosen request."""
+    config: list[dict] = []
+    class_ranges: dict[str, tuple[int, int]] = {}
+    chosen_names: list[str] = []
+    for slot, index in zip(slots, selected):
+        req = slot.alternatives[index]
+        chosen_names.append(req.name)
+        known = class_ranges.get(req.class_name)
+        if known is not None:
+            for i in range(*known):
+                config[i]["requests"].append(req.name)
+            continue
+        begin = len(config)
+        for entry in (req.device_class.get("spec") or {}).get("config") or []:
+            config.append({"source": "FromClass", "requests": [req.name],
+                           **{k: _copy(v) for k, v in entry.items()}})
+        class_ranges[req.class_name] = (begin, len(config))
+    relevant = set(chosen_names) | {slot.name for slot in slots}
+    for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
+        names = entry.get("requests") or []
+        if names and not any(n in relevant for n in names):
+            continue
+        out: dict[str, Any] = {"source": "FromClaim"}
+        if names:
+            out["requests"] = list(names)
+        out.update({k: _copy(v) for k, v in entry.items() if k != "requests"})
+        config.append(out)
+    return config
 
 
 def _add_requirements(source: list, target: list) -> None:

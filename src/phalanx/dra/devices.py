@@ -4,11 +4,21 @@
     in_use = devices_in_use(claims)        # from status.allocation of every allocated ResourceClaim
     shared = consumed_capacity(claims)     # shared (allowMultipleAllocations) devices: capacity taken
 
+    usage = DevicesInUse()                 # the same, kept up to date per holder (a claim uid)
+    usage.hold("uid-1", [did], {})         # replaces what uid-1 held before
+    usage.drop("uid-1")
+    did in usage; usage.consumed()         # exclusive use; capacity taken from shared devices
+    usage.pool_version(("gpu.example.com", "node-1"))   # changes whenever that pool's use changes
+
 `Device` wraps one entry of `ResourceSlice.spec.devices` once, when the slice is indexed
 (`pools.Inventory`): attribute lookups, parsed counter consumption and capacity are ready, the CEL
 view of the device is built on first use, and selector results are cached on it
 (`match_cache`, keyed by the allocator), so a device is evaluated once per selector set for as
 long as its slice is unchanged.
+
+`DevicesInUse` is the long-lived form of `devices_in_use` + `consumed_capacity` for a scheduler:
+updated per claim, never recomputed, with a version per resource pool. The allocator accepts it
+as `in_use` and then remembers its answer per node until a pool that node reaches changes.
 """
 
 from __future__ import annotations
@@ -68,6 +78,107 @@ def consumed_capacity(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceID, dic
                 full = qualify(name, did.driver)
                 per_device[full] = per_device.get(full, Fraction(0)) + parse_quantity(q)
     return taken
+
+
+class DevicesInUse:
+    """Devices held by allocated (or about-to-be-allocated) claims, per holder (a claim uid).
+
+    - `did in usage`, `usage[did]` (how many holders), `len`, iteration: exclusive use, as the
+      set `devices_in_use` returns (admin-access and shared results excluded by the caller);
+    - `consumed()`: capacity taken from shared devices, summed over holders (cached);
+    - `pool_version((driver, pool))`: bumped whenever a device of that pool becomes busy or free
+      or its shared capacity changes, so an answer computed for a node stays valid while the
+      versions of the pools the node reaches are unchanged.
+    """
+
+    __slots__ = ("_counts", "_holders", "versions", "_consumed", "version")
+
+    def __init__(self) -> None:
+        self._counts: dict[DeviceID, int] = {}
+        self._holders: dict[str, tuple[frozenset, Mapping[DeviceID, Mapping[str, Fraction]]]] = {}
+        self.versions: dict[tuple[str, str], int] = {}  # read-only for callers; missing: never changed
+        self._consumed: Optional[dict[DeviceID, dict[str, Fraction]]] = {}
+        self.version = 0
+
+    def __contains__(self, did: object) -> bool:
+        return did in self._counts
+
+    def __getitem__(self, did: DeviceID) -> int:
+        return self._counts.get(did, 0)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __iter__(self):
+        return iter(self._counts)
+
+    def __repr__(self) -> str:
+        return f"DevicesInUse({sorted(map(str, self._counts))})"
+
+    def pool_version(self, pool: tuple[str, str]) -> int:
+        return self.versions.get(pool, 0)
+
+    def _bump(self, did: DeviceID) -> None:
+        key = (did.driver, did.pool)
+        self.versions[key] = self.versions.get(key, 0) + 1
+        self.version += 1
+
+    def holding(self, holder: str) -> tuple[frozenset, Mapping[DeviceID, Mapping[str, Fraction]]]:
+        """(exclusive DeviceIDs, shared capacity) `holder` holds; empty when nothing."""
+        return self._holders.get(holder) or (frozenset(), {})
+
+    def hold(self, holder: str, devices: Iterable[DeviceID],
+             shared: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None) -> None:
+        """`holder` now holds exactly these devices (and this shared capacity)."""
+        devices = frozenset(devices)
+        shared = shared or {}
+        old = self._holders.get(holder)
+        if old is not None and old[0] == devices and old[1] == shared:
+            return
+        self.drop(holder)
+        if not devices and not shared:
+            return
+        self._holders[holder] = (devices, shared)
+        counts = self._counts
+        for did in devices:
+            n = counts.get(did, 0)
+            counts[did] = n + 1
+            if n == 0:
+                self._bump(did)
+        if shared:
+            self._consumed = None
+            for did in shared:
+                self._bump(did)
+
+    def drop(self, holder: str) -> None:
+        """`holder` holds nothing any more."""
+        old = self._holders.pop(holder, None)
+        if old is None:
+            return
+        counts = self._counts
+        for did in old[0]:
+            n = counts[did] - 1
+            if n > 0:
+                counts[did] = n
+            else:
+                del counts[did]
+                self._bump(did)
+        if old[1]:
+            self._consumed = None
+            for did in old[1]:
+                self._bump(did)
+
+    def consumed(self) -> dict[DeviceID, dict[str, Fraction]]:
+        """Capacity taken from shared (allowMultipleAllocations) devices by all holders."""
+        if self._consumed is None:
+            total: dict[DeviceID, dict[str, Fraction]] = {}
+            for _, shared in self._holders.values():
+                for did, amounts in shared.items():
+                    per = total.setdefault(did, {})
+                    for name, q in amounts.items():
+                        per[name] = per.get(name, Fraction(0)) + q
+            self._consumed = total
+        return self._consumed
 
 
 def qualify(name: str, driver: str) -> str:

@@ -150,17 +150,31 @@ class NodePool:
 
 
 class NodeView:
-    """What one node can reach; `candidates` caches, per request shape, the devices that match it."""
+    """What one node can reach; `candidates` caches, per request shape, the devices that match it;
+    `memo` is the allocator's (answers per claim shape, valid while `state(usage)` is unchanged).
+    Nodes that reach exactly the same devices (network-attached pools, `allNodes` slices) share
+    `candidates` and `memo`: an allocation there does not depend on which of them asks."""
 
-    __slots__ = ("node_name", "pools", "devices", "candidates", "labels", "labels_snapshot")
+    __slots__ = ("node_name", "pools", "devices", "candidates", "labels", "labels_snapshot", "pool_ids", "pool_id",
+                 "memo")
 
-    def __init__(self, node_name: str, pools: list[NodePool], labels: Any):
+    def __init__(self, node_name: str, pools: list[NodePool], labels: Any,
+                 shared: Optional[tuple[dict, dict]] = None):
         self.node_name = node_name
         self.pools = pools
         self.devices = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices]
-        self.candidates: dict[Any, list] = {}
+        self.candidates, self.memo = shared if shared is not None else ({}, {})
         self.labels = labels
         self.labels_snapshot = dict(labels) if labels else {}
+        self.pool_ids = [(p.pool.driver, p.pool.name) for p in pools]
+        self.pool_id = self.pool_ids[0] if len(self.pool_ids) == 1 else None  # the only one, if so
+
+    def state(self, usage: Any) -> Any:
+        """The versions, in `usage` (a devices.DevicesInUse), of the pools this node reaches (just
+        the one version when it reaches one pool)."""
+        if self.pool_id is not None:
+            return usage.versions.get(self.pool_id)
+        return tuple(map(usage.versions.get, self.pool_ids))
 
     @property
     def incomplete_pools(self) -> list[NodePool]:
@@ -210,21 +224,28 @@ class Inventory:
                     self._everywhere.append(s)
         self._by_node = by_node
         self.label_dependent = any(s.label_dependent for s in self._everywhere)
-        self._views: dict[tuple[str, bool], NodeView] = {}
+        self._views: dict[bool, dict[str, NodeView]] = {True: {}, False: {}}  # per_device_selection -> name
+        self._shared: dict[tuple, tuple[dict, dict]] = {}  # what a node reaches -> (candidates, memo)
 
     def node_view(self, node: Mapping[str, Any], per_device_selection: bool = True) -> NodeView:
         meta = node.get("metadata") or {}
         name = meta.get("name", "")
         labels = meta.get("labels")
-        key = (name, per_device_selection)
-        view = self._views.get(key)
+        views = self._views[bool(per_device_selection)]
+        view = views.get(name)
         if view is not None:
             if not self.label_dependent or view.labels is labels or view.labels_snapshot == (labels or {}):
                 view.labels = labels
                 return view
         view = self._build_view(node, name, labels, per_device_selection)
-        self._views[key] = view
+        views[name] = view
         return view
+
+    def cached_views(self, per_device_selection: bool = True) -> Mapping[str, NodeView]:
+        """The views built so far by node name (a quick path for callers that see many nodes; a
+        node missing there, or, when `label_dependent`, one whose view has another labels object
+        than the node: call `node_view`)."""
+        return self._views[bool(per_device_selection)]
 
     def _build_view(self, node: Mapping[str, Any], name: str, labels: Any, per_device: bool) -> NodeView:
         offered: dict[tuple[str, str], list[tuple[Slice, list[Device]]]] = {}
@@ -235,10 +256,18 @@ class Inventory:
             if devices is not None:
                 offered.setdefault((s.driver, s.pool_name), []).append((s, devices))
         pools = []
+        reach = []
         for key in sorted(offered):
             entries = sorted(offered[key], key=lambda e: e[0].name)
             pools.append(NodePool(self.pools[key], entries))
-        return NodeView(name, pools, labels)
+            reach.append(tuple((id(s), None if devices is s.devices else tuple(map(id, devices)))
+                               for s, devices in entries))
+        shared = self._shared.get(tuple(reach)) if not self._by_node.get(name) else None
+        if shared is None:
+            shared = ({}, {})
+            if not self._by_node.get(name):  # a node's own slices: nobody else reaches them
+                self._shared[tuple(reach)] = shared
+        return NodeView(name, pools, labels, shared)
 
     def device(self, driver: str, pool: str, name: str) -> Optional[Device]:
         p = self.pools.get((driver, pool))
