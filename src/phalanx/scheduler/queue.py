@@ -352,17 +352,34 @@ class SchedulingQueue:
         for plugin, by_key in list(self._gated_by_plugin.items()):
             if plugin and plugin not in interest:
                 continue  # no hint of the gating plugin can fire: skip its pods without a look
+            hints = interest.get(plugin, ())
             for key, qpi in list(by_key.items()):
-                if self._hint(registered, qpi.gating_plugin, qpi.pod, event, old, new):
+                if not plugin or self._run_hints(plugin, hints, qpi.pod, old, new):
                     self._admit(qpi)
         for key, (e, _) in list(self.unschedulable.items()):
             plugins = e.unschedulable_plugins
             if not any(pl in interest or not pl for pl in plugins):
                 continue
             pods = [q.pod for q in e.members.values()] if isinstance(e, QueuedPodGroup) else [e.pod]
-            if any(self._hint(registered, pl, p, event, old, new) for pl in plugins for p in pods[:1] or [{}]):
+            pod = pods[0] if pods else {}
+            if any(not pl or (pl in interest and self._run_hints(pl, interest[pl], pod, old, new)) for pl in plugins):
                 del self.unschedulable[key]
                 self._push_backoff(e) if e.attempts > 1 else self._push_active(e)
+
+    @staticmethod
+    def _run_hints(plugin: str, hints: tuple, pod: dict, old, new) -> bool:
+        """Whether any of `plugin`'s hints registered for this event says Queue."""
+        for ewh in hints:
+            fn = ewh.queueing_hint_fn
+            if fn is None:
+                return True
+            try:
+                if fn(pod, old, new) == QueueingHint.Queue:
+                    return True
+            except Exception:  # a hint that fails means "queue", as upstream
+                log.exception("queueing hint of %s", plugin)
+                return True
+        return False
 
     def _interest(self, registered: dict, event: ClusterEvent) -> dict[str, tuple]:
         key = (event.resource, int(event.action_type))
@@ -378,23 +395,6 @@ class SchedulingQueue:
         if reg is None:
             reg = self._registered_cache = self.fw.events_to_register()
         return reg
-
-    @staticmethod
-    def _hint(registered: dict, plugin: str, pod: dict, event: ClusterEvent, old, new) -> bool:
-        if not plugin:
-            return True
-        for ewh in registered.get(plugin, ()):
-            if match_cluster_events(ewh.event, event):
-                fn = ewh.queueing_hint_fn
-                if fn is None:
-                    return True
-                try:
-                    if fn(pod, old, new) == QueueingHint.Queue:
-                        return True
-                except Exception:  # a hint that fails means "queue", as upstream
-                    log.exception("queueing hint of %s", plugin)
-                    return True
-        return False
 
     def activate(self, pods: Iterable[dict]) -> None:
         """Move these pods' entities to activeQ (used by plugins such as GangScheduling)."""
