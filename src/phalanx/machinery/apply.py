@@ -1235,8 +1235,13 @@ def update_managed_fields(old: Optional[dict], new: dict, manager: str, operatio
     requested = new_md.pop("managedFields", None)
     if old is None and requested is None and empty_object is None and now:
         return _create_from_shape(new, manager, operation, meta, now, subresource, reset_fields)
-    current = _copy(new)
-    old_obj = _copy(old) if old else _zero_object(meta, empty_object)
+    current = new  # read only below (its managedFields were taken out above)
+    if old:  # a shallow copy without managedFields: the comparison only reads both objects
+        old_obj = dict(old)
+        if isinstance(old.get("metadata"), dict):
+            old_obj["metadata"] = dict(old["metadata"])
+    else:
+        old_obj = _zero_object(meta, empty_object)
     old_md = old_obj.get("metadata") if isinstance(old_obj.get("metadata"), dict) else {}
     live_entries = old_md.pop("managedFields", None)
     version = current.get("apiVersion") or old_obj.get("apiVersion") or ""
