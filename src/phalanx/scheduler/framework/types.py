@@ -881,7 +881,7 @@ class PodInfo:
             setattr(c, attr, getattr(self, attr))
         c.pod = pod
         c.deletion_timestamp = md.get("deletionTimestamp")
-        c.cache = dict(self.cache)
+        c.cache = {}  # lazily recomputed; a bound pod rarely needs it (memory: one per pod in the cache)
         return c
 
     def assumed_on(self, node_name: str) -> "PodInfo":
