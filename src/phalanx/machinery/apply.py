@@ -89,6 +89,8 @@ def _unhv(h: tuple) -> Any:
 
 def _equal(a: Any, b: Any) -> bool:
     """Deep JSON equality where booleans never equal numbers."""
+    if a is b:
+        return True
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict):
@@ -347,6 +349,8 @@ def _index(t: _Type, items: list, path: Path, allow_duplicates: bool) -> tuple[l
 
 
 def _compare(l: Any, r: Any, meta: PatchMeta, path: Path, c: Comparison) -> None:
+    if l is r and l is not _MISSING:
+        return  # the same object: nothing added, removed or modified below
     t = _classify(meta, r if l is _MISSING else l)
     kind = t.kind
     if kind == _MAP:
@@ -411,15 +415,20 @@ def _merge(l: Any, r: Any, meta: PatchMeta, path: Path) -> Any:
             out = {}
             lm = lm or {}
             rm = rm or {}
+            same = r is _MISSING  # a live-only subtree comes back as the same object when unchanged
             for key, lv in lm.items():
                 v = _merge(lv, rm.get(key, _MISSING), t.field(key), path + (("f", key),))
                 if v is not _MISSING:
                     out[key] = v
+                if v is not lv:
+                    same = False
             for key, rv in rm.items():
                 if key not in lm:
                     v = _merge(_MISSING, rv, t.field(key), path + (("f", key),))
                     if v is not _MISSING:
                         out[key] = v
+            if same and out:
+                return l  # identical content: compare() can skip it by identity
             return out if out else _MISSING
     elif kind == _LIST:
         ll = l if isinstance(l, list) else None
@@ -427,6 +436,9 @@ def _merge(l: Any, r: Any, meta: PatchMeta, path: Path) -> Any:
         if (ll or rl) and not ((l is not _MISSING and l is not None and ll is None)
                                or (r is not _MISSING and r is not None and rl is None)):
             out_list = _merge_list(t, ll or [], rl or [], path)
+            if out_list and r is _MISSING and ll is not None and len(out_list) == len(ll) and \
+                    all(a is b for a, b in zip(out_list, ll)):
+                return l  # unchanged live-only list: the same object
             return out_list if out_list else _MISSING
     return r if r is not _MISSING else l
 
