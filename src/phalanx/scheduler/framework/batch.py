@@ -134,7 +134,9 @@ class OpportunisticBatch:
                 or b.last_cycle != cycle - 1 or self.clock() - b.created > MAX_BATCH_AGE_SECONDS):
             self.flush()
             return False
-        src = b.cycle_state.clone()
+        # Shared, not cloned: Filter and Score only read PreFilter/PreScore results; what-if
+        # evaluation (nominated pods, preemption) clones the state before it changes anything.
+        src = b.cycle_state
         state._storage.update(src._storage)
         state.skip_filter_plugins = src.skip_filter_plugins
         state.skip_score_plugins = src.skip_score_plugins
