@@ -412,6 +412,11 @@ class Scheduler:
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
+    async def _binding_cycles(self, fw: Framework, items: list, group: QueuedPodGroup) -> None:
+        for state, pi, node, qpi in items:
+            await self._binding_cycle(fw, state, pi, node, qpi, waiting=False, scores=None, group=group)
+            await asyncio.sleep(0)
+
     async def _wait_on_permit(self, fw: Framework, pi: PodInfo) -> Optional[Status]:
         wp = fw.get_waiting_pod(pi.uid or pi.key)
         if wp is None:
@@ -579,6 +584,7 @@ class Scheduler:
             group.members.pop(pi.key, None)
             committed.append((qpi, pi, node, pstate, assumed))
         self.cache.mark_dirty(n for _, _, n, _ in chosen["assigned"])
+        allowed: list[tuple[CycleState, PodInfo, str, QueuedPodInfo]] = []
         for qpi, pi, node, pstate, assumed_pi in committed:
             st = fw.run_permit_plugins(pstate, assumed_pi, node)
             waiting = st is not None and st.code == Code.Wait
@@ -587,7 +593,12 @@ class Scheduler:
                 self.cache.forget(pi, node)
                 self.queue.activate([pi.pod])
                 continue
-            self._spawn_binding(fw, pstate, assumed_pi, node, qpi, waiting=waiting, group=group)
+            if waiting:
+                self._spawn_binding(fw, pstate, assumed_pi, node, qpi, waiting=True, group=group)
+            else:
+                allowed.append((pstate, assumed_pi, node, qpi))
+        if allowed:  # one task binds the members Permit allowed, in order (as their own tasks would run)
+            self._spawn_api_call(self._binding_cycles(fw, allowed, group))
         self.stats["groups_scheduled"] += 1
         self._groups_scheduled.add(pg["metadata"].get("uid") or group.key)
         # the status write and the event are API calls off the scheduling cycle (as upstream's

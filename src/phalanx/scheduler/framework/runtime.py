@@ -881,7 +881,7 @@ class Framework:
         ni, total, following = hinted
         nodes = [ni] + [snap.node_info_map[e.name] for e in following if e.name in snap.node_info_map]
         totals = [total] + [e.total for e in following if e.name in snap.node_info_map]
-        return ScheduleResult(ni.name, 1, 1, ScoreResult(nodes, [], {}, totals), Diagnosis(), batched=True)
+        return ScheduleResult(ni.name, 1, 1, ScoreResult(nodes, [], {}, totals), None, batched=True)
 
     # -- Reserve / Permit ---------------------------------------------------------------------------
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
