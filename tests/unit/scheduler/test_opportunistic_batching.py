@@ -137,3 +137,29 @@ def test_no_node_fits_any_more_ends_the_batch_with_a_fit_error():
     assert [r.status is None for r in placed] == [True] * 6 + [False]
     assert sorted(r.node_name for r in placed[:6]) == ["n0", "n0", "n1", "n1", "n2", "n2"]
     assert "Insufficient cpu" in placed[6].message()
+
+
+def test_a_custom_plugin_that_signs_by_label_splits_pods_with_equal_specs():
+    # In-tree signers read the spec only, so pods with equal specs share their fragments; a plugin
+    # that reads more (here: a label) keeps that shortcut off, and its fragment decides.
+    from phalanx.scheduler.framework import FilterPlugin, Registry
+    from phalanx.scheduler.framework.config import KubeSchedulerProfile, PluginRef, PluginSet, Plugins
+    from phalanx.scheduler.plugins import queuesort
+
+    class ByTeam(FilterPlugin):
+        NAME = "ByTeam"
+
+        def filter(self, state, pod, node_info):
+            return None
+
+        def sign_pod(self, pod):
+            return pod.labels.get("team")
+
+    registry = Registry({"PrioritySort": queuesort.new, "ByTeam": lambda args, handle: ByTeam()})
+    profile = KubeSchedulerProfile(plugins=Plugins(multi_point=PluginSet(
+        enabled=[PluginRef("PrioritySort"), PluginRef("ByTeam")])))
+    snap = Snapshot.from_nodes_and_pods([make_node(f"n{i}").capacity(cpu="4").obj() for i in range(3)])
+    fw = Framework(profile, registry=registry, snapshot=snap, feature_gates=ON)
+    place(fw, make_pod("a").req(cpu="100m").label("team", "x").obj(), snap)
+    assert place(fw, make_pod("b").req(cpu="100m").label("team", "x").obj(), snap).schedule_result.batched
+    assert not place(fw, make_pod("c").req(cpu="100m").label("team", "y").obj(), snap).schedule_result.batched

@@ -60,6 +60,9 @@ class Plugin:
 
     NAME: str = ""
     SIGNATURE_DEPENDS_ON_CLUSTER = False
+    # True when `sign_pod` reads only the pod's spec (and resource status of resized containers):
+    # pods with equal specs then share their fragments without asking the plugin again.
+    SIGNATURE_FROM_SPEC = False
 
     def name(self) -> str:
         return self.NAME

@@ -260,6 +260,10 @@ class Framework:
         self._pod_signers = [pl for pl in signing.values() if not getattr(pl, "SIGNATURE_DEPENDS_ON_CLUSTER", False)]
         self._cluster_signers = [pl for pl in signing.values() if getattr(pl, "SIGNATURE_DEPENDS_ON_CLUSTER", False)]
         self._signature_cache_key = f"sig:profile:{id(self)}"
+        # When every pod-only signer reads the spec alone (in-tree plugins say so), a pod whose spec
+        # equals the last signed pod's reuses its fragments.
+        self._signature_from_spec = all(getattr(pl, "SIGNATURE_FROM_SPEC", False) for pl in self._pod_signers)
+        self._last_fixed_signature: Optional[tuple[Any, Any]] = None
         self.dynamic_score_plugins = [pl for pl in self.score_plugins if pl.SCORE_DEPENDS_ON_NODE_PODS]
         self.static_score_plugin_names = {pl.name() for pl in self.score_plugins if not pl.SCORE_DEPENDS_ON_NODE_PODS}
         self.cycle_count = 0
@@ -816,7 +820,15 @@ class Framework:
         key = self._signature_cache_key
         fixed = pod.cache.get(key)
         if fixed is None:
-            fixed = pod.cache[key] = self._sign(pod, self._pod_signers)
+            spec = pod.spec
+            last = self._last_fixed_signature
+            if last is not None and last[0] == spec and not (pod.pod.get("status") or {}).get("containerStatuses"):
+                fixed = last[1]  # the same spec as the pod signed before (a gang, a Job): same fragments
+            else:
+                fixed = self._sign(pod, self._pod_signers)
+            pod.cache[key] = fixed
+            if self._signature_from_spec:
+                self._last_fixed_signature = (spec, fixed)
         if fixed is UNSIGNABLE:
             return None
         varying = self._sign(pod, self._cluster_signers)

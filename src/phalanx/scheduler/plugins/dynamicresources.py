@@ -525,6 +525,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                        PreBindPlugin, EnqueueExtensions):
     NAME = names.DynamicResources
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching: claims make a pod's fit depend on devices, so a pod with claims (or with
         extended resources, which a DeviceClass may back) is unsignable; otherwise nothing."""

@@ -82,6 +82,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
 
     SCORE_DEPENDS_ON_NODE_PODS = False  # preferred terms match node labels only
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: nodeSelector and affinity."""
         return pod.spec_signature("nodeSelector", "affinity")

@@ -26,6 +26,8 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName(FilterPlugin, EnqueueExtensions):
     NAME = names.NodeName
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: spec.nodeName."""
         return pod.node_name

@@ -39,6 +39,8 @@ def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
 class NodePorts(PreFilterPlugin, FilterPlugin, EnqueueExtensions):
     NAME = names.NodePorts
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: the pod's host ports."""
         return pod.host_ports

@@ -24,6 +24,8 @@ PRE_SCORE_STATE_KEY = "PreScore" + names.NodeResourcesBalancedAllocation
 class BalancedAllocation(PreScorePlugin, ScorePlugin):
     NAME = names.NodeResourcesBalancedAllocation
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: the pod's requests are all this plugin reads."""
         return pod.requests_signature()

@@ -117,6 +117,8 @@ def fits(pod: PodInfo, ni: NodeInfo) -> list[InsufficientResource]:
 class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementScorePlugin, EnqueueExtensions):
     NAME = names.NodeResourcesFit
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: the pod's requests are all this plugin reads."""
         return pod.requests_signature()

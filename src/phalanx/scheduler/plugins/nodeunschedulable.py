@@ -38,6 +38,8 @@ def _uid(pod: Optional[Obj]) -> str:
 class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
     NAME = names.NodeUnschedulable
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: the tolerations."""
         return pod.spec_signature("tolerations")

@@ -61,6 +61,8 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions
 
     SCORE_DEPENDS_ON_NODE_PODS = False  # counts the node's PreferNoSchedule taints only
 
+    SIGNATURE_FROM_SPEC = True
+
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: the tolerations."""
         return pod.spec_signature("tolerations")
