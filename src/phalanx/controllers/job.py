@@ -967,20 +967,24 @@ class JobController(Controller):
             candidate += 1
         return out
 
+    async def _remove_active(self, job: Obj, key: str, ctx: _SyncCtx, active: int, to_delete: list) -> int:
+        """Delete active pods (suspension or too many); the count of active pods left."""
+        self.expectations.expect_deletions(key, [_uid(p) for p in to_delete])
+        ready, removed, err = await self._delete_job_pods(job, key, to_delete)
+        active -= removed
+        ctx.terminating += removed
+        ctx.ready -= ready
+        if err is not None:
+            raise _ManageError(active, err)
+        return active
+
     async def _manage_job(self, key: str, job: Obj, ctx: _SyncCtx) -> int:
         spec = job["spec"]
         active = len(ctx.active_pods)
         parallelism = _int(spec.get("parallelism"), 1)
         if job_suspended(job):
-            to_delete = self._pods_for_removal(job, ctx.active_pods, active)
-            self.expectations.expect_deletions(key, [_uid(p) for p in to_delete])
-            ready, removed, err = await self._delete_job_pods(job, key, to_delete)
-            active -= removed
-            ctx.terminating += removed
-            ctx.ready -= ready
-            if err is not None:
-                raise _ManageError(active, err)
-            return active
+            return await self._remove_active(job, key, ctx, active,
+                                             self._pods_for_removal(job, ctx.active_pods, active))
         completions = spec.get("completions")
         if completions is None:
             want_active = active if ctx.succeeded > 0 else parallelism
@@ -989,14 +993,7 @@ class JobController(Controller):
         rm_at_least = max(0, active - want_active)
         to_delete = self._pods_for_removal(job, ctx.active_pods, rm_at_least)[:MAX_POD_CREATE_DELETE_PER_SYNC]
         if to_delete:
-            self.expectations.expect_deletions(key, [_uid(p) for p in to_delete])
-            ready, removed, err = await self._delete_job_pods(job, key, to_delete)
-            active -= removed
-            ctx.terminating += removed
-            ctx.ready -= ready
-            if err is not None:
-                raise _ManageError(active, err)
-            return active
+            return await self._remove_active(job, key, ctx, active, to_delete)
         terminating = ctx.terminating if only_replace_failed_pods(job) else 0
         diff = want_active - terminating - active
         if diff <= 0:

@@ -16,26 +16,18 @@ def scheduler(env, factory, **kw) -> Scheduler:
     return Scheduler(env.client, factory, gates=env.api.gates, **kw)
 
 
-class ControllerCluster:
-    """`async with Sub(env) as cl:` starts `self.controllers` (set up by `make_controllers`) plus
-    kubelets, the garbage collector and (with `bind=True`) the scheduler, on `nodes`."""
+def shared_factory(env) -> InformerFactory:
+    """An informer factory whose caches share the store's objects, as in a cluster (under
+    PHALANX_STORE_CHECKS the store fails a test whose controller changes one in place)."""
+    return InformerFactory(InProcessClient(env.api, clock=env.clock, shared_reads=True), clock=env.clock)
 
-    nodes: list[str] = ["n1", "n2", "n3"]
 
-    def __init__(self, env, bind: bool = True):
-        env.bootstrap([NodeSpec(n) for n in self.nodes])
-        self.env = env
-        # informers share the store's objects, as in a cluster (the store checks nobody changes them)
-        self.factory = InformerFactory(InProcessClient(env.api, clock=env.clock, shared_reads=True), clock=env.clock)
-        kw = dict(clock=env.clock)
-        self.controllers = [*self.make_controllers(env, self.factory, **kw),
-                            SimulatedKubelets(env.client, self.factory, **kw),
-                            GarbageCollector(env.client, self.factory, **kw)]
-        if bind:
-            self.controllers.append(scheduler(env, self.factory, **kw))
+class Running:
+    """`async with`: start `self.controllers`, wait until they synced; stop them and `self.factory`."""
 
-    def make_controllers(self, env, factory, **kw) -> list:
-        raise NotImplementedError
+    env: object
+    factory: InformerFactory
+    controllers: list
 
     async def __aenter__(self):
         for c in self.controllers:
@@ -47,3 +39,24 @@ class ControllerCluster:
         for c in self.controllers:
             await c.stop()
         await self.factory.stop()
+
+
+class ControllerCluster(Running):
+    """`async with Sub(env) as cl:` starts `self.controllers` (set up by `make_controllers`) plus
+    kubelets, the garbage collector and (with `bind=True`) the scheduler, on `nodes`."""
+
+    nodes: list[str] = ["n1", "n2", "n3"]
+
+    def __init__(self, env, bind: bool = True):
+        env.bootstrap([NodeSpec(n) for n in self.nodes])
+        self.env = env
+        self.factory = shared_factory(env)
+        kw = dict(clock=env.clock)
+        self.controllers = [*self.make_controllers(env, self.factory, **kw),
+                            SimulatedKubelets(env.client, self.factory, **kw),
+                            GarbageCollector(env.client, self.factory, **kw)]
+        if bind:
+            self.controllers.append(scheduler(env, self.factory, **kw))
+
+    def make_controllers(self, env, factory, **kw) -> list:
+        raise NotImplementedError

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.client import InformerFactory
 from phalanx.controllers.base import Controller
 from phalanx.machinery.errors import StatusError
+
+from .harness import shared_factory
 
 
 class Mirror(Controller):
@@ -55,7 +56,7 @@ async def secret_names(env):
 async def test_events_become_syncs_that_converge(env):
     await env.namespace("default")
     await env.client.create(cm("before"))
-    ctrl = Mirror(env.client, InformerFactory(env.client, clock=env.clock))
+    ctrl = Mirror(env.client, shared_factory(env))
     ctrl.start()
     await env.client.create(cm("after"))
     names = []
@@ -75,7 +76,7 @@ async def test_events_become_syncs_that_converge(env):
 async def test_failed_syncs_retry_with_exponential_backoff(env):
     await env.namespace("default")
     await env.client.create(cm("x"))
-    ctrl = Mirror(env.client, InformerFactory(env.client, clock=env.clock), flaky=3)
+    ctrl = Mirror(env.client, shared_factory(env), flaky=3)
     ctrl.start()
     assert await env.run_until(lambda: len(ctrl.attempts) == 4)
     times = [t - ctrl.attempts[0][1] for _, t in ctrl.attempts]
@@ -88,7 +89,7 @@ async def test_failed_syncs_retry_with_exponential_backoff(env):
 async def test_a_burst_of_changes_to_one_object_is_one_sync(env):
     await env.namespace("default")
     await env.client.create(cm("same"))
-    ctrl = Mirror(env.client, InformerFactory(env.client, clock=env.clock))
+    ctrl = Mirror(env.client, shared_factory(env))
     ctrl.start()
     assert await env.run_until(lambda: ctrl.synced and len(ctrl.attempts) == 1 and len(ctrl.queue) == 0)
     cms = env.api.resource("", "v1", "configmaps")

@@ -3,8 +3,9 @@ namespace rules, and a restart that converges from the lists alone."""
 
 from __future__ import annotations
 
-from phalanx.client import InformerFactory
 from phalanx.controllers.garbagecollector import GarbageCollector
+
+from .harness import shared_factory
 
 KEYS = {"ConfigMap": "core/configmaps", "Secret": "core/secrets", "Node": "core/nodes"}
 
@@ -37,7 +38,7 @@ def gone(env, kind, name, namespace="default"):
 
 
 async def start_gc(env):
-    gc = GarbageCollector(env.client, InformerFactory(env.client, clock=env.clock), clock=env.clock)
+    gc = GarbageCollector(env.client, shared_factory(env), clock=env.clock)
     gc.start()
     assert await env.run_until(lambda: gc.synced)
     return gc

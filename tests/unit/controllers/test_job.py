@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.client import InformerFactory
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
@@ -14,16 +13,16 @@ from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedC
                                      match_pod_failure_policy, match_success_policy, pod_generate_name_with_index)
 from phalanx.nodes.kubelet import SimulatedKubelets
 
-from .harness import scheduler
+from .harness import Running, scheduler, shared_factory
 
 NODES = ["n1", "n2", "n3"]
 
 
-class Cluster:
+class Cluster(Running):
     def __init__(self, env, gates=None, gc=False):
         env.bootstrap([NodeSpec(n) for n in NODES])
         self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
+        self.factory = shared_factory(env)
         kw = dict(clock=env.clock)
         self.jobs = JobController(env.client, self.factory, feature_gates=gates, **kw)
         self.ttl = TTLAfterFinishedController(env.client, self.factory, **kw)
@@ -31,17 +30,6 @@ class Cluster:
                             scheduler(env, self.factory, **kw)]
         if gc:
             self.controllers.append(GarbageCollector(env.client, self.factory, **kw))
-
-    async def __aenter__(self):
-        for c in self.controllers:
-            c.start()
-        assert await self.env.run_until(lambda: all(c.synced for c in self.controllers), within=10)
-        return self
-
-    async def __aexit__(self, *exc):
-        for c in self.controllers:
-            await c.stop()
-        await self.factory.stop()
 
     def job(self, name, ns="default"):
         return self.jobs.jobs.get(f"{ns}/{name}")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.client import InformerFactory
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.namespace import NamespaceController
+
+from .harness import shared_factory
 
 
 def item(kind, name, namespace="team", **md):
@@ -27,7 +28,7 @@ def count(env, key, namespace):
 
 
 async def start(env, *controllers):
-    factory = InformerFactory(env.client, clock=env.clock)
+    factory = shared_factory(env)
     started = [cls(env.client, factory, clock=env.clock) for cls in controllers]
     for ctrl in started:
         ctrl.start()

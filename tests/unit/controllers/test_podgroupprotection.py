@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.client import InformerFactory
 from phalanx.controllers.podgroupprotection import POD_GROUP_PROTECTION_FINALIZER, PodGroupProtectionController
+
+from .harness import shared_factory
 
 NS = "default"
 SCHEDULING = "scheduling.k8s.io/v1alpha2"
@@ -26,7 +27,7 @@ def pod(name, group="workers"):
 class Protection:
     def __init__(self, env):
         self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
+        self.factory = shared_factory(env)
         self.controller = PodGroupProtectionController(env.client, self.factory, clock=env.clock)
 
     async def __aenter__(self):

@@ -10,11 +10,13 @@ import re
 import pytest
 
 from phalanx.apiserver.rest import API
-from phalanx.client import InformerFactory, InProcessClient
+from phalanx.client import InProcessClient
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.podgroupprotection import PodGroupProtectionController
 from phalanx.controllers.resourceclaim import ResourceClaimController
+
+from .harness import Running, shared_factory
 
 NS = "default"
 RESOURCE = "resource.k8s.io/v1"
@@ -79,10 +81,10 @@ def use_gates(env, **gates):
     env.client = InProcessClient(env.api, clock=env.clock, field_manager="unit-test")
 
 
-class Cluster:
+class Cluster(Running):
     def __init__(self, env, gc=False, protection=False):
         self.env = env
-        self.factory = InformerFactory(env.client, clock=env.clock)
+        self.factory = shared_factory(env)
         self.controllers = [ResourceClaimController(env.client, self.factory, gates=env.api.gates, clock=env.clock)]
         if gc:
             self.controllers.append(GarbageCollector(env.client, self.factory, clock=env.clock))
@@ -91,15 +93,7 @@ class Cluster:
 
     async def __aenter__(self):
         await self.env.namespace(NS)
-        for c in self.controllers:
-            c.start()
-        assert await self.env.run_until(lambda: all(c.synced for c in self.controllers), within=10)
-        return self
-
-    async def __aexit__(self, *exc):
-        for c in self.controllers:
-            await c.stop()
-        await self.factory.stop()
+        return await super().__aenter__()
 
     # reads straight from the store: what a user would see with kubectl
     def claims(self):
@@ -340,7 +334,7 @@ async def test_an_orphan_claim_from_a_failed_status_write_is_reused(env):
                                                   "uid": p["metadata"]["uid"], "controller": True,
                                                   "blockOwnerDeletion": True}]
         await c.create(orphan)
-        ctl = ResourceClaimController(env.client, InformerFactory(env.client, clock=env.clock),
+        ctl = ResourceClaimController(env.client, shared_factory(env),
                                       gates=env.api.gates, clock=env.clock)
         ctl.start()
         try:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from phalanx.client import InformerFactory
 from phalanx.controllers.serviceaccount import ServiceAccountsController
+
+from .harness import shared_factory
 
 
 def has_default(env, namespace):
@@ -11,7 +12,7 @@ def has_default(env, namespace):
 
 
 async def start(env):
-    ctrl = ServiceAccountsController(env.client, InformerFactory(env.client, clock=env.clock), clock=env.clock)
+    ctrl = ServiceAccountsController(env.client, shared_factory(env), clock=env.clock)
     ctrl.start()
     assert await env.run_until(lambda: ctrl.synced)
     return ctrl

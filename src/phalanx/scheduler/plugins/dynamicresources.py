@@ -902,12 +902,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         data.reserved = False
         holder = pod.uid or pod.key
         for info in data.claims:
-            if info.held:
-                self.tracker.release(info.uid, holder)
-                info.held = False
-            if info.reserving:
-                self.tracker.remove_reserving(info.uid, info.consumer_uid)
-                info.reserving = False
+            self._release_cycle_hold(info, holder)
             if info.reserved_in_api:
                 info.reserved_in_api = False
                 self._spawn(self._remove_pod_reservation(info, pod))
@@ -943,13 +938,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 await self._bind_claim(info, pod.pod)
             except _BindFailure as e:
                 return as_status(str(e))
-            if info.held:
-                self.tracker.release(info.uid, holder)
-                info.held = False
-            if info.reserving:
-                self.tracker.remove_reserving(info.uid, info.consumer_uid)
-                info.reserving = False
+            self._release_cycle_hold(info, holder)
         return None
+
+    def _release_cycle_hold(self, info: _ClaimInfo, holder: str) -> None:
+        """Drop what Reserve held in the tracker for this cycle (the API now says it, or nothing does)."""
+        if info.held:
+            self.tracker.release(info.uid, holder)
+            info.held = False
+        if info.reserving:
+            self.tracker.remove_reserving(info.uid, info.consumer_uid)
+            info.reserving = False
 
     async def _bind_claim(self, info: _ClaimInfo, pod: Obj) -> None:
         """Record the claim's allocation (when this pod's cycle chose or reused one that is not
