@@ -13,8 +13,9 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..controllers.deployment import DeploymentController
 from ..controllers.garbagecollector import GarbageCollector
-from ..controllers.job import JobController, TTLAfterFinishedController
+from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
+from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController

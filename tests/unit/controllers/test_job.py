@@ -1,5 +1,5 @@
 """The Job controller on virtual time against the real API, with simulated kubelets and the real
-scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies, TTL and WorkloadWithJob.
+scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies and WorkloadWithJob.
 """
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ import pytest
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
-from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedController, compute_pod_group_name,
-                                     match_pod_failure_policy, match_success_policy, pod_generate_name_with_index)
+from phalanx.controllers.job.controller import JobController
+from phalanx.controllers.job.indexes import Intervals, pod_generate_name_with_index
+from phalanx.controllers.job.pod_failure_policy import match_pod_failure_policy
+from phalanx.controllers.job.success_policy import match_success_policy
+from phalanx.controllers.job.workload import compute_pod_group_name
 from phalanx.nodes.kubelet import SimulatedKubelets
 
 from .harness import Running, scheduler, shared_factory
@@ -25,8 +28,7 @@ class Cluster(Running):
         self.factory = shared_factory(env)
         kw = dict(clock=env.clock)
         self.jobs = JobController(env.client, self.factory, feature_gates=gates, **kw)
-        self.ttl = TTLAfterFinishedController(env.client, self.factory, **kw)
-        self.controllers = [self.jobs, self.ttl, SimulatedKubelets(env.client, self.factory, **kw),
+        self.controllers = [self.jobs, SimulatedKubelets(env.client, self.factory, **kw),
                             scheduler(env, self.factory, **kw)]
         if gc:
             self.controllers.append(GarbageCollector(env.client, self.factory, **kw))
@@ -288,15 +290,6 @@ async def test_backoff_limit_per_index_marks_failed_indexes(env):
         st = cl.job("perix")["status"]
         assert st["failedIndexes"] == "1" and st["completedIndexes"] == "0"
         assert cl.condition("perix", "Failed")["reason"] == "FailedIndexes"
-
-
-async def test_ttl_after_finished_deletes_the_job_and_its_pods(env):
-    async with Cluster(env, gc=True) as cl:
-        await env.client.create(job("short", run_for="5s", ttlSecondsAfterFinished=60))
-        assert await env.run_until(lambda: cl.is_true("short", "Complete"), within=60)
-        await env.clock.advance(30)
-        assert cl.job("short") is not None
-        assert await env.run_until(lambda: cl.job("short") is None and not cl.pods("short"), within=120)
 
 
 async def test_deleting_a_running_job_releases_and_removes_its_pods(env):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from phalanx.controllers.job import JobController
+from phalanx.controllers.job.controller import JobController
 from phalanx.controllers.jobset import JobSetController
 
 from .harness import ControllerCluster, scheduler
