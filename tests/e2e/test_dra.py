@@ -843,3 +843,21 @@ def test_cel_compile_error_is_refused_at_admission(cluster: Cluster, ns: str):
             "\"device.nosuchfield == 1\": compilation failed: ERROR: <input>:1:8: undefined field 'nosuchfield'"
             in r.stderr), r.stderr
     assert cluster.kubectl("get", "resourceclaims,resourceclaimtemplates", "-n", ns, "-o", "name").check().out == ""
+
+
+def test_cel_type_error_is_refused_at_admission(cluster: Cluster, ns: str):
+    """A selector comparing a string with an int is a compile error upstream: 422 Invalid on create
+    of a ResourceClaim, a ResourceClaimTemplate and a DeviceClass, not a pod pending on "no devices"."""
+    r = cluster.kubectl("apply", "-n", ns, "-f", str(MANIFESTS / "type-error-cel-selectors.yaml"), "-v=6")
+    assert r.returncode != 0
+    responses = [line for line in r.stderr.splitlines() if '"Response" verb="POST"' in line]
+    assert len(responses) == 3 and all('status="422 Unprocessable Entity"' in line for line in responses), responses
+    detail = ("Invalid value: \"device.driver == 1\": compilation failed: ERROR: <input>:1:15: "
+              "found no matching overload for '_==_' applied to '(string, int)'")
+    for what, path in (('ResourceClaim.resource.k8s.io "driver-is-int"', "spec.devices"),
+                       ('ResourceClaimTemplate.resource.k8s.io "driver-is-int"', "spec.spec.devices"),
+                       ('DeviceClass.resource.k8s.io "driver-is-int.example.com"', None)):
+        field = f"{path}.requests[0].exactly.selectors[0]" if path else "spec.selectors[0]"
+        assert f"{what} is invalid: {field}.cel.expression: {detail}" in r.stderr, r.stderr
+    assert cluster.kubectl("get", "resourceclaims,resourceclaimtemplates", "-n", ns, "-o", "name").check().out == ""
+    assert cluster.kubectl("get", "deviceclass", "driver-is-int.example.com").returncode != 0

@@ -7,8 +7,7 @@ Importing this module registers the four kinds. Behaviour follows kube-apiserver
 - defaults: a request's `allocationMode` is `ExactCount` and its `count` 1; a toleration's
   `operator` is `Equal`; a device taint's `timeAdded` is now;
 - validation of requests (exactly one of `exactly`/`firstAvailable`), selectors (CEL expressions
-  are only checked for presence and length here: compiling them is `phalanx.dra`'s job, plug a
-  checker into `CEL_EXPRESSION_CHECK` to get compile errors at admission), constraints and config
+  are compiled and type-checked at admission by `phalanx.dra.cel.validation`), constraints and config
   naming existing requests (`req` or `req/sub`), slices (one node-selection mode, pool names,
   device names, attributes and capacities), claim status (allocation set once, reservedFor unique
   by uid and at most 256, device statuses for allocated devices only);
@@ -31,6 +30,7 @@ from typing import Any, Callable
 
 import orjson
 
+from ..dra.cel.validation import check_expression
 from ..machinery import errors, quantity
 from ..machinery.errors import FieldError
 from ..machinery.names import regex_error, dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, \
@@ -100,9 +100,6 @@ _GATE_DEFAULTS = {GATE_BINDING_CONDITIONS: True, GATE_DEVICE_STATUS: True, GATE_
 
 NAMESPACES_KEY = "core/namespaces"
 
-# Optional CEL compile check, installed by phalanx.dra: expression -> None if it compiles, else
-# `(kind, detail)` with kind "Invalid" or "Required" (upstream's cel.Error types).
-CEL_EXPRESSION_CHECK: Callable[[str], tuple[str, str] | None] | None = None
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -391,19 +388,15 @@ def _validate_cel_expression(expr: Any, path: str, stored: bool) -> list[FieldEr
     expr = expr if isinstance(expr, str) else ""
     if len(expr) > CEL_EXPRESSION_MAX_LENGTH:
         return [errors.too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
-    if CEL_EXPRESSION_CHECK is not None:
-        problem = CEL_EXPRESSION_CHECK(expr)
-        if problem:
-            kind, detail = problem
-            if kind == "Required":
-                return [errors.required(path, detail)]
-            if kind == "Forbidden":
-                return [errors.forbidden(path, detail)]
-            return [errors.invalid(path, expr, detail)]
+    problem = check_expression(expr)
+    if problem is None:
         return []
-    if not expr.strip():
-        return [errors.required(path, "")]
-    return []
+    kind, detail = problem
+    if kind == "Required":
+        return [errors.required(path, detail)]
+    if kind == "Forbidden":
+        return [errors.forbidden(path, detail)]
+    return [errors.invalid(path, expr, detail)]
 
 
 def _validate_selector(sel: Any, path: str, stored: bool) -> list[FieldError]:

@@ -858,5 +858,3 @@ def registry_loaded() -> None:
     api_pkg.load_all()
     from . import serviceip
     serviceip.install()
-    from ..dra import cel
-    cel.install_validation_hook()

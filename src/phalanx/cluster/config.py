@@ -1156,7 +1156,7 @@ def _cel_problem(expression: str) -> str | None:
     if not expression.strip():
         return "must not be empty"
     try:
-        from phalanx.dra.cel import check_expression
+        from phalanx.dra.cel.validation import check_expression
     except ImportError:  # pragma: no cover - the CEL library is a dependency
         return None
     problem = check_expression(expression)

@@ -10,14 +10,16 @@ No API client here: the scheduler's DynamicResources plugin and the controllers 
     outcome.results   # [AllocationResult dict per claim] or None
     outcome.message   # "cannot allocate all claims" when it failed; outcome.reasons say why
 
-Modules: `cel` (selector environment and compile cache), `semver`, `devices` (DeviceID, devices in
+Modules: `cel/` (selector environment, checks and compile cache), `semver`, `devices` (DeviceID, devices in
 use, taints, attributes), `pools` (slice index and per-node pools), `allocator`.
 """
 
 from .allocator import (ALLOCATION_RESULTS_MAX_SIZE, CANNOT_ALLOCATE_ALL_CLAIMS, AllocationError,
                         AllocationOutcome, AllocatorCache, AllocatorFeatures, SelectorError, allocate, claim_ref)
-from .cel import (CELCompileError, CELDevice, CELError, CELFeatures, CELRuntimeError, CompiledSelector,
-                  SelectorCache, check_expression, compile_selector, install_validation_hook)
+from .cel.compiler import CompiledSelector, SelectorCache, compile_selector
+from .cel.device import CELDevice
+from .cel.environment import CELCompileError, CELError, CELFeatures, CELRuntimeError
+from .cel.validation import check_expression
 from .devices import DeviceID, consumed_capacity, device_id, devices_in_use
 from .pools import Inventory
 
@@ -25,6 +27,6 @@ __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE", "CANNOT_ALLOCATE_ALL_CLAIMS", "AllocationError", "AllocationOutcome",
     "AllocatorCache", "AllocatorFeatures", "SelectorError", "allocate", "claim_ref",
     "CELCompileError", "CELDevice", "CELError", "CELFeatures", "CELRuntimeError", "CompiledSelector",
-    "SelectorCache", "check_expression", "compile_selector", "install_validation_hook",
+    "SelectorCache", "check_expression", "compile_selector",
     "DeviceID", "consumed_capacity", "device_id", "devices_in_use", "Inventory",
 ]

@@ -70,8 +70,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 import orjson
 
 from ..machinery.quantity import format_quantity, parse_quantity
-from .cel import (CELCompileError, CELError, CELFeatures, CompiledSelector, SelectorCache,
-                  enhance_runtime_error)
+from .cel.compiler import CompiledSelector, SelectorCache
+from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
 from .devices import (Device, DeviceID, DevicesInUse, attribute_match_key, qualify, taints_prevent_allocation)
 from .pools import Inventory, NodeView
 

@@ -27,7 +27,8 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, NamedTuple, Optional
 
 from ..machinery.quantity import parse_quantity, parse_quantity_format
-from .cel import CELDevice, CELFeatures
+from .cel.device import CELDevice
+from .cel.environment import CELFeatures
 
 
 class DeviceID(NamedTuple):

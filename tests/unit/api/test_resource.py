@@ -233,14 +233,41 @@ def test_toleration_operator_defaults_to_equal():
     assert errs == [] and obj["spec"]["devices"]["requests"][0]["exactly"]["tolerations"][0]["operator"] == "Equal"
 
 
-def test_cel_check_hook():
-    resource.CEL_EXPRESSION_CHECK = lambda expr: None if expr == "true" else ("Invalid", "compilation failed: nope")
-    try:
-        claim = with_(CLAIM, f"{REQ}.0.exactly.selectors", [{"cel": {"expression": "1 +"}}])
-        assert create(RC, claim, ctx())[1] == [
-            f'{REQ}[0].exactly.selectors[0].cel.expression: Invalid value: "1 +": compilation failed: nope']
-    finally:
-        resource.CEL_EXPRESSION_CHECK = None
+TYPE_ERROR = "device.driver == 1"
+TYPE_ERROR_DETAIL = ("compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to "
+                     "'(string, int)'\n | device.driver == 1\n | ..............^")
+
+
+@pytest.mark.parametrize("strategy, obj, path", [
+    (RC, with_(CLAIM, f"{REQ}.0.exactly.selectors", [{"cel": {"expression": TYPE_ERROR}}]),
+     f"{REQ}[0].exactly.selectors[0].cel.expression"),
+    (RCT, with_(TEMPLATE, "spec.spec.devices.requests.0.exactly.selectors", [{"cel": {"expression": TYPE_ERROR}}]),
+     "spec.spec.devices.requests[0].exactly.selectors[0].cel.expression"),
+    (DC, with_(DEVICE_CLASS, "spec.selectors", [{"cel": {"expression": TYPE_ERROR}}]),
+     "spec.selectors[0].cel.expression"),
+])
+def test_selector_type_errors_are_invalid_at_admission(strategy, obj, path):
+    assert create(strategy, obj, ctx())[1] == [f'{path}: Invalid value: "{TYPE_ERROR}": {TYPE_ERROR_DETAIL}']
+
+
+@pytest.mark.parametrize("expression, problem", [
+    ("device.driver == 'gpu.example.com'", None),
+    ("device.attributes['gpu.example.com'].index == 1", None),  # attribute types are known at runtime only
+    ("1 +", "compilation failed: ERROR: <input>:1:4: Syntax error"),
+    ("device.drivr == 'x'", "undefined field 'drivr'"),
+    ("device.driver < 2", "found no matching overload for '_<_' applied to '(string, int)'"),
+    ("device.allowMultipleAllocations != 'true'", "found no matching overload for '_!=_' applied to '(bool, string)'"),
+    ("quantity('1Gi') == 1", "found no matching overload for '_==_' applied to '(kubernetes.Quantity, int)'"),
+    ("1 < 2.5", None),  # ordering compares numbers across int and double
+])
+def test_claim_selectors_are_compiled_at_admission(expression, problem):
+    claim = with_(CLAIM, f"{REQ}.0.exactly.selectors", [{"cel": {"expression": expression}}])
+    errs = create(RC, claim, ctx())[1]
+    if problem is None:
+        assert errs == []
+    else:
+        assert len(errs) == 1 and errs[0].startswith(f"{REQ}[0].exactly.selectors[0].cel.expression: Invalid value: ")
+        assert problem in errs[0]
 
 
 # -- gated fields ---------------------------------------------------------------------------------
