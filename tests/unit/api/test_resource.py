@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from fractions import Fraction
 
-from phalanx.api import resource
+from phalanx.api.resource import strategies
+from phalanx.api.resource.fields import parse_quantity
 from phalanx.api.registry import StrategyContext
 from phalanx.cluster.featuregates import FeatureGates
 
@@ -121,10 +122,10 @@ def with_(obj: dict, path: str, value) -> dict:
     return out
 
 
-RCT = resource.ResourceClaimTemplateStrategy()
-RC = resource.ResourceClaimStrategy()
-RS = resource.ResourceSliceStrategy()
-DC = resource.DeviceClassStrategy()
+RCT = strategies.ResourceClaimTemplateStrategy()
+RC = strategies.ResourceClaimStrategy()
+RS = strategies.ResourceSliceStrategy()
+DC = strategies.DeviceClassStrategy()
 
 
 # -- the tutorial's template ----------------------------------------------------------------------
@@ -517,10 +518,10 @@ def test_device_class():
 
 
 def test_quantities():
-    assert resource.parse_quantity("80Gi") == 80 * 2 ** 30
-    assert resource.parse_quantity("100m") == Fraction(1, 10)
-    assert resource.parse_quantity("1e3") == 1000
-    assert resource.parse_quantity("abc") is None
+    assert parse_quantity("80Gi") == 80 * 2 ** 30
+    assert parse_quantity("100m") == Fraction(1, 10)
+    assert parse_quantity("1e3") == 1000
+    assert parse_quantity("abc") is None
 
 
 def test_registration():

@@ -363,7 +363,7 @@ def test_failing_library_functions_do_not_log_warnings(caplog):
 
 
 def test_admission_rejects_bad_selectors():
-    from phalanx.api import resource as resource_api
-    assert resource_api._validate_cel_expression("device.driver == 'x'", "spec.selectors[0].cel.expression", False) == []
-    errs = resource_api._validate_cel_expression("device.drivr == 'x'", "spec.selectors[0].cel.expression", False)
+    from phalanx.api.resource import claim_validation as resource_api
+    assert resource_api.validate_cel_expression("device.driver == 'x'", "spec.selectors[0].cel.expression", False) == []
+    errs = resource_api.validate_cel_expression("device.drivr == 'x'", "spec.selectors[0].cel.expression", False)
     assert len(errs) == 1 and "undefined field 'drivr'" in str(errs[0])

@@ -259,6 +259,6 @@ def test_claim_statuses_equal():
 
 
 def test_constants_match_the_api_module():
-    from phalanx.api import resource
+    from phalanx.api.resource import constants as resource
     assert c.POD_CLAIM_NAME_ANNOTATION == resource.POD_CLAIM_NAME_ANNOTATION
     assert c.DELETE_PROTECTION_FINALIZER == resource.FINALIZER
