@@ -63,80 +63,18 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import orjson
-
-from ..machinery.quantity import format_quantity, parse_quantity
-from .cel.compiler import CompiledSelector, SelectorCache
-from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
-from .devices import (Device, DeviceID, DevicesInUse, attribute_match_key, qualify, taints_prevent_allocation)
+from .cel.compiler import SelectorCache
+from .devices import Device, DeviceID, DevicesInUse, qualify, taints_prevent_allocation
+from .explain import explain
+from .plans import (ALLOCATION_RESULTS_MAX_SIZE, AllocationError, AllocatorFeatures, ClaimPlan, Request, RequestSlot,
+                    claim_plan, claim_ref, evaluate_selectors, selector_error)
 from .pools import Inventory, NodeView
+from .results import node_selector, spell_results
 
-ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
 CANNOT_ALLOCATE_ALL_CLAIMS = "cannot allocate all claims"
-INVALID_POOLS = "invalid resource pools were encountered"
-
-
-# -- public types ------------------------------------------------------------------------------------
-
-class AllocationError(Exception):
-    """Allocation cannot proceed for a reason in the claims or classes (upstream returns an error,
-    the scheduler reports it and retries later). `str()` is upstream's message."""
-
-
-class SelectorError(AllocationError):
-    """A CEL selector failed to compile or to evaluate; `expression` is the selector's source."""
-
-    def __init__(self, message: str, cel_error: CELError):
-        super().__init__(message)
-        self.cel_error = cel_error
-        self.expression = cel_error.expression
-
-    @property
-    def explanation(self) -> str:
-        """The message with the offending expression quoted, for events and `explain`."""
-        return f"{self}; expression: {self.expression!r}"
-
-
-@dataclass(frozen=True)
-class AllocatorFeatures:
-    """The feature gates the allocator honours (upstream's structured.Features)."""
-
-    admin_access: bool = True
-    prioritized_list: bool = True
-    device_taints: bool = True
-    partitionable_devices: bool = True
-    consumable_capacity: bool = True
-    binding_conditions: bool = True
-    list_type_attributes: bool = False
-
-    @classmethod
-    def from_gates(cls, gates: Any) -> "AllocatorFeatures":
-        def on(name: str, default: bool) -> bool:
-            if gates is None:
-                return default
-            if isinstance(gates, Mapping):
-                return bool(gates.get(name, default))
-            try:
-                return bool(gates.enabled(name))
-            except Exception:
-                return default
-        return cls(
-            admin_access=on("DRAAdminAccess", True),
-            prioritized_list=on("DRAPrioritizedList", True),
-            device_taints=on("DRADeviceTaints", True),
-            partitionable_devices=on("DRAPartitionableDevices", True),
-            consumable_capacity=on("DRAConsumableCapacity", True),
-            binding_conditions=on("DRADeviceBindingConditions", True) and on("DRAResourceClaimDeviceStatus", True),
-            list_type_attributes=on("DRAListTypeAttributes", False),
-        )
-
-    @property
-    def cel(self) -> CELFeatures:
-        return CELFeatures(self.consumable_capacity, self.list_type_attributes)
 
 
 class AllocationOutcome:
@@ -279,7 +217,7 @@ class ClaimsAllocator:
         self.cache = cache or AllocatorCache()
         self.features = self.cache.features(gates)
         self.lookup = classes if callable(classes) else classes.get
-        self._plans: Optional[list[_ClaimPlan]] = None
+        self._plans: Optional[list[ClaimPlan]] = None
         self._memo_key: Any = None
 
     def allocate(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
@@ -301,14 +239,14 @@ class ClaimsAllocator:
             view = cache.inventory(slices).node_view(node, features.partitionable_devices)
         plans = self._plans
         if plans is None:  # the first node: plan every claim (raises AllocationError as upstream)
-            plans = [_claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
+            plans = [claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
             if all(p.cacheable for p in plans):
                 self._plans = plans
                 self._memo_key = cache.shape_id((features, tuple(p.shape for p in plans)))
             else:
                 self._plans = _PER_NODE  # `All` depends on the node: plan on every node
         elif plans is _PER_NODE:
-            plans = [_claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
+            plans = [claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
         memo = None
         if self._memo_key is not None and consumed_capacity is None and isinstance(in_use, DevicesInUse):
             entry = self.remembered(view, in_use)
@@ -390,174 +328,21 @@ _MAX_MEMO_PER_VIEW = 64
 
 # -- internals ---------------------------------------------------------------------------------------
 
-def claim_ref(claim: Mapping[str, Any]) -> str:
-    """klog.KObj: `namespace/name` (just the name when cluster-scoped)."""
-    meta = claim.get("metadata") or {}
-    ns = meta.get("namespace") or ""
-    return f"{ns}/{meta.get('name', '')}" if ns else meta.get("name", "")
-
+# -- internals ---------------------------------------------------------------------------------------
 
 class _MaxSizeExceeded(Exception):
     """Upstream's errAllocationResultMaxSizeExceeded: backtrack harder."""
 
 
-class _MatchFailure:
-    """A cached selector failure for one device: raised when the device is actually considered."""
-
-    __slots__ = ("from_class", "index", "error")
-
-    def __init__(self, from_class: bool, index: int, error: CELError):
-        self.from_class, self.index, self.error = from_class, index, error
-
-
-class _Request:
-    """One request, or one sub-request of a firstAvailable request."""
-
-    __slots__ = ("claim_ref", "name", "base", "sub", "class_name", "device_class", "selectors", "key",
-                 "all_mode", "count", "admin", "tolerations", "capacity_requests", "all_devices", "num_devices",
-                 "spec")
-
-    def __init__(self, claim_ref: str, base: str, sub: str, spec: Mapping[str, Any]):
-        self.claim_ref = claim_ref
-        self.base = base
-        self.sub = sub
-        self.name = f"{base}/{sub}" if sub else base
-        self.spec = spec
-        self.class_name: str = spec.get("deviceClassName") or ""
-        self.device_class: Mapping[str, Any] = {}
-        self.selectors: list[tuple[bool, int, CompiledSelector]] = []
-        self.key: Any = None
-        self.all_mode = (spec.get("allocationMode") or "ExactCount") == "All"
-        count = spec.get("count")
-        self.count = int(count) if count is not None else 1
-        self.admin = bool(spec.get("adminAccess")) and not sub
-        self.tolerations: list = list(spec.get("tolerations") or [])
-        self.capacity_requests: dict[str, Fraction] = {
-            k: parse_quantity(v) for k, v in ((spec.get("capacity") or {}).get("requests") or {}).items()}
-        self.all_devices: list[Device] = []
-        self.num_devices = 0
-
-    @property
-    def own_name(self) -> str:
-        """The request's or sub-request's own name (upstream's request.name())."""
-        return self.sub or self.base
-
-
-class _RequestSlot:
-    """A claim's request: one alternative for `exactly`, several for `firstAvailable`."""
-
-    __slots__ = ("name", "alternatives", "has_subrequests", "selected")
-
-    def __init__(self, name: str, alternatives: list[_Request], has_subrequests: bool):
-        self.name = name
-        self.alternatives = alternatives
-        self.has_subrequests = has_subrequests
-        self.selected = 0
-
-
-_MAX_CLAIM_PLANS = 4096
-
-
-class _ClaimPlan:
-    """A claim's requests prepared for search (compiled selectors, classes, counts)."""
-
-    __slots__ = ("claim", "features", "classes", "slots", "constraints", "cacheable", "shape")
-
-    def __init__(self, claim: Mapping[str, Any], features: AllocatorFeatures, classes: tuple,
-                 slots: list[_RequestSlot], constraints: list[tuple], cacheable: bool, shape: Any):
-        self.claim, self.features, self.classes = claim, features, classes
-        self.slots, self.constraints, self.cacheable = slots, constraints, cacheable
-        self.shape = shape  # what decides the search (requests, constraints, selectors), names aside
-
-
-def _claim_plan(cache: "AllocatorCache", claim: Mapping[str, Any], features: AllocatorFeatures,
-                lookup: Callable[[str], Optional[Mapping[str, Any]]], view: NodeView) -> _ClaimPlan:
-    """Upstream's per-claim checks, cached per claim object (node-independent unless a request asks
-    for `All`) and revalidated by the identity of the classes it used. Raises AllocationError."""
-    plans = cache.claim_plans
-    plan = plans.get(id(claim))
-    if (plan is None or plan.claim is not claim or plan.features != features
-            or any(lookup(name) is not cls for name, cls in plan.classes)):
-        plan = _Allocation((), {}, view, lookup, frozenset(), features, cache, {})._plan_claim(claim)
-        if plan.cacheable:
-            if len(plans) >= _MAX_CLAIM_PLANS:
-                plans.clear()
-            plans[id(claim)] = plan
-    return plan
-
-
-class _MatchAttribute:
-    __slots__ = ("requests", "attribute", "value", "count")
-
-    def __init__(self, requests: Iterable[str], attribute: str):
-        self.requests = frozenset(requests)
-        self.attribute = attribute
-        self.value: Any = None
-        self.count = 0
-
-    def applies(self, req: _Request) -> bool:
-        if not self.requests:
-            return True
-        return req.base in self.requests or (bool(req.sub) and req.name in self.requests)
-
-    def add(self, req: _Request, device: Device) -> bool:
-        attr = device.attribute(self.attribute)
-        if attr is None:
-            return False
-        key = attribute_match_key(attr)
-        if self.count == 0:
-            self.value = key
-            self.count = 1
-            return True
-        if key is None or key != self.value:
-            return False
-        self.count += 1
-        return True
-
-    def remove(self, req: _Request, device: Device) -> None:
-        self.count -= 1
-
-    def describe(self) -> str:
-        return f"matchAttribute {self.attribute}"
-
-
-class _DistinctAttribute:
-    __slots__ = ("requests", "attribute", "values")
-
-    def __init__(self, requests: Iterable[str], attribute: str):
-        self.requests = frozenset(requests)
-        self.attribute = attribute
-        self.values: dict[Any, int] = {}
-
-    def applies(self, req: _Request) -> bool:
-        if not self.requests:
-            return True
-        return req.base in self.requests or (bool(req.sub) and req.name in self.requests)
-
-    def add(self, req: _Request, device: Device) -> bool:
-        attr = device.attribute(self.attribute)
-        key = attribute_match_key(attr) if attr is not None else None
-        if key is None or key in self.values:
-            return False
-        self.values[key] = 1
-        return True
-
-    def remove(self, req: _Request, device: Device) -> None:
-        attr = device.attribute(self.attribute)
-        self.values.pop(attribute_match_key(attr) if attr is not None else None, None)
-
-    def describe(self) -> str:
-        return f"distinctAttribute {self.attribute}"
-
-
-class _Chosen:
+class Chosen:
     __slots__ = ("request", "device", "consumed")
 
-    def __init__(self, request: _Request, device: Device, consumed: Optional[dict[str, Fraction]]):
+    def __init__(self, request: Request, device: Device, consumed: Optional[dict[str, Fraction]]):
         self.request, self.device, self.consumed = request, device, consumed
 
 
 _EMPTY: tuple = ()
+_NO_FIT = object()  # _capacity_demand: the capacity does not fit
 
 
 class NodeAnswer:
@@ -600,7 +385,7 @@ class NodeAnswer:
         explanations are one object (interned per AllocatorCache)."""
         if self.parts is None:
             assert self.run is not None
-            self.parts = self.run.cache.intern(tuple(self.run._explain()))
+            self.parts = self.run.cache.intern(tuple(explain(self.run)))
             self.run = None
         return self.parts
 
@@ -610,39 +395,8 @@ class NodeAnswer:
             return None
         return self._results(allocator, allocator._plans or self.plans)
 
-    def _results(self, allocator: "ClaimsAllocator", plans: list["_ClaimPlan"]) -> list[dict]:
-        assert self.choices is not None and self.selected is not None and self.node_selectors is not None
-        features = allocator.features
-        out = []
-        for ci, claim in enumerate(allocator.claims):
-            slots = plans[ci].slots
-            results = []
-            for ri, si, device, consumed in self.choices[ci]:
-                req = slots[ri].alternatives[si]
-                entry: dict[str, Any] = {"request": req.name, "driver": device.driver, "pool": device.pool_name,
-                                         "device": device.name}
-                if req.admin:
-                    entry["adminAccess"] = True
-                if req.tolerations and features.device_taints:
-                    entry["tolerations"] = _copy(req.tolerations)
-                if device.binding_conditions and features.binding_conditions:
-                    entry["bindingConditions"] = list(device.binding_conditions)
-                    entry["bindingFailureConditions"] = list(device.binding_failure_conditions)
-                if consumed is not None:
-                    entry["shareID"] = allocator.cache.new_share_id()
-                    entry["consumedCapacity"] = {_spelled(n, device): format_quantity(v, device.capacity_formats[n])
-                                                 for n, v in consumed.items()}
-                results.append(entry)
-            devices: dict[str, Any] = {"results": results}
-            config = _config(slots, self.selected[ci], claim)
-            if config:
-                devices["config"] = config
-            allocation: dict[str, Any] = {"devices": devices}
-            node_selector = self.node_selectors[ci]
-            if node_selector is not None:
-                allocation["nodeSelector"] = _copy(node_selector)
-            out.append(allocation)
-        return out
+    def _results(self, allocator: "ClaimsAllocator", plans: list["ClaimPlan"]) -> list[dict]:
+        return spell_results(self, allocator, plans)
 
 
 class _Allocation:
@@ -661,20 +415,20 @@ class _Allocation:
         self.cel_features = features.cel
         self.cache = cache
         self.shared_consumed = shared_consumed
-        self.plans: list[_ClaimPlan] = []
-        self.slots: list[list[_RequestSlot]] = []
+        self.plans: list[ClaimPlan] = []
+        self.slots: list[list[RequestSlot]] = []
         self.constraints: list[list[Any]] = []
         self.allocating: dict[DeviceID, list[int]] = {}
-        self.results: list[list[_Chosen]] = [[] for _ in claims]
+        self.results: list[list[Chosen]] = [[] for _ in claims]
         self.counters_available: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.counters_consumed: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.capacity_taken: dict[DeviceID, dict[str, Fraction]] = {}
         self.steps = 0
 
-    def run(self, plans: Optional[list[_ClaimPlan]]) -> NodeAnswer:
+    def run(self, plans: Optional[list[ClaimPlan]]) -> NodeAnswer:
         """Search with these plans (None: plan the claims for this node first)."""
         if plans is None:
-            plans = [_claim_plan(self.cache, claim, self.features, self.lookup_class, self.view)
+            plans = [claim_plan(self.cache, claim, self.features, self.lookup_class, self.view)
                      for claim in self.claims]
         self.plans = plans
         for plan in plans:
@@ -695,125 +449,10 @@ class _Allocation:
             where = {id(req): (ri, si) for ri, slot in enumerate(slots) for si, req in enumerate(slot.alternatives)}
             choices.append([(*where[id(c.request)], c.device, c.consumed) for c in self.results[ci]])
         selected = [[slot.selected for slot in slots] for slots in self.slots]
-        node_selectors = [self._node_selector(claim, self.results[ci]) for ci, claim in enumerate(self.claims)]
+        node_selectors = [node_selector(claim, self.results[ci]) for ci, claim in enumerate(self.claims)]
         return NodeAnswer(self, choices, selected, node_selectors)
 
-    def _plan_claim(self, claim: Mapping[str, Any]) -> "_ClaimPlan":
-        ref = claim_ref(claim)
-        devices = (claim.get("spec") or {}).get("devices") or {}
-        slots: list[_RequestSlot] = []
-        min_devices = 0
-        for request in devices.get("requests") or []:
-            name = request.get("name", "")
-            subrequests = request.get("firstAvailable") or []
-            if subrequests:
-                if not self.features.prioritized_list:
-                    raise AllocationError(f"claim {ref}, request {name}: has subrequests, but the "
-                                          f"DRAPrioritizedList feature is disabled")
-                alternatives = [self._prepare_request(ref, _Request(ref, name, sub.get("name", ""), sub))
-                                for sub in subrequests]
-                min_devices += min(r.num_devices for r in alternatives)
-                slots.append(_RequestSlot(name, alternatives, True))
-            else:
-                req = self._prepare_request(ref, _Request(ref, name, "", request.get("exactly") or {}))
-                min_devices += req.num_devices
-                slots.append(_RequestSlot(name, [req], False))
-        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-            raise AllocationError(f"claim {ref}: number of requested devices {min_devices} exceeds the claim "
-                                  f"limit of {ALLOCATION_RESULTS_MAX_SIZE}")
-        constraints: list[tuple] = []
-        for i, c in enumerate(devices.get("constraints") or []):
-            if c.get("matchAttribute"):
-                constraints.append((_MatchAttribute, tuple(c.get("requests") or ()), c["matchAttribute"]))
-            elif c.get("distinctAttribute") and self.features.consumable_capacity:
-                constraints.append((_DistinctAttribute, tuple(c.get("requests") or ()), c["distinctAttribute"]))
-            else:
-                raise AllocationError(f"claim {ref}, constraint #{i}: empty constraint (unsupported constraint type?)")
-        requests = [r for slot in slots for r in slot.alternatives]
-        classes = tuple({r.class_name: r.device_class for r in requests}.items())
-        shape = (orjson.dumps([devices.get("requests"), devices.get("constraints")], option=orjson.OPT_SORT_KEYS),
-                 tuple(r.key for r in requests))
-        return _ClaimPlan(claim, self.features, classes, slots, constraints,
-                          cacheable=not any(r.all_mode for r in requests), shape=shape)
-
-    def _prepare_request(self, ref: str, req: _Request) -> _Request:
-        spec = req.spec
-        for i, selector in enumerate(spec.get("selectors") or []):
-            if not (selector or {}).get("cel"):
-                raise AllocationError(f"claim {ref}, request {req.own_name}, selector #{i}: CEL expression empty "
-                                      f"(unsupported selector type?)")
-        if spec.get("adminAccess") is not None and not self.features.admin_access:
-            raise AllocationError(f"claim {ref}, request {req.own_name}: admin access is requested, but the feature "
-                                  f"is disabled")
-        if not req.class_name:
-            raise AllocationError(f"claim {ref}, request {req.own_name}: missing device class name (unsupported "
-                                  f"request type?)")
-        device_class = self.lookup_class(req.class_name)
-        if device_class is None:
-            raise AllocationError(f"claim {ref}, request {req.own_name}: could not retrieve device class "
-                                  f"{req.class_name}: deviceclass.resource.k8s.io \"{req.class_name}\" not found")
-        req.device_class = device_class
-        class_exprs = tuple((s.get("cel") or {}).get("expression", "")
-                            for s in ((device_class.get("spec") or {}).get("selectors") or []))
-        request_exprs = tuple(s["cel"].get("expression", "") for s in spec.get("selectors") or [])
-        get = self.cache.selectors.get
-        req.selectors = ([(True, i, get(e, self.cel_features)) for i, e in enumerate(class_exprs)]
-                         + [(False, i, get(e, self.cel_features)) for i, e in enumerate(request_exprs)])
-        req.key = (req.class_name, class_exprs, request_exprs, self.cel_features, self.features.binding_conditions)
-        mode = spec.get("allocationMode") or "ExactCount"
-        if mode == "ExactCount":
-            req.num_devices = req.count
-        elif mode == "All":
-            for pool in self.view.pools:
-                if pool.incomplete:
-                    raise AllocationError(f"claim {ref}, request {req.own_name}: asks for all devices, but resource "
-                                          f"pool {pool.key} is currently being updated")
-                if pool.invalid:
-                    raise AllocationError(f"claim {ref}, request {req.own_name}: asks for all devices, but resource "
-                                          f"pool {pool.key} is currently invalid")
-            req.all_devices = [d for d in self.view.devices if self._selectable(req, d, raise_errors=True)]
-            req.num_devices = len(req.all_devices)
-        else:
-            raise AllocationError(f"claim {ref}, request {req.own_name}: unsupported count mode {mode}")
-        return req
-
-    # -- selectors --
-
-    def _evaluate(self, req: _Request, device: Device) -> Any:
-        if device.binding_conditions and not self.features.binding_conditions:
-            return False
-        cel_device = None
-        for from_class, index, selector in req.selectors:
-            if selector.error is not None:
-                return _MatchFailure(from_class, index, selector.error)
-            if cel_device is None:
-                cel_device = device.cel(self.cel_features)
-            try:
-                if not selector.matches(cel_device):
-                    return False
-            except CELError as e:
-                return _MatchFailure(from_class, index, e)
-        return True
-
-    def _selectable(self, req: _Request, device: Device, raise_errors: bool) -> bool:
-        result = device.match_cache.get(req.key)
-        if result is None:
-            result = device.match_cache[req.key] = self._evaluate(req, device)
-        if result is True or result is False:
-            return result
-        if raise_errors:
-            raise self._selector_error(req, device, result)
-        return False
-
-    def _selector_error(self, req: _Request, device: Device, failure: _MatchFailure) -> SelectorError:
-        where = f"class {req.class_name}" if failure.from_class else f"claim {req.claim_ref}"
-        error = failure.error
-        if isinstance(error, CELCompileError):
-            return SelectorError(f"{where}: selector #{failure.index}: CEL compile error: {error.message}", error)
-        return SelectorError(f"{where}: selector #{failure.index} on device {device.id}: CEL runtime error: "
-                             f"{enhance_runtime_error(error.message)}", error)
-
-    def _candidates(self, req: _Request) -> list:
+    def _candidates(self, req: Request) -> list:
         """Devices of this node matching the request's selectors, with failures kept (they are
         raised only if the search reaches the device while it is free, as upstream would)."""
         found = self.view.candidates.get(req.key)
@@ -822,7 +461,7 @@ class _Allocation:
             for device in self.view.devices:
                 result = device.match_cache.get(req.key)
                 if result is None:
-                    result = device.match_cache[req.key] = self._evaluate(req, device)
+                    result = device.match_cache[req.key] = evaluate_selectors(req, device, self.features, self.cel_features)
                 if result is not False:
                     found.append((device, None if result is True else result))
             self.view.candidates[req.key] = found
@@ -831,6 +470,8 @@ class _Allocation:
     # -- the search --
 
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        """Fill slot `di` of alternative `si` of request `ri` of claim `ci`, then everything after it;
+        candidates before `start` were tried for an earlier slot of the same request."""
         self.steps += 1
         if ci >= len(self.claims):
             return True
@@ -842,19 +483,7 @@ class _Allocation:
                 return False
         slot = slots[ri]
         if not in_sub and slot.has_subrequests:
-            all_exceeded = True
-            for s in range(len(slot.alternatives)):
-                try:
-                    ok = self._allocate_one(ci, ri, s, 0, True, 0)
-                except _MaxSizeExceeded:
-                    continue
-                all_exceeded = False
-                if ok:
-                    slot.selected = s
-                    return True
-            if all_exceeded:
-                raise _MaxSizeExceeded
-            return False
+            return self._allocate_alternatives(ci, ri, slot)
         req = slot.alternatives[si]
         if req.all_mode and not req.all_devices:
             return False
@@ -864,16 +493,38 @@ class _Allocation:
             raise _MaxSizeExceeded
         if req.all_mode:
             undo = self._allocate_device(ci, req, req.all_devices[di], must=True)
-            if undo is None:
-                return False
+            return undo is not None and self._continue_or_undo(ci, undo, ri, si, di + 1, in_sub, 0)
+        return self._allocate_candidates(ci, ri, si, di, in_sub, start, req)
+
+    def _allocate_alternatives(self, ci: int, ri: int, slot: RequestSlot) -> bool:
+        """firstAvailable: the first sub-request that leads to a full solution wins."""
+        all_exceeded = True
+        for s in range(len(slot.alternatives)):
             try:
-                done = self._allocate_one(ci, ri, si, di + 1, in_sub, 0)
-            except BaseException:
-                self._deallocate(ci, undo)
-                raise
-            if not done:
-                self._deallocate(ci, undo)
-            return done
+                ok = self._allocate_one(ci, ri, s, 0, True, 0)
+            except _MaxSizeExceeded:
+                continue
+            all_exceeded = False
+            if ok:
+                slot.selected = s
+                return True
+        if all_exceeded:
+            raise _MaxSizeExceeded
+        return False
+
+    def _continue_or_undo(self, ci: int, undo: tuple, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        try:
+            done = self._allocate_one(ci, ri, si, di, in_sub, start)
+        except BaseException:
+            self._deallocate(ci, undo)
+            raise
+        if not done:
+            self._deallocate(ci, undo)
+        return done
+
+    def _allocate_candidates(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int,
+                             req: Request) -> bool:
+        """Try the request's matching devices from `start` on for slot `di` (the hot loop)."""
         candidates = self._candidates(req)
         in_use = self.in_use
         allocating = self.allocating
@@ -887,7 +538,7 @@ class _Allocation:
             elif not (shared_ok and device.allow_multiple_allocations) and (did in in_use or allocating.get(did)):
                 continue
             if failure is not None:
-                raise self._selector_error(req, device, failure)
+                raise selector_error(req, device, failure)
             undo = self._allocate_device(ci, req, device, must=False)
             if undo is None:
                 continue
@@ -902,7 +553,7 @@ class _Allocation:
             self._deallocate(ci, undo)
         return False
 
-    def _allocate_device(self, ci: int, req: _Request, device: Device, must: bool) -> Optional[tuple]:
+    def _allocate_device(self, ci: int, req: Request, device: Device, must: bool) -> Optional[tuple]:
         """Check one candidate and, if it fits, record it; returns what _deallocate needs."""
         did = device.id
         shared = self.features.consumable_capacity and device.allow_multiple_allocations
@@ -915,22 +566,35 @@ class _Allocation:
             return None
         consumed: Optional[dict[str, Fraction]] = None
         if self.features.consumable_capacity and (shared or req.capacity_requests):
-            requests = {qualify(k, device.driver): v for k, v in req.capacity_requests.items()}
-            demand = device.capacity_demand(requests)
-            if demand is None:
+            consumed = self._capacity_demand(req, device, shared)
+            if consumed is _NO_FIT:
                 return None
-            if shared:
-                before = self.shared_consumed.get(did, {})
-                taken = self.capacity_taken.get(did, {})
-                for name, amount in demand.items():
-                    if before.get(name, 0) + taken.get(name, 0) + amount > device.capacity[name]:
-                        return None
-                consumed = demand
-        if device.consumes_counters:
-            if not self.features.partitionable_devices:
-                return None
-            if not self._take_counters(device):
-                return None
+        if device.consumes_counters and not (self.features.partitionable_devices and self._take_counters(device)):
+            return None
+        added = self._add_to_constraints(ci, req, device, must) if self.constraints[ci] else _EMPTY
+        if added is None:
+            return None
+        self._record(ci, req, device, consumed if shared else None)
+        return (req, device, added, consumed)
+
+    def _capacity_demand(self, req: Request, device: Device, shared: bool) -> Any:
+        """What taking the device consumes of its capacity (shared devices only, else None), or
+        _NO_FIT when the request's capacity does not fit."""
+        requests = {qualify(k, device.driver): v for k, v in req.capacity_requests.items()}
+        demand = device.capacity_demand(requests)
+        if demand is None:
+            return _NO_FIT
+        if not shared:
+            return None
+        before = self.shared_consumed.get(device.id, {})
+        taken = self.capacity_taken.get(device.id, {})
+        for name, amount in demand.items():
+            if before.get(name, 0) + taken.get(name, 0) + amount > device.capacity[name]:
+                return _NO_FIT
+        return demand
+
+    def _add_to_constraints(self, ci: int, req: Request, device: Device, must: bool) -> Optional[list]:
+        """Add the device to the claim's constraints that apply; None (all undone) when one refuses."""
         added = []
         for constraint in self.constraints[ci]:
             if not constraint.applies(req):
@@ -942,16 +606,18 @@ class _Allocation:
                     self._return_counters(device)
                 if must:
                     raise AllocationError(f"claim {claim_ref(self.claims[ci])}, request {req.own_name}: cannot add "
-                                          f"device {did} because a claim constraint would not be satisfied")
+                                          f"device {device.id} because a claim constraint would not be satisfied")
                 return None
             added.append(constraint)
-        self.allocating.setdefault(did, []).append(ci)
+        return added
+
+    def _record(self, ci: int, req: Request, device: Device, consumed: Optional[dict[str, Fraction]]) -> None:
+        self.allocating.setdefault(device.id, []).append(ci)
         if consumed:
-            taken = self.capacity_taken.setdefault(did, {})
+            taken = self.capacity_taken.setdefault(device.id, {})
             for name, amount in consumed.items():
                 taken[name] = taken.get(name, 0) + amount
-        self.results[ci].append(_Chosen(req, device, consumed if shared else None))
-        return (req, device, added, consumed)
+        self.results[ci].append(Chosen(req, device, consumed))
 
     def _deallocate(self, ci: int, undo: tuple) -> None:
         req, device, added, consumed = undo
@@ -1011,171 +677,3 @@ class _Allocation:
             for n, v in counters.items():
                 target[n] -= v
 
-    # -- results --
-
-    def _node_selector(self, claim: Mapping[str, Any], chosen: list[_Chosen]) -> Optional[dict]:
-        fields: list[dict] = []
-        expressions: list[dict] = []
-        for c in chosen:
-            device, s = c.device, c.device.slice
-            if s.per_device:
-                node_name, selector = device.node_name, device.node_selector
-            else:
-                node_name, selector = s.node_name, s.node_selector
-            if node_name:
-                return {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
-            if selector is not None:
-                terms = selector.get("nodeSelectorTerms") or []
-                if len(terms) > 1:
-                    raise AllocationError(f"create NodeSelector for claim {(claim.get('metadata') or {}).get('name', '')}: "
-                                          f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
-                if terms:
-                    _add_requirements(terms[0].get("matchFields") or [], fields)
-                    _add_requirements(terms[0].get("matchExpressions") or [], expressions)
-        if not fields and not expressions:
-            return None
-        term: dict[str, Any] = {}
-        if expressions:
-            term["matchExpressions"] = expressions
-        if fields:
-            term["matchFields"] = fields
-        return {"nodeSelectorTerms": [term]}
-
-    # -- why it failed --
-
-    def _explain(self) -> list[tuple[Optional[int], str]]:
-        """Why the search failed, as (claim index, text after "claim <ref>") or (None, text)."""
-        reasons: list[tuple[Optional[int], str]] = []
-        invalid = self.view.invalid_pools
-        if invalid:
-            reasons.append((None, INVALID_POOLS + " (" + "; ".join(f"resource pool {p.key}: {p.invalid_reason}"
-                                                                   for p in invalid) + ")"))
-        shortfalls = False
-        for ci in range(len(self.claims)):  # each request alone, ignoring the others
-            for slot in self.slots[ci]:
-                problems = [(req, self._shortfall(ci, req)) for req in slot.alternatives]
-                if slot.has_subrequests:
-                    if all(p for _, p in problems):
-                        shortfalls = True
-                        reasons.append((ci, f", request {slot.name}: none of the {len(problems)} alternatives "
-                                            f"can be allocated (" + "; ".join(f"{r.name}: {p}" for r, p in problems)
-                                        + ")"))
-                elif problems[0][1]:
-                    shortfalls = True
-                    reasons.append((ci, f", request {slot.name}: {problems[0][1]}"))
-        if not shortfalls:
-            constrained = [ci for ci in range(len(self.claims)) if self.constraints[ci]]
-            for ci in constrained:
-                described = ", ".join(c.describe() for c in self.constraints[ci])
-                reasons.append((ci, f": no set of free devices satisfies the constraints ({described})"))
-            if not constrained:
-                reasons.append((None, "each request fits on its own, but not all of them together"))
-        incomplete = self.view.incomplete_pools
-        if incomplete and shortfalls:
-            reasons.append((None, "resource pools currently being updated were skipped: "
-                                  + ", ".join(p.key for p in incomplete)))
-        return reasons
-
-    def _shortfall(self, ci: int, req: _Request) -> Optional[str]:
-        """Why this request cannot be met on its own, or None when it could be."""
-        matched = [d for d in self.view.devices if self._selectable(req, d, raise_errors=False)]
-        if not matched:
-            return "no devices matched the selectors"
-        needed = len(matched) if req.all_mode else req.num_devices
-        busy = tainted = short = 0
-        available = 0
-        for d in matched:
-            shared = self.features.consumable_capacity and d.allow_multiple_allocations
-            if not req.admin and not shared and d.id in self.in_use:
-                busy += 1
-            elif self.features.device_taints and d.taints and taints_prevent_allocation(d.taints, req.tolerations):
-                tainted += 1
-            elif not self._fits_alone(req, d):
-                short += 1
-            else:
-                available += 1
-        if available >= needed:
-            return None
-        details = [f"{n} {what}" for n, what in ((busy, "in use"), (tainted, "tainted"),
-                                                 (short, "short of capacity or shared counters")) if n]
-        suffix = f" ({', '.join(details)})" if details else ""
-        if req.all_mode:
-            return f"not all matching devices are available: {needed} requested, {available} available{suffix}"
-        return f"not enough devices: {needed} requested, {available} available{suffix}"
-
-    def _fits_alone(self, req: _Request, device: Device) -> bool:
-        if device.consumes_counters:
-            if not self.features.partitionable_devices:
-                return False
-            available = self._available_counters(device)
-            for set_name, counters in device.consumes_counters:
-                have = available.get(set_name)
-                if have is None:
-                    continue
-                for n, v in counters.items():
-                    if n in have and have[n] < v:
-                        return False
-        if self.features.consumable_capacity and (req.capacity_requests or device.allow_multiple_allocations):
-            demand = device.capacity_demand({qualify(k, device.driver): v for k, v in req.capacity_requests.items()})
-            if demand is None:
-                return False
-            if device.allow_multiple_allocations:
-                before = self.shared_consumed.get(device.id, {})
-                if any(before.get(n, 0) + v > device.capacity[n] for n, v in demand.items()):
-                    return False
-        return True
-
-
-def _config(slots: list[_RequestSlot], selected: list[int], claim: Mapping[str, Any]) -> list[dict]:
-    """devices.config of a result: class configs (FromClass, once per class, naming every request
-    that used it), then the claim's configs (FromClaim) that concern a chosen request."""
-    config: list[dict] = []
-    class_ranges: dict[str, tuple[int, int]] = {}
-    chosen_names: list[str] = []
-    for slot, index in zip(slots, selected):
-        req = slot.alternatives[index]
-        chosen_names.append(req.name)
-        known = class_ranges.get(req.class_name)
-        if known is not None:
-            for i in range(*known):
-                config[i]["requests"].append(req.name)
-            continue
-        begin = len(config)
-        for entry in (req.device_class.get("spec") or {}).get("config") or []:
-            config.append({"source": "FromClass", "requests": [req.name],
-                           **{k: _copy(v) for k, v in entry.items()}})
-        class_ranges[req.class_name] = (begin, len(config))
-    relevant = set(chosen_names) | {slot.name for slot in slots}
-    for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or []:
-        names = entry.get("requests") or []
-        if names and not any(n in relevant for n in names):
-            continue
-        out: dict[str, Any] = {"source": "FromClaim"}
-        if names:
-            out["requests"] = list(names)
-        out.update({k: _copy(v) for k, v in entry.items() if k != "requests"})
-        config.append(out)
-    return config
-
-
-def _add_requirements(source: list, target: list) -> None:
-    """Upstream's addNewNodeSelectorRequirements: skip requirements already present."""
-    for req in source:
-        values = set(req.get("values") or [])
-        if any(r.get("key") == req.get("key") and r.get("operator") == req.get("operator")
-               and set(r.get("values") or []) == values for r in target):
-            continue
-        target.append(_copy(req))
-
-
-def _spelled(full: str, device: Device) -> str:
-    """A capacity name as the slice spells it (bare when it belongs to the driver)."""
-    if full in (device.spec.get("capacity") or {}):
-        return full
-    prefix = device.driver + "/"
-    return full[len(prefix):] if full.startswith(prefix) else full
-
-
-def _copy(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value))
