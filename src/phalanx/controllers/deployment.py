@@ -365,56 +365,21 @@ class DeploymentController(Controller):
 
     async def _new_replica_set(self, d: Obj, rs_list: list[Obj], old_rss: list[Obj], existing: Obj | None,
                                create: bool) -> Obj | None:
+        """The Deployment's new ReplicaSet: the existing one brought up to date, or (when `create`) a
+        new one from the template (upstream's getNewReplicaSet)."""
         new_revision = str(max((revision(rs) for rs in old_rss), default=0) + 1)
         if existing is not None:
-            rs = deep_copy(existing)
-            annotations_updated = self._set_new_rs_annotations(d, rs, new_revision, True)
-            min_ready = d["spec"].get("minReadySeconds", 0) or 0
-            if annotations_updated or (rs["spec"].get("minReadySeconds", 0) or 0) != min_ready:
-                rs["spec"]["minReadySeconds"] = min_ready
-                return await self.client.update(rs)
-            rev = (rs["metadata"].get("annotations") or {}).get(REVISION, "")
-            await self._set_deployment_revision(d, rev)
-            if has_progress_deadline(d) and get_condition(d["status"], PROGRESSING) is None:
-                set_condition(d["status"], new_condition(self.clock, PROGRESSING, "True", FOUND_NEW_RS,
-                                                         f'Found new replica set "{rs["metadata"]["name"]}"'))
-                await self._write_status(d)
-            return rs
+            return await self._update_new_replica_set(d, existing, new_revision)
         if not create:
             return None
-        template = deep_copy(d["spec"].get("template") or {})
-        collision = d["status"].get("collisionCount")
-        pth = compute_hash(d["spec"].get("template") or {}, collision)
-        template.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH] = pth
-        selector = deep_copy(d["spec"].get("selector") or {})
-        selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = pth
-        md = d["metadata"]
-        new_rs: Obj = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                       "metadata": {"name": f"{md['name']}-{pth}", "namespace": md.get("namespace", ""),
-                                    "ownerReferences": [controller_ref(d)],
-                                    "labels": dict(template["metadata"]["labels"])},
-                       "spec": {"replicas": 0, "minReadySeconds": d["spec"].get("minReadySeconds", 0) or 0,
-                                "selector": selector, "template": template}}
+        new_rs = self._replica_set_for(d)
         replicas = self._new_rs_new_replicas(d, old_rss + [new_rs], new_rs)
         new_rs["spec"]["replicas"] = replicas
         self._set_new_rs_annotations(d, new_rs, new_revision, False)
         try:
             created = await self.client.create(new_rs)
         except StatusError as e:
-            if not (e.code == 409 and e.reason == "AlreadyExists"):
-                msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {e.message}'
-                set_condition(d["status"], new_condition(self.clock, PROGRESSING, "False", "FailedRSCreate", msg))
-                await self._write_status(d)
-                raise
-            found = await self.client.get("apps/v1", "ReplicaSet", md.get("namespace", ""), new_rs["metadata"]["name"])
-            ref = controller_of(found)
-            if ref and ref.get("uid") == md.get("uid") and equal_ignore_hash(found["spec"].get("template") or {},
-                                                                               d["spec"].get("template") or {}):
-                return found
-            d["status"]["collisionCount"] = _int(collision) + 1
-            await self._write_status(d)
-            raise RuntimeError(f'Found a hash collision for deployment "{md["name"]}" - bumping collisionCount '
-                               f"({_int(collision)}->{_int(collision) + 1}) to resolve it") from None
+            return await self._create_failed(d, new_rs, e)
         if replicas > 0:
             await self._event(d, "ScalingReplicaSet",
                               f"Scaled up replica set {created['metadata']['name']} from 0 to {replicas}")
@@ -424,6 +389,56 @@ class DeploymentController(Controller):
                                                      f'Created new replica set "{created["metadata"]["name"]}"'))
             await self._write_status(d)
         return created
+
+    async def _update_new_replica_set(self, d: Obj, existing: Obj, new_revision: str) -> Obj:
+        rs = deep_copy(existing)
+        annotations_updated = self._set_new_rs_annotations(d, rs, new_revision, True)
+        min_ready = d["spec"].get("minReadySeconds", 0) or 0
+        if annotations_updated or (rs["spec"].get("minReadySeconds", 0) or 0) != min_ready:
+            rs["spec"]["minReadySeconds"] = min_ready
+            return await self.client.update(rs)
+        rev = (rs["metadata"].get("annotations") or {}).get(REVISION, "")
+        await self._set_deployment_revision(d, rev)
+        if has_progress_deadline(d) and get_condition(d["status"], PROGRESSING) is None:
+            set_condition(d["status"], new_condition(self.clock, PROGRESSING, "True", FOUND_NEW_RS,
+                                                     f'Found new replica set "{rs["metadata"]["name"]}"'))
+            await self._write_status(d)
+        return rs
+
+    @staticmethod
+    def _replica_set_for(d: Obj) -> Obj:
+        """A ReplicaSet `<deployment>-<pod-template-hash>` for the template, with no replicas yet."""
+        template = deep_copy(d["spec"].get("template") or {})
+        pth = compute_hash(d["spec"].get("template") or {}, d["status"].get("collisionCount"))
+        template.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH] = pth
+        selector = deep_copy(d["spec"].get("selector") or {})
+        selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = pth
+        md = d["metadata"]
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": f"{md['name']}-{pth}", "namespace": md.get("namespace", ""),
+                             "ownerReferences": [controller_ref(d)], "labels": dict(template["metadata"]["labels"])},
+                "spec": {"replicas": 0, "minReadySeconds": d["spec"].get("minReadySeconds", 0) or 0,
+                         "selector": selector, "template": template}}
+
+    async def _create_failed(self, d: Obj, new_rs: Obj, e: StatusError) -> Obj:
+        """A ReplicaSet of that name already ours with this template is the new one; another is a hash
+        collision (collisionCount bumped, the sync retried); any other error is FailedRSCreate."""
+        md = d["metadata"]
+        collision = d["status"].get("collisionCount")
+        if not (e.code == 409 and e.reason == "AlreadyExists"):
+            msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {e.message}'
+            set_condition(d["status"], new_condition(self.clock, PROGRESSING, "False", "FailedRSCreate", msg))
+            await self._write_status(d)
+            raise e
+        found = await self.client.get("apps/v1", "ReplicaSet", md.get("namespace", ""), new_rs["metadata"]["name"])
+        ref = controller_of(found)
+        if ref and ref.get("uid") == md.get("uid") and equal_ignore_hash(found["spec"].get("template") or {},
+                                                                           d["spec"].get("template") or {}):
+            return found
+        d["status"]["collisionCount"] = _int(collision) + 1
+        await self._write_status(d)
+        raise RuntimeError(f'Found a hash collision for deployment "{md["name"]}" - bumping collisionCount '
+                           f"({_int(collision)}->{_int(collision) + 1}) to resolve it") from None
 
     def _set_new_rs_annotations(self, d: Obj, rs: Obj, new_revision: str, exists: bool) -> bool:
         ann = rs["metadata"].setdefault("annotations", {})
@@ -736,45 +751,38 @@ class DeploymentController(Controller):
         await self._write_status(d)
 
     async def _sync_rollout_status(self, all_rss: list[Obj | None], new_rs: Obj | None, d: Obj) -> None:
+        """The status with the Progressing and ReplicaFailure conditions (upstream's syncRolloutStatus)."""
         status = self._calculate_status(all_rss, new_rs, d)
         if not has_progress_deadline(d):
             remove_condition(status, PROGRESSING)
         cur = get_condition(d["status"], PROGRESSING)
         complete = status["replicas"] == status["updatedReplicas"] and cur is not None and \
             cur.get("reason") == NEW_RS_AVAILABLE
-        rs_name = (new_rs or {}).get("metadata", {}).get("name")
         if has_progress_deadline(d) and not complete:
-            if deployment_complete(d, status):
-                msg = f'ReplicaSet "{rs_name}" has successfully progressed.' if rs_name else \
-                    f'Deployment "{d["metadata"]["name"]}" has successfully progressed.'
-                set_condition(status, new_condition(self.clock, PROGRESSING, "True", NEW_RS_AVAILABLE, msg))
-            elif deployment_progressing(d, status):
-                msg = f'ReplicaSet "{rs_name}" is progressing.' if rs_name else \
-                    f'Deployment "{d["metadata"]["name"]}" is progressing.'
-                cond = new_condition(self.clock, PROGRESSING, "True", RS_UPDATED, msg)
-                if cur is not None:
-                    if cur.get("status") == "True":
-                        cond["lastTransitionTime"] = cur.get("lastTransitionTime")
-                    remove_condition(status, PROGRESSING)
-                set_condition(status, cond)
-            elif self._timed_out(d, status):
-                msg = f'ReplicaSet "{rs_name}" has timed out progressing.' if rs_name else \
-                    f'Deployment "{d["metadata"]["name"]}" has timed out progressing.'
-                set_condition(status, new_condition(self.clock, PROGRESSING, "False", TIMED_OUT, msg))
-        # surface the ReplicaSets' ReplicaFailure as the Deployment's
-        failure = next((c for rs in all_rss if rs for c in (rs.get("status") or {}).get("conditions") or []
-                        if c.get("type") == REPLICA_FAILURE), None)
-        if failure is not None:
-            set_condition(status, {"type": REPLICA_FAILURE, "status": failure.get("status"),
-                                   "lastUpdateTime": failure.get("lastTransitionTime"),
-                                   "lastTransitionTime": failure.get("lastTransitionTime"),
-                                   "reason": failure.get("reason"), "message": failure.get("message")})
-        else:
-            remove_condition(status, REPLICA_FAILURE)
+            self._set_progressing(d, status, cur, (new_rs or {}).get("metadata", {}).get("name"))
+        _surface_replica_failure(status, all_rss)
         if _status_for_write(status) != _status_for_write(d["status"]):
             d["status"] = status
             await self._write_status(d)
         self._requeue_stuck(d, status)
+
+    def _set_progressing(self, d: Obj, status: Obj, cur: dict | None, rs_name: str | None) -> None:
+        """Progressing: NewReplicaSetAvailable, ReplicaSetUpdated (keeping a True condition's
+        transition time) or ProgressDeadlineExceeded."""
+        subject = f'ReplicaSet "{rs_name}"' if rs_name else f'Deployment "{d["metadata"]["name"]}"'
+        if deployment_complete(d, status):
+            set_condition(status, new_condition(self.clock, PROGRESSING, "True", NEW_RS_AVAILABLE,
+                                                f"{subject} has successfully progressed."))
+        elif deployment_progressing(d, status):
+            cond = new_condition(self.clock, PROGRESSING, "True", RS_UPDATED, f"{subject} is progressing.")
+            if cur is not None:
+                if cur.get("status") == "True":
+                    cond["lastTransitionTime"] = cur.get("lastTransitionTime")
+                remove_condition(status, PROGRESSING)
+            set_condition(status, cond)
+        elif self._timed_out(d, status):
+            set_condition(status, new_condition(self.clock, PROGRESSING, "False", TIMED_OUT,
+                                                f"{subject} has timed out progressing."))
 
     def _timed_out(self, d: Obj, status: Obj) -> bool:
         if not has_progress_deadline(d):
@@ -814,6 +822,19 @@ class DeploymentController(Controller):
 # DeploymentStatus in serialization order; zero counters are omitempty.
 _STATUS_ORDER = ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
                  "unavailableReplicas", "terminatingReplicas", "conditions", "collisionCount")
+
+
+def _surface_replica_failure(status: Obj, all_rss: list[Obj | None]) -> None:
+    """The ReplicaSets' ReplicaFailure condition, as the Deployment's."""
+    failure = next((c for rs in all_rss if rs for c in (rs.get("status") or {}).get("conditions") or []
+                    if c.get("type") == REPLICA_FAILURE), None)
+    if failure is None:
+        remove_condition(status, REPLICA_FAILURE)
+        return
+    set_condition(status, {"type": REPLICA_FAILURE, "status": failure.get("status"),
+                           "lastUpdateTime": failure.get("lastTransitionTime"),
+                           "lastTransitionTime": failure.get("lastTransitionTime"),
+                           "reason": failure.get("reason"), "message": failure.get("message")})
 
 
 def _status_for_write(status: Obj) -> Obj:

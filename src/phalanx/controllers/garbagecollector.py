@@ -155,27 +155,38 @@ class GarbageCollector(Controller):
         self._nodes[node.uid] = node
         prev_owners = {r["uid"]: r for r in prev.owners} if prev is not None else {}
         new_owners = {r["uid"]: r for r in node.owners}
-        for uid in prev_owners.keys() - new_owners.keys():
-            deps = self._dependents.get(uid)
-            if deps is not None:
-                deps.discard(node.uid)
-                if not deps:
-                    del self._dependents[uid]
-        for uid in new_owners.keys() - prev_owners.keys():
-            self._dependents.setdefault(uid, set()).add(node.uid)
+        self._relink(node.uid, prev_owners, new_owners)
         # A dependent whose owners are not all live in the graph: check it against the API.
         changed_refs = prev is None or prev.owners != node.owners
         if node.owners and changed_refs and not node.being_deleted:
             if not all(self._owner_in_graph(node, r) for r in node.owners):
                 self.queue.add((DELETE, node.uid))
-        # Owners that may be waiting on this object: a reference dropped or unblocked.
         if prev is not None and prev.owners != node.owners:
-            for uid, ref in prev_owners.items():
-                owner = self._nodes.get(uid)
-                if owner is not None and owner.deleting_dependents and \
-                        (uid not in new_owners or not new_owners[uid].get("blockOwnerDeletion")):
-                    self.queue.add((DELETE, uid))
-        # Transitions to "deleting dependents" (foreground) and "orphaning".
+            self._recheck_waiting_owners(prev_owners, new_owners)
+        self._enqueue_transitions(node, prev)
+
+    def _relink(self, uid: str, prev_owners: dict[str, dict], new_owners: dict[str, dict]) -> None:
+        """The dependents index after the object's owner references changed."""
+        for owner_uid in prev_owners.keys() - new_owners.keys():
+            deps = self._dependents.get(owner_uid)
+            if deps is not None:
+                deps.discard(uid)
+                if not deps:
+                    del self._dependents[owner_uid]
+        for owner_uid in new_owners.keys() - prev_owners.keys():
+            self._dependents.setdefault(owner_uid, set()).add(uid)
+
+    def _recheck_waiting_owners(self, prev_owners: dict[str, dict], new_owners: dict[str, dict]) -> None:
+        """Owners deleting their dependents may wait on this object no more: a reference dropped or
+        unblocked."""
+        for uid in prev_owners:
+            owner = self._nodes.get(uid)
+            if owner is not None and owner.deleting_dependents and \
+                    (uid not in new_owners or not new_owners[uid].get("blockOwnerDeletion")):
+                self.queue.add((DELETE, uid))
+
+    def _enqueue_transitions(self, node: _Node, prev: _Node | None) -> None:
+        """Transitions to "deleting dependents" (foreground) and "orphaning"."""
         if node.deleting_dependents and (prev is None or not prev.deleting_dependents):
             for dep in self._dependents.get(node.uid, ()):
                 self.queue.add((DELETE, dep))
@@ -270,13 +281,7 @@ class GarbageCollector(Controller):
                 await self._mutate(node, _unblock_owner_refs)
             await self._delete(node, "Foreground")
             return
-        if FINALIZER_ORPHAN in finalizers:
-            policy = "Orphan"
-        elif FINALIZER_FOREGROUND in finalizers:
-            policy = "Foreground"
-        else:
-            policy = "Background"
-        await self._delete(node, policy)
+        await self._delete(node, _propagation_for(finalizers))
 
     async def _classify(self, node: _Node, latest: Obj, refs: list[dict]):
         solid: list[dict] = []
@@ -366,6 +371,15 @@ class GarbageCollector(Controller):
                 if e.code != 409:
                     raise
         raise StatusError(409, "Conflict", f"giving up on {node.info.kind} {node.namespace}/{node.name} after conflicts")
+
+
+def _propagation_for(finalizers: list[str]) -> str:
+    """The propagation policy the object's finalizers ask for: Orphan, Foreground or Background."""
+    if FINALIZER_ORPHAN in finalizers:
+        return "Orphan"
+    if FINALIZER_FOREGROUND in finalizers:
+        return "Foreground"
+    return "Background"
 
 
 def _drop_owner_refs(obj: Obj, uids: set[str]) -> bool:
