@@ -4,19 +4,15 @@ scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies and
 
 from __future__ import annotations
 
-import pytest
 
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.job.controller import JobController
-from phalanx.controllers.job.indexes import Intervals, pod_generate_name_with_index
-from phalanx.controllers.job.pod_failure_policy import match_pod_failure_policy
-from phalanx.controllers.job.success_policy import match_success_policy
 from phalanx.controllers.job.workload import compute_pod_group_name
 from phalanx.nodes.kubelet import SimulatedKubelets
 
-from .harness import Running, scheduler, shared_factory
+from ..harness import Running, scheduler, shared_factory
 
 NODES = ["n1", "n2", "n3"]
 
@@ -70,61 +66,6 @@ def job(name, *, completions=None, parallelism=None, backoff_limit=None, mode=No
             s[k] = v
     s.update(spec)
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": s}
-
-
-# -- pure helpers ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,completions,expected", [
-    ("", 5, ""), ("0-2,4", 5, "0-2,4"), ("0,1", 5, "0,1"), ("1,2,3", 10, "1-3"), ("3-9", 5, "3,4"), ("7", 5, ""),
-])
-def test_intervals_round_trip(text, completions, expected):
-    assert str(Intervals.parse(text, completions)) == expected
-
-
-def test_intervals_merge_and_count():
-    iv = Intervals.parse("0-2", 10).with_indexes([4, 3, 9])
-    assert str(iv) == "0-4,9" and iv.total() == 6 and iv.has(9) and not iv.has(5)
-
-
-def test_generate_name_with_index_truncates_the_job_name():
-    assert pod_generate_name_with_index("pi", 3) == "pi-3-"
-    long = "j" * 60
-    gen = pod_generate_name_with_index(long, 12)
-    assert len(gen) == 58 and gen.endswith("-12-")
-
-
-def failed_pod(code, container="main", conditions=()):
-    return {"metadata": {"name": "p", "namespace": "ns"},
-            "status": {"phase": "Failed", "conditions": list(conditions),
-                       "containerStatuses": [{"name": container, "state": {"terminated": {"exitCode": code}}}]}}
-
-
-@pytest.mark.parametrize("rules,pod,expected", [
-    ([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(42),
-     ("Container main for pod ns/p failed with exit code 42 matching FailJob rule at index 0", True, "FailJob")),
-    ([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(42),
-     (None, False, "Ignore")),
-    ([{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}], failed_pod(1), (None, True, None)),
-    ([{"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [1]}}], failed_pod(2), (None, True, "Count")),
-    ([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}],
-     failed_pod(137, conditions=[{"type": "DisruptionTarget", "status": "True"}]), (None, False, "Ignore")),
-    ([{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}],
-     failed_pod(137, conditions=[{"type": "DisruptionTarget", "status": "True"}]),
-     ("Pod ns/p has condition DisruptionTarget matching FailJob rule at index 0", True, "FailJob")),
-])
-def test_pod_failure_policy_matching(rules, pod, expected):
-    assert match_pod_failure_policy({"rules": rules}, pod) == expected
-
-
-def test_success_policy_matching():
-    policy = {"rules": [{"succeededIndexes": "0,2"}, {"succeededCount": 3}]}
-    assert match_success_policy(policy, 5, Intervals.parse("0-1", 5)) is None
-    assert match_success_policy(policy, 5, Intervals.parse("0,2", 5)) == "Matched rules at index 0"
-    assert match_success_policy(policy, 5, Intervals.parse("1,3,4", 5)) == "Matched rules at index 1"
-
-
-def test_pod_group_names_fit_253_characters():
-    name = compute_pod_group_name("w" * 200, "t" * 200)
-    assert len(name) <= 253 and name.startswith("w" * 100)
 
 
 # -- the controller -------------------------------------------------------------------------------------
