@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.informer import object_key, split_key
+from ..client.clock import Clock
+from ..client.informer import InformerFactory, object_key, split_key
+from ..client.interface import Client
 from ..machinery.errors import StatusError
 from .base import Controller
 from .job.conditions import finish_time, is_job_finished
@@ -23,7 +25,8 @@ class TTLAfterFinishedController(Controller):
     name = "ttl-after-finished"
     workers = 5  # --concurrent-ttl-after-finished-syncs
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.jobs = self.informer("batch/v1", "Job")
         self.jobs.add_event_handler(on_add=self._maybe_enqueue, on_update=lambda o, n: self._maybe_enqueue(n))

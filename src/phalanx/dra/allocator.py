@@ -595,7 +595,7 @@ class _Allocation:
 
     def _add_to_constraints(self, ci: int, req: Request, device: Device, must: bool) -> Optional[list]:
         """Add the device to the claim's constraints that apply; None (all undone) when one refuses."""
-        added = []
+        added: list = []
         for constraint in self.constraints[ci]:
             if not constraint.applies(req):
                 continue

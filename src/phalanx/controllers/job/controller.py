@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...client.informer import object_key, split_key
-from ...client.interface import STRATEGIC_MERGE_PATCH
+from ...client.clock import Clock
+from ...client.informer import InformerFactory, object_key, split_key
+from ...client.interface import STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
 from ...machinery.meta import controller_of, deep_copy
 from ..base import Controller
@@ -66,8 +67,8 @@ class JobController(Controller):
 
     ORPHAN_PREFIX = "orphan-pod:"
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None,
-                 feature_gates: Any = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None, feature_gates: Any = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = feature_gates
         self.workload_with_job = bool(feature_gates is not None and _gate(feature_gates, WORKLOAD_WITH_JOB))

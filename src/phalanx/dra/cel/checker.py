@@ -131,9 +131,9 @@ def scoped_nodes(node: Node, scope: frozenset) -> Iterator[tuple[Node, frozenset
 def _scoped_children(node: Node, scope: frozenset) -> list[tuple[Node, frozenset]]:
     if isinstance(node, Call):
         var = _comprehension_variable(node)
-        if var is not None:
+        if var is not None and node.target is not None:
             inner = scope | {var.name}
-            return [(node.target, scope)] + [(a, inner) for a in node.args[1:]]  # type: ignore[list-item]
+            return [(node.target, scope)] + [(a, inner) for a in node.args[1:]]
         var = _binds(node)
         if var is not None:
             return [(node.args[1], scope), (node.args[2], scope | {var.name})]

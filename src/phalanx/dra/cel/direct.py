@@ -31,14 +31,14 @@ class EvalError(Exception):
 
 Evaluator = Callable[[dict], Any]
 _EMPTY_MAP: dict = {}
-_DIRECT_MEMBER_FUNCTIONS = {
+_DIRECT_MEMBER_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compareTo": fn_compare_to, "isGreaterThan": fn_is_greater_than, "isLessThan": fn_is_less_than,
     "major": fn_major, "minor": fn_minor, "patch": fn_patch, "sign": fn_sign, "isInteger": fn_is_integer,
     "asInteger": fn_as_integer, "asApproximateFloat": fn_as_approximate_float, "add": fn_add, "sub": fn_sub,
 }
-_DIRECT_GLOBAL_FUNCTIONS = {"quantity": fn_quantity, "isQuantity": fn_is_quantity, "semver": fn_semver,
+_DIRECT_GLOBAL_FUNCTIONS: dict[str, Callable[..., Any]] = {"quantity": fn_quantity, "isQuantity": fn_is_quantity, "semver": fn_semver,
                             "isSemver": fn_is_semver}
-_STRING_METHODS = {"startsWith": str.startswith, "endsWith": str.endswith, "contains": str.__contains__}
+_STRING_METHODS: dict[str, Callable[[str, str], bool]] = {"startsWith": str.startswith, "endsWith": str.endswith, "contains": str.__contains__}
 
 
 def _is_number(v: Any) -> bool:
@@ -79,7 +79,10 @@ def _direct_lit(node: Lit, features: CELFeatures) -> Optional[Evaluator]:
     modelled, value = _literal_value(node)
     if not modelled:
         return None
-    return lambda d, v=value: v
+
+    def constant(d: dict, v: Any = value) -> Any:
+        return v
+    return constant
 
 
 def _direct_ident(node: Ident, features: CELFeatures) -> Optional[Evaluator]:
@@ -249,9 +252,9 @@ def _direct_global_call(node: Call, features: CELFeatures) -> Optional[Evaluator
     args = _direct_args(node, features)
     if args is None:
         return None
-    if node.name == "size":
+    if fn is None:  # size()
         return _direct_size(args[0]) if len(args) == 1 else None
-    return lambda d: _call_library(fn, [a(d) for a in args])  # type: ignore[misc]
+    return lambda d: _call_library(fn, [a(d) for a in args])
 
 
 def _direct_has(field: Select, features: CELFeatures) -> Optional[Evaluator]:
@@ -285,12 +288,13 @@ def _direct_member_call(node: Call, features: CELFeatures) -> Optional[Evaluator
     method = _STRING_METHODS.get(node.name)
     if method is not None:
         return _direct_string_method(method, target, args[0]) if len(args) == 1 else None
-    fn = _DIRECT_MEMBER_FUNCTIONS.get(node.name)
+    fn: Optional[Callable[..., Any]] = _DIRECT_MEMBER_FUNCTIONS.get(node.name)
     if fn is None and node.name == "includes" and features.list_type_attributes:
         fn = fn_includes
     if fn is None:
         return None
-    return lambda d: _call_library(fn, [target(d)] + [a(d) for a in args])  # type: ignore[misc]
+    call = fn
+    return lambda d: _call_library(call, [target(d)] + [a(d) for a in args])
 
 
 def _direct_string_method(method: Callable[[str, str], bool], target: Evaluator, arg: Evaluator) -> Evaluator:

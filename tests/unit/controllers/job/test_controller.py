@@ -4,7 +4,6 @@ scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies and
 
 from __future__ import annotations
 
-
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
