@@ -15,12 +15,12 @@ from ..controllers.deployment import DeploymentController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
-from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
+from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..nodes.dradriver import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..scheduler.scheduler import Scheduler
