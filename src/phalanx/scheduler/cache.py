@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from .framework.snapshot import Snapshot
-from .framework.types import NodeInfo, Obj, PodInfo
+from .framework.constants import Obj
+from .framework.types import NodeInfo, PodInfo
 
 
 def pod_key(pod: Obj) -> str:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
 from .cache import pod_group_key, pod_key
-from .framework.types import ClusterEvent, PodInfo, QueuedPodInfo, QueueingHint, match_cluster_events
+from .framework.events import ClusterEvent, QueueingHint, match_cluster_events
+from .framework.types import PodInfo, QueuedPodInfo
 
 log = logging.getLogger("phalanx.scheduler.queue")
 

@@ -193,7 +193,7 @@ class Scheduler:
 
     def _node_update(self, old: dict, new: dict) -> None:
         self.cache.update_node(new)
-        from .framework.types import node_scheduling_properties_change
+        from .framework.events import node_scheduling_properties_change
         for ev in node_scheduling_properties_change(new, old):
             self.queue.on_event(ev, old, new)
 

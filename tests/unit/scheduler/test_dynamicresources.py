@@ -14,7 +14,7 @@ from phalanx.scheduler.framework.config import KubeSchedulerProfile, set_profile
 from phalanx.scheduler.framework.diagnosis import FitError
 from phalanx.scheduler.framework.registry import in_tree_registry
 from phalanx.scheduler.framework.status import Code
-from phalanx.scheduler.framework.types import QueueingHint
+from phalanx.scheduler.framework.events import QueueingHint
 from phalanx.scheduler.plugins.dynamicresources import ClaimTracker, DynamicResources
 
 from .builders import make_node, make_pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from phalanx.scheduler.framework import Code, PodInfo, QueuedPodInfo
-from phalanx.scheduler.framework.types import QueueingHint
+from phalanx.scheduler.framework.events import QueueingHint
 from phalanx.scheduler.plugins.queuesort import PrioritySort
 
 from .builders import make_node, make_pod

@@ -8,7 +8,7 @@ from phalanx.client.clock import VirtualClock
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.scheduler.framework import Framework
 from phalanx.scheduler.framework.registry import in_tree_registry
-from phalanx.scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, EventResource
 from phalanx.scheduler.plugins import gangscheduling, names
 from phalanx.scheduler.podgroups import PodGroupManager
 from phalanx.scheduler.queue import QueuedPodGroup, SchedulingQueue

@@ -16,7 +16,7 @@ from phalanx.scheduler.framework.interface import (Placement, PlacementFeasibleP
                                                    PlacementScore, PodGroupAssignments, PodGroupInfo)
 from phalanx.scheduler.framework.registry import in_tree_registry
 from phalanx.scheduler.framework.status import Code
-from phalanx.scheduler.framework.types import ActionType, ClusterEvent, EventResource, QueueingHint
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from phalanx.scheduler.placementsearch import describe, search_placements, summarize
 from phalanx.scheduler.plugins import podgrouppodscount, topologyaware
 from phalanx.scheduler.podgroups import policy_of

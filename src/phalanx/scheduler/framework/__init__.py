@@ -39,14 +39,6 @@ from .registry import Registry, in_tree_registry
 from .runtime import Framework, Nominator, ScheduleResult, SchedulingCycleResult, ScoreResult
 from .snapshot import Snapshot
 from .status import Code, Status, as_status
-from .types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    PodInfo,
-    QueuedPodInfo,
-    QueueingHint,
-    Resource,
-)
+from .events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from .resources import Resource
+from .types import NodeInfo, PodInfo, QueuedPodInfo

@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Pr
 
 from .cycle_state import CycleState
 from .status import Code, Status
-from .types import ClusterEventWithHint, NodeInfo, Obj, PodInfo, QueuedPodInfo
+from .constants import Obj
+from .events import ClusterEventWithHint
+from .types import NodeInfo, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
     from phalanx.machinery.selectors import LabelSelector

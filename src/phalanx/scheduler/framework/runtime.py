@@ -85,7 +85,9 @@ from .batch import OpportunisticBatch
 from .registry import Registry, in_tree_registry
 from .snapshot import Snapshot
 from .status import Code, Status, as_status
-from .types import MAX_NODE_SCORE, MAX_TOTAL_SCORE, MIN_NODE_SCORE, ClusterEventWithHint, NodeInfo, Obj, PodInfo, QueuedPodInfo
+from .constants import MAX_NODE_SCORE, MAX_TOTAL_SCORE, MIN_NODE_SCORE, Obj
+from .events import ClusterEventWithHint
+from .types import NodeInfo, PodInfo, QueuedPodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

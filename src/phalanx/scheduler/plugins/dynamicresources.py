@@ -92,16 +92,9 @@ from phalanx.scheduler.framework.interface import (
     ReservePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-)
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 

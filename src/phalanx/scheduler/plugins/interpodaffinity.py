@@ -36,19 +36,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    ActionType,
-    AffinityTerm,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    WeightedAffinityTerm,
-)
+from phalanx.scheduler.framework.affinity import AffinityTerm, WeightedAffinityTerm
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 

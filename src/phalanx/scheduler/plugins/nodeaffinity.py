@@ -28,19 +28,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    PreferredSchedulingTerms,
-    QueueingHint,
-    RequiredNodeAffinity,
-)
+from phalanx.scheduler.framework.affinity import PreferredSchedulingTerms, RequiredNodeAffinity
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 from .helper import default_normalize_score

@@ -38,23 +38,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
-    RESOURCE_PODS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    Resource,
-    is_extended_resource_name,
-    is_scalar_resource_name,
-)
+from phalanx.scheduler.framework.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.resources import Resource, is_extended_resource_name, is_scalar_resource_name
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 from .noderesources_scorer import MOST_ALLOCATED, ResourceAllocationScorer, ScoreMemo, scorer_for_strategy

@@ -17,15 +17,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
-    NodeInfo,
-    PodInfo,
-    is_scalar_resource_name,
-)
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY
+from phalanx.scheduler.framework.resources import is_scalar_resource_name
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from .helper import build_broken_linear_function
 

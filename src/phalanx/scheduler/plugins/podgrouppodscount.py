@@ -22,7 +22,7 @@ from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (Placement, PlacementScore, PlacementScoreExtensions,
                                                    PlacementScorePlugin, PodGroupAssignments, PodGroupInfo)
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import MAX_NODE_SCORE
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE
 
 from . import names
 

@@ -37,22 +37,11 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    LABEL_HOSTNAME,
-    LABEL_TOPOLOGY_ZONE,
-    MAX_NODE_SCORE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    RequiredNodeAffinity,
-    do_not_schedule_taint,
-    find_matching_untolerated_taint,
-)
+from phalanx.scheduler.framework.affinity import RequiredNodeAffinity
+from phalanx.scheduler.framework.constants import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.taints import do_not_schedule_taint, find_matching_untolerated_taint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 
