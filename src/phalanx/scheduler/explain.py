@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from .scheduler import DIAGNOSIS_ANNOTATION, POD_GROUP_API
+from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API
 
 
 async def _latest_decision(client: Any, kind: str, namespace: str, name: str) -> tuple[dict | None, dict | None]:

@@ -37,10 +37,11 @@ from typing import Any, Callable, Optional, Sequence
 
 from .framework.cycle_state import CycleState
 from .framework.interface import Placement, PodGroupAssignments, PodGroupInfo
+from .placement_outcome import PlacementOutcome
 from .plugins import names
 from .podgroups import policy_of
 
-Outcome = dict
+Outcome = PlacementOutcome
 CLUSTER = "cluster"
 MAX_DOMAINS_PER_REASON = 4
 MAX_REASONS = 5
@@ -80,12 +81,12 @@ def search_placements(fw: Any, state: CycleState, pod_group: PodGroupInfo, place
                     outcomes.append((i, _not_tried(p, need, short)))
                     continue
             o = attempt(p)
-            o["message"] = describe(o, total)
+            o.message = describe(o, total)
             outcomes.append((i, o))
-            if not o["feasible"]:
+            if not o.feasible:
                 continue
             tier_feasible = True
-            if ub and len(o["assigned"]) == total:
+            if ub and len(o.assigned) == total:
                 score = _score_alone(fw, state, pod_group, o)
                 if score is not None and (best is None or score > best[0] or (score == best[0] and i < best[1])):
                     best = (score, i)
@@ -120,15 +121,14 @@ def _bound_plugins(fw: Any) -> Optional[list[tuple[Any, int]]]:
 
 
 def _score_alone(fw: Any, state: CycleState, pod_group: PodGroupInfo, o: Outcome) -> Optional[int]:
-    a = PodGroupAssignments(o["placement"], {x[1].key: x[2] for x in o["assigned"]})
+    a = PodGroupAssignments(o.placement, {x.pod_info.key: x.node for x in o.assigned})
     totals, _, st = fw.run_placement_score_plugins(state, pod_group, [a])
     return None if st is not None or not totals else totals[0]
 
 
 def _not_tried(p: Placement, need: int, short: list[str]) -> Outcome:
     msg = f"not tried, free capacity cannot hold {need} pod{'s' if need != 1 else ''} ({'; '.join(short)})"
-    return {"placement": p, "view": None, "assigned": [], "failures": {}, "feasible": False,
-            "plugins": {names.NodeResourcesFit}, "status_message": "", "message": msg, "tried": False}
+    return PlacementOutcome(p, plugins={names.NodeResourcesFit}, message=msg, tried=False)
 
 
 def _names(names_: list[str], limit: int = 3) -> str:
@@ -139,15 +139,15 @@ def _names(names_: list[str], limit: int = 3) -> str:
 def describe(o: Outcome, total: int) -> str:
     """`3/4 pods fit (pod p-3: 0/100 nodes are available: 100 Insufficient cpu; minCount (4) ...)`:
     what happened to the group in one placement."""
-    if o.get("tried") is False:
-        return o.get("message") or ""
-    head = f"{len(o['assigned'])}/{total} pods fit"
+    if not o.tried:
+        return o.message
+    head = f"{len(o.assigned)}/{total} pods fit"
     by_reason: dict[str, list[str]] = defaultdict(list)
-    for qpi, fe in (o.get("failures") or {}).values():
+    for qpi, fe in o.failures.values():
         by_reason[str(fe).rstrip(".")].append(qpi.pod_info.name)
     parts = [f"pod{'s' if len(pods) != 1 else ''} {_names(pods)}: {reason}" for reason, pods in by_reason.items()]
-    if not o["feasible"] and o.get("status_message"):
-        parts.append(o["status_message"])
+    if not o.feasible and o.status_message:
+        parts.append(o.status_message)
     return head + (f" ({'; '.join(parts)})" if parts else "")
 
 
@@ -155,12 +155,12 @@ def summarize(outcomes: Sequence[Outcome]) -> str:
     """One line naming the domains evaluated and why each failed, domains with the same reason
     together: `3 placements evaluated: topology.kubernetes.io/rack=rack-0: 3/4 pods fit (...); ...`.
     Empty when the only placement was the whole cluster."""
-    if not outcomes or (len(outcomes) == 1 and outcomes[0]["placement"].name == CLUSTER):
+    if not outcomes or (len(outcomes) == 1 and outcomes[0].placement.name == CLUSTER):
         return ""
     by_msg: dict[str, list[str]] = defaultdict(list)
     for o in outcomes:
-        msg = o.get("message") or o.get("status_message") or ("feasible" if o["feasible"] else "infeasible")
-        by_msg[msg].append(o["placement"].name)
+        msg = o.message or o.status_message or ("feasible" if o.feasible else "infeasible")
+        by_msg[msg].append(o.placement.name)
     groups = sorted(by_msg.items(), key=lambda kv: -len(kv[1]))
     parts = [f"{_names(domains, MAX_DOMAINS_PER_REASON)}: {msg}" for msg, domains in groups[:MAX_REASONS]]
     if len(groups) > MAX_REASONS:

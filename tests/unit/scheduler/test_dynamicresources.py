@@ -1,4 +1,4 @@
-"""DynamicResources plugin: claims, slices and classes made by hand, fed to a ClaimTracker, and the
+"""DynamicResources plugin: claims, slices and classes made by hand, fed to a DRAManager, and the
 plugin run through a Framework over a snapshot (PreBind against an in-memory API server)."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from phalanx.scheduler.framework.diagnosis import FitError
 from phalanx.scheduler.framework.registry import in_tree_registry
 from phalanx.scheduler.framework.status import Code
 from phalanx.scheduler.framework.events import QueueingHint
-from phalanx.scheduler.plugins.dynamicresources import ClaimTracker, DynamicResources
+from phalanx.scheduler.framework.dra_manager import DRAManager
+from phalanx.scheduler.plugins.dynamicresources import DynamicResources
 
 from .builders import make_node, make_pod
 from .harness import only, snapshot
@@ -71,8 +72,8 @@ def podgroup(name: str, *claims: tuple[str, str], uid: str = "uid-pg") -> dict:
                      "resourceClaims": [{"name": n, "resourceClaimTemplateName": t} for n, t in claims]}}
 
 
-def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> ClaimTracker:
-    t = ClaimTracker()
+def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> DRAManager:
+    t = DRAManager()
     for c in claims:
         t.claim_added(c)
     for s in slices:
@@ -85,7 +86,7 @@ def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> ClaimTrac
 class Setup:
     """A framework with DynamicResources (plus NodeResourcesFit) over `nodes`."""
 
-    def __init__(self, tracker: ClaimTracker, nodes: list[dict], *, groups: dict | None = None, client=None):
+    def __init__(self, tracker: DRAManager, nodes: list[dict], *, groups: dict | None = None, client=None):
         self.tracker = tracker
         groups = groups or {}
         self.plugin = DynamicResources(tracker, client, pod_group_of=lambda p: groups.get(

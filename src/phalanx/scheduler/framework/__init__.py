@@ -36,7 +36,10 @@ from .interface import (
     WaitingPod,
 )
 from .registry import Registry, in_tree_registry
-from .runtime import Framework, Nominator, ScheduleResult, SchedulingCycleResult, ScoreResult
+from .nominator import Nominator
+from .results import ScheduleResult, SchedulingCycleResult, ScoreResult
+from .runtime import Framework
+from .services import EventRecorder, HandleServices
 from .snapshot import Snapshot
 from .status import Code, Status, as_status
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
