@@ -309,23 +309,7 @@ class GroupPreemption:
                    f"of priority lower than {priority}")
             return None, dict(base, result="NotHelpful", message=msg)
         best = min(feasible, key=DomainPlan.cost)
-        top = max(u.priority for u in best.victims)
-        nodes = sorted({n for u in best.victims for _, n in u.pods})
-        msg = f"preemption: preempting {describe_units(best.victims)} of priority ≤ {top} on nodes {_names(nodes)}"
-        if best.domain.name != CLUSTER:
-            msg += f" in {best.domain.name}"
-            if len(feasible) > 1:
-                msg += f" (the smallest eviction set of {len(feasible)} feasible domains)"
-        if best.pdb_violations:
-            msg += f"; {best.pdb_violations} victim(s) violate a PodDisruptionBudget"
-        diag = dict(base, result="Preempting", message=msg, domain=best.domain.name, threshold=top,
-                    victims=[u.record() for u in best.victims[:MAX_LISTED]],
-                    victimCount={"pods": sum(1 for u in best.victims if not u.is_group),
-                                 "podGroups": sum(1 for u in best.victims if u.is_group),
-                                 "podsEvicted": sum(len(u.pods) for u in best.victims)},
-                    nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
-                    pdbViolations=best.pdb_violations)
-        return best, diag
+        return best, dict(base, **_preempting(best, len(feasible)))
 
     def _potential_victims(self, snap: Snapshot, group_key: str, priority: int) -> list[VictimUnit]:
         """Every running unit of lower priority than `priority` (the preemptor's own pods excluded)."""
@@ -678,13 +662,38 @@ def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence
         plan.message = "no lower-priority pod or pod group runs there"
         return plan
     runs_before = run.runs
-    everything = set(candidates)
-    all_out = run.fits(d, everything)
+    all_out = run.fits(d, set(candidates))
     if all_out is None:
         plan.message = f"does not fit even without all {describe_units([run.units[i] for i in candidates])}"
         plan.dry_runs = run.runs - runs_before
         return plan
-    # lowest priority threshold N whose units (priority ≤ N) make room
+    victims, threshold_assignment = _threshold_victims(run, d, candidates, all_out)
+    # reprieve: PDB-violating victims first, then the rest, each in importance order
+    violating = _pdb_violating(run, victims, pdbs)
+    violating_set = set(violating)
+    ordered = violating + [i for i in victims if i not in violating_set]
+    reprieved = _reprieve(run, d, victims, ordered)
+    final = [i for i in victims if i not in reprieved]
+    assignment: Optional[list[tuple[PodInfo, str]]] = threshold_assignment
+    if reprieved:
+        checked = run.fits(d, set(final))
+        if checked is None:  # something the reprieve could not see: evict the threshold set
+            final, checked = victims, run.fits(d, set(victims))
+        assignment = checked if checked is not None else threshold_assignment
+    plan.victims = [run.units[i] for i in final]
+    plan.assignment = assignment or []
+    plan.pdb_violations = sum(1 for i in final if i in violating_set)
+    plan.feasible = bool(plan.victims) and assignment is not None
+    plan.dry_runs = run.runs - runs_before
+    plan.message = f"{describe_units(plan.victims)} of priority ≤ {max(u.priority for u in plan.victims)}" \
+        if plan.victims else "fits without preemption"
+    return plan
+
+
+def _threshold_victims(run: DryRun, d: Domain, candidates: list[int],
+                       all_out: list[tuple[PodInfo, str]]) -> tuple[list[int], list[tuple[PodInfo, str]]]:
+    """The lowest priority threshold N whose units (priority ≤ N) make room (a binary search over
+    the candidates' distinct priorities): those units, and where the group goes without them."""
     priorities = sorted({run.units[i].priority for i in candidates})
     lo, hi = 0, len(priorities) - 1
     assignment = None
@@ -696,16 +705,20 @@ def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence
         else:
             lo = mid + 1
     victims = [i for i in candidates if run.units[i].priority <= priorities[lo]]
-    if assignment is None:  # the threshold is the highest priority: every candidate goes
-        assignment = all_out
-    threshold_assignment = assignment
-    # reprieve: PDB-violating victims first, then the rest, each in importance order
+    # the threshold is the highest priority: every candidate goes
+    return victims, assignment if assignment is not None else all_out
+
+
+def _pdb_violating(run: DryRun, victims: list[int], pdbs: Sequence[dict]) -> list[int]:
+    """The victims whose eviction would violate a PodDisruptionBudget, in importance order."""
     pods = [pi for i in victims for pi, _ in run.units[i].pods]
     violating_pods, _ = filter_pods_with_pdb_violation(pods, pdbs)
     violating_keys = {pi.key for pi in violating_pods}
-    violating = [i for i in victims if any(pi.key in violating_keys for pi, _ in run.units[i].pods)]
-    violating_set = set(violating)
-    ordered = violating + [i for i in victims if i not in violating_set]
+    return [i for i in victims if any(pi.key in violating_keys for pi, _ in run.units[i].pods)]
+
+
+def _reprieve(run: DryRun, d: Domain, victims: list[int], ordered: list[int]) -> set[int]:
+    """Put victims back one by one in `ordered`; those the group still fits next to stay."""
     run.apply(set(victims))
     outcome = run.run(d)
     reprieved: set[int] = set()
@@ -720,25 +733,30 @@ def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence
                         break
     finally:
         run.revert(outcome)
-    final = [i for i in victims if i not in reprieved]
-    if reprieved:
-        checked = run.fits(d, set(final))
-        if checked is None:  # something the reprieve could not see: evict the threshold set
-            final, checked = victims, run.fits(d, set(victims))
-        assignment = checked
-    if assignment is None:
-        assignment = threshold_assignment
-    plan.victims = [run.units[i] for i in final]
-    plan.assignment = assignment or []
-    plan.pdb_violations = sum(1 for i in final if i in violating_set)
-    plan.feasible = bool(plan.victims) and assignment is not None
-    plan.dry_runs = run.runs - runs_before
-    plan.message = f"{describe_units(plan.victims)} of priority ≤ {max(u.priority for u in plan.victims)}" \
-        if plan.victims else "fits without preemption"
-    return plan
+    return reprieved
 
 
 # -- helpers ------------------------------------------------------------------------------------------
+
+def _preempting(best: DomainPlan, n_feasible: int) -> dict:
+    """The diagnosis of the chosen eviction set: message, domain, victims and nominations."""
+    top = max(u.priority for u in best.victims)
+    nodes = sorted({n for u in best.victims for _, n in u.pods})
+    msg = f"preemption: preempting {describe_units(best.victims)} of priority ≤ {top} on nodes {_names(nodes)}"
+    if best.domain.name != CLUSTER:
+        msg += f" in {best.domain.name}"
+        if n_feasible > 1:
+            msg += f" (the smallest eviction set of {n_feasible} feasible domains)"
+    if best.pdb_violations:
+        msg += f"; {best.pdb_violations} victim(s) violate a PodDisruptionBudget"
+    return dict(result="Preempting", message=msg, domain=best.domain.name, threshold=top,
+                victims=[u.record() for u in best.victims[:MAX_LISTED]],
+                victimCount={"pods": sum(1 for u in best.victims if not u.is_group),
+                             "podGroups": sum(1 for u in best.victims if u.is_group),
+                             "podsEvicted": sum(len(u.pods) for u in best.victims)},
+                nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
+                pdbViolations=best.pdb_violations)
+
 
 def disruption_mode(pod_group: dict) -> str:
     return ((pod_group or {}).get("spec") or {}).get("disruptionMode") or DISRUPTION_MODE_POD

@@ -648,31 +648,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     async def _write_claim(self, info: _ClaimInfo, pod: Obj, mine: Optional[dict]) -> None:
         ref = info.key
-        ns, name = ref.split("/", 1)
         claim = self.tracker.claims.get(ref)  # read under the lock: what a peer wrote is visible
         if claim is not None and object_meta(claim).get("uid") != info.uid:
             claim = None
         last_error = ""
         for _ in range(BIND_CONFLICT_RETRIES):
             if claim is None:
-                try:
-                    claim = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
-                except StatusError as e:
-                    if e.code == 404:
-                        raise _BindFailure(f"claim {ref} got deleted in the meantime") from None
-                    raise _BindFailure(f"get updated claim {ref} after conflict: {e.message}") from None
-                if object_meta(claim).get("uid") != info.uid:
-                    raise _BindFailure(f"claim {ref} got deleted in the meantime")
-            if object_meta(claim).get("deletionTimestamp"):
-                raise _BindFailure(f"claim {ref} got deleted in the meantime")
-            allocation = allocation_of(claim)
-            to_write: Optional[dict] = None
-            if allocation is None:
-                if mine is None:
-                    raise _BindFailure(f"claim {ref} got deallocated in the meantime")
-                to_write = mine
-            elif mine is not None and allocation_identity(allocation) != allocation_identity(mine):
-                raise _BindFailure(f"claim {ref} got allocated elsewhere in the meantime")
+                claim = await self._reread_claim(info)
+            to_write = self._allocation_to_write(claim, ref, mine)
             reserved = draclaims.reserved_for(claim)
             need_reservation = not (
                 any(r.get("uid") == info.consumer_uid for r in reserved)
@@ -682,28 +665,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     self.tracker.written(info.uid)  # a peer wrote it: the pending entry is done
                 return
             try:
-                obj = deep_copy(claim)
-                obj.setdefault("apiVersion", RESOURCE_API_VERSION)
-                obj.setdefault("kind", "ResourceClaim")
-                if to_write is not None:
-                    finalizers = list(object_meta(obj).get("finalizers") or [])
-                    if draclaims.DELETE_PROTECTION_FINALIZER not in finalizers:
-                        obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
-                        try:
-                            obj = await self.client.update(obj)
-                        except StatusError as e:
-                            if e.code == 409:
-                                raise
-                            raise _BindFailure(f"add finalizer to claim {ref}: {e.message}") from None
-                        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
-                        obj.setdefault("kind", "ResourceClaim")
-                    written = deep_copy(to_write)
-                    written["allocationTimestamp"] = now_rfc3339(to_datetime(self.clock.now()))
-                    obj.setdefault("status", {})["allocation"] = written
-                if need_reservation:
-                    status = obj.setdefault("status", {})
-                    status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
-                updated = await self.client.update_status(obj)
+                updated = await self._update_claim(claim, info, to_write, need_reservation)
             except StatusError as e:
                 if e.code == 409:
                     last_error = e.message
@@ -718,6 +680,67 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 info.reserved_in_api = True
             return
         raise _BindFailure(f"claim {ref}: {last_error or 'too many conflicts'}")
+
+    async def _reread_claim(self, info: _ClaimInfo) -> Obj:
+        """The claim from the API after a conflict (or when the manager had none)."""
+        ref = info.key
+        ns, name = ref.split("/", 1)
+        try:
+            claim = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)  # type: ignore[union-attr]
+        except StatusError as e:
+            if e.code == 404:
+                raise _BindFailure(f"claim {ref} got deleted in the meantime") from None
+            raise _BindFailure(f"get updated claim {ref} after conflict: {e.message}") from None
+        if object_meta(claim).get("uid") != info.uid:
+            raise _BindFailure(f"claim {ref} got deleted in the meantime")
+        return claim
+
+    @staticmethod
+    def _allocation_to_write(claim: Obj, ref: str, mine: Optional[dict]) -> Optional[dict]:
+        """The allocation this cycle must write, None when the claim has it already; a claim
+        deleted, deallocated or allocated to something else meanwhile fails the binding."""
+        if object_meta(claim).get("deletionTimestamp"):
+            raise _BindFailure(f"claim {ref} got deleted in the meantime")
+        allocation = allocation_of(claim)
+        if allocation is None:
+            if mine is None:
+                raise _BindFailure(f"claim {ref} got deallocated in the meantime")
+            return mine
+        if mine is not None and allocation_identity(allocation) != allocation_identity(mine):
+            raise _BindFailure(f"claim {ref} got allocated elsewhere in the meantime")
+        return None
+
+    async def _update_claim(self, claim: Obj, info: _ClaimInfo, to_write: Optional[dict],
+                            need_reservation: bool) -> Obj:
+        """Write the finalizer (metadata) and then allocation and/or reservation (status)."""
+        obj = deep_copy(claim)
+        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
+        obj.setdefault("kind", "ResourceClaim")
+        if to_write is not None:
+            obj = await self._add_delete_protection(obj, info.key)
+            written = deep_copy(to_write)
+            written["allocationTimestamp"] = now_rfc3339(to_datetime(self.clock.now()))
+            obj.setdefault("status", {})["allocation"] = written
+        if need_reservation:
+            status = obj.setdefault("status", {})
+            status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
+        return await self.client.update_status(obj)  # type: ignore[union-attr]
+
+    async def _add_delete_protection(self, obj: Obj, ref: str) -> Obj:
+        """The claim with the delete-protection finalizer (written first when missing)."""
+        finalizers = list(object_meta(obj).get("finalizers") or [])
+        if draclaims.DELETE_PROTECTION_FINALIZER in finalizers:
+            return obj
+        obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
+        try:
+            obj = await self.client.update(obj)  # type: ignore[union-attr]
+        except StatusError as e:
+            if e.code == 409:
+                raise
+            raise _BindFailure(f"add finalizer to claim {ref}: {e.message}") from None
+        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
+        obj.setdefault("kind", "ResourceClaim")
+        return obj
 
     # -- events --------------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -182,33 +182,14 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
             return [parent], None
         self._keys_seen.update(k for k in (key, *preferred) if k)
         scheduled = list(self.scheduled_pods(pod_group.key)) if self.scheduled_pods is not None else []
-        occupied: dict[str, Optional[str]] = {}
-        if scheduled:
-            for k in (key, *preferred):
-                if k is None:
-                    continue
-                value, err = self._occupied_domain(k, scheduled)
-                if k == key and err:
-                    return [], Status.new(Code.Error, f"cannot determine domain for already scheduled pods: {err}")
-                occupied[k] = None if err else value
-
-        placements: list[Placement] = []
+        occupied, err = self._occupied_domains(key, preferred, scheduled)
+        if err:
+            return [], Status.new(Code.Error, f"cannot determine domain for already scheduled pods: {err}")
         required: dict[str, list[NodeInfo]] = {}  # value -> nodes, values in natural order
         if key is not None:
             required = {vals[0]: nodes for vals, nodes in self._domains((key,), parent)
                         if key not in occupied or vals[0] == occupied[key]}
-        for rank, pkey in enumerate(preferred):
-            if scheduled and occupied.get(pkey) is None:
-                continue  # late members: only the preferred domain the group already shares
-            keys = (key, pkey) if key is not None else (pkey,)
-            for vals, nodes in self._domains(keys, parent):
-                outer = required.get(vals[0]) if key is not None else parent.nodes
-                if outer is None or len(nodes) >= len(outer):
-                    continue  # not inside a candidate required domain, or no tighter than it
-                if scheduled and vals[-1] != occupied[pkey]:
-                    continue
-                domain = tuple(zip(keys, vals))
-                placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
+        placements = self._preferred_placements(key, preferred, parent, required, occupied if scheduled else None)
         last = len(preferred)
         if key is None:
             placements.append(DomainPlacement(parent.name, parent.nodes, rank=last))
@@ -222,6 +203,42 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
                                                           f"of the pod group's scheduled pods")
             return [], Status.new(Code.Unschedulable, f"no nodes found with topology label '{key}'")
         return placements, None
+
+    def _occupied_domains(self, key: Optional[str], preferred: list[str],
+                          scheduled: list[tuple[PodInfo, str]]) -> tuple[dict[str, Optional[str]], str]:
+        """The domain value per key that the group's scheduled pods occupy (None: not one domain),
+        or an error when they do not share one domain of the required key."""
+        occupied: dict[str, Optional[str]] = {}
+        if not scheduled:
+            return occupied, ""
+        for k in (key, *preferred):
+            if k is None:
+                continue
+            value, err = self._occupied_domain(k, scheduled)
+            if k == key and err:
+                return occupied, err
+            occupied[k] = None if err else value
+        return occupied, ""
+
+    def _preferred_placements(self, key: Optional[str], preferred: list[str], parent: Placement,
+                              required: dict[str, list[NodeInfo]],
+                              occupied: Optional[dict[str, Optional[str]]]) -> list[Placement]:
+        """The preferred domains inside each required domain (or the parent), rank by rank;
+        `occupied` (late members) keeps only the preferred domain the group already shares."""
+        placements: list[Placement] = []
+        for rank, pkey in enumerate(preferred):
+            if occupied is not None and occupied.get(pkey) is None:
+                continue
+            keys = (key, pkey) if key is not None else (pkey,)
+            for vals, nodes in self._domains(keys, parent):
+                outer = required.get(vals[0]) if key is not None else parent.nodes
+                if outer is None or len(nodes) >= len(outer):
+                    continue  # not inside a candidate required domain, or no tighter than it
+                if occupied is not None and vals[-1] != occupied[pkey]:
+                    continue
+                domain = tuple(zip(keys, vals))
+                placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
+        return placements
 
     def _domains(self, keys: tuple[str, ...], parent: Placement) -> list[tuple[tuple[str, ...], list[NodeInfo]]]:
         """(values of `keys`, the parent's nodes with those values) per domain, values in natural
