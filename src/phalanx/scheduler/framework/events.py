@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from .constants import Obj
 from .types import PodInfo
@@ -120,53 +120,75 @@ def match_any_cluster_event(incoming: ClusterEvent, registered: Iterable[Cluster
     return any(match_cluster_events(e, incoming) for e in registered)
 
 
+def _part(obj: Obj, section: str, name: str) -> Any:
+    """`obj[section][name]`, missing parts as None."""
+    return (obj.get(section) or {}).get(name)
+
+
+def _differs(section: str, name: str, empty: Any) -> Callable[[Obj, Obj], bool]:
+    def changed(new: Obj, old: Obj) -> bool:
+        return (_part(new, section, name) or empty) != (_part(old, section, name) or empty)
+    return changed
+
+
+def _node_taints_changed(new: Obj, old: Obj) -> bool:
+    return bool(_part(new, "spec", "unschedulable")) != bool(_part(old, "spec", "unschedulable")) or \
+        (_part(new, "spec", "taints") or []) != (_part(old, "spec", "taints") or [])
+
+
+def _node_conditions_changed(new: Obj, old: Obj) -> bool:
+    def conds(node: Obj) -> dict:
+        return {c.get("type"): c.get("status") for c in _part(node, "status", "conditions") or []}
+    return conds(new) != conds(old)
+
+
+_NODE_CHANGES: list[tuple[ActionType, Callable[[Obj, Obj], bool]]] = [
+    (ActionType.UpdateNodeTaint, _node_taints_changed),
+    (ActionType.UpdateNodeAllocatable, _differs("status", "allocatable", {})),
+    (ActionType.UpdateNodeLabel, _differs("metadata", "labels", {})),
+    (ActionType.UpdateNodeCondition, _node_conditions_changed),
+    (ActionType.UpdateNodeAnnotation, _differs("metadata", "annotations", {})),
+    (ActionType.UpdateNodeDeclaredFeature, _differs("status", "declaredFeatures", [])),
+]
+
+
 def node_scheduling_properties_change(new: Obj, old: Obj) -> list[ClusterEvent]:
     """The Node update sub-events a change carries (upstream NodeSchedulingPropertiesChange)."""
-    events = []
-    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
-    nst, ost = new.get("status") or {}, old.get("status") or {}
-    nm, om = new.get("metadata") or {}, old.get("metadata") or {}
-    if bool(ns.get("unschedulable")) != bool(os_.get("unschedulable")) or (ns.get("taints") or []) != (os_.get("taints") or []):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeTaint))
-    if (nst.get("allocatable") or {}) != (ost.get("allocatable") or {}):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeAllocatable))
-    if (nm.get("labels") or {}) != (om.get("labels") or {}):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeLabel))
-    def conds(s: Mapping) -> dict:
-        return {c.get("type"): c.get("status") for c in s.get("conditions") or []}
-    if conds(nst) != conds(ost):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeCondition))
-    if (nm.get("annotations") or {}) != (om.get("annotations") or {}):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeAnnotation))
-    if (nst.get("declaredFeatures") or []) != (ost.get("declaredFeatures") or []):
-        events.append(ClusterEvent(EventResource.Node, ActionType.UpdateNodeDeclaredFeature))
-    return events
+    return [ClusterEvent(EventResource.Node, action) for action, changed in _NODE_CHANGES if changed(new, old)]
+
+
+def _pod_gates_eliminated(new: Obj, old: Obj) -> bool:
+    return bool(_part(old, "spec", "schedulingGates")) and not _part(new, "spec", "schedulingGates")
+
+
+def _pod_tolerations_added(new: Obj, old: Obj) -> bool:
+    return len(_part(new, "spec", "tolerations") or []) > len(_part(old, "spec", "tolerations") or [])
+
+
+def _pod_scaled_down(new: Obj, old: Obj) -> bool:
+    """Some request went down (an in-place resize); unparsable requests count as no change."""
+    try:
+        old_req, new_req = PodInfo(old).requests, PodInfo(new).requests
+    except ValueError:
+        return False
+    return (new_req.milli_cpu < old_req.milli_cpu or new_req.memory < old_req.memory
+            or new_req.ephemeral_storage < old_req.ephemeral_storage
+            or any(new_req.scalar_resources.get(k, 0) < v for k, v in old_req.scalar_resources.items()))
+
+
+_POD_CHANGES: list[tuple[ActionType, Callable[[Obj, Obj], bool]]] = [
+    (ActionType.UpdatePodLabel, _differs("metadata", "labels", {})),
+    (ActionType.UpdatePodSchedulingGatesEliminated, _pod_gates_eliminated),
+    (ActionType.UpdatePodToleration, _pod_tolerations_added),
+    (ActionType.UpdatePodScaleDown, _pod_scaled_down),
+    (ActionType.UpdatePodGeneratedResourceClaim, _differs("status", "resourceClaimStatuses", [])),
+]
 
 
 def pod_scheduling_properties_change(new: Obj, old: Obj) -> list[ClusterEvent]:
     """The Pod update sub-events a change carries (upstream PodSchedulingPropertiesChange);
     a change none of them explains is reported as a plain Update."""
-    events = []
-    nm, om = new.get("metadata") or {}, old.get("metadata") or {}
-    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
-    if (nm.get("labels") or {}) != (om.get("labels") or {}):
-        events.append(ClusterEvent(EventResource.Pod, ActionType.UpdatePodLabel))
-    if os_.get("schedulingGates") and not ns.get("schedulingGates"):
-        events.append(ClusterEvent(EventResource.Pod, ActionType.UpdatePodSchedulingGatesEliminated))
-    if len(ns.get("tolerations") or []) > len(os_.get("tolerations") or []):
-        events.append(ClusterEvent(EventResource.Pod, ActionType.UpdatePodToleration))
-    try:
-        old_req, new_req = PodInfo(old).requests, PodInfo(new).requests
-        if (new_req.milli_cpu < old_req.milli_cpu or new_req.memory < old_req.memory
-                or new_req.ephemeral_storage < old_req.ephemeral_storage
-                or any(new_req.scalar_resources.get(k, 0) < v for k, v in old_req.scalar_resources.items())):
-            events.append(ClusterEvent(EventResource.Pod, ActionType.UpdatePodScaleDown))
-    except ValueError:
-        pass
-    if ((new.get("status") or {}).get("resourceClaimStatuses") or []) != ((old.get("status") or {}).get("resourceClaimStatuses") or []):
-        events.append(ClusterEvent(EventResource.Pod, ActionType.UpdatePodGeneratedResourceClaim))
-    if not events:
-        events.append(ClusterEvent(EventResource.Pod, ActionType.Update))
-    return events
+    events = [ClusterEvent(EventResource.Pod, action) for action, changed in _POD_CHANGES if changed(new, old)]
+    return events or [ClusterEvent(EventResource.Pod, ActionType.Update)]
 
 

@@ -219,44 +219,11 @@ def pod_requests(pod: Mapping, *, non_missing: Optional[Mapping[str, Fraction]] 
     With `use_status_resources` (InPlacePodVerticalScaling, GA) a resized container counts with the
     max of its spec, allocated and actuated requests."""
     spec = pod.get("spec") or {}
-    statuses: dict[str, Mapping] = {}
-    if use_status_resources:
-        st = pod.get("status") or {}
-        for cs in itertools.chain(st.get("containerStatuses") or (), st.get("initContainerStatuses") or ()):
-            if cs.get("allocatedResources") or (cs.get("resources") or {}).get("requests"):
-                statuses[cs.get("name")] = cs
-
-    def spec_requests(c: Mapping) -> dict[str, Fraction]:
-        return _parse_list((c.get("resources") or {}).get("requests"))
-
+    statuses = _resized_statuses(pod) if use_status_resources else {}
     if not statuses:
-        reqs = _aggregate_containers(spec, spec_requests, non_missing)
+        reqs = _aggregate_containers(spec, _spec_requests, non_missing)
     else:
-        infeasible = _resize_infeasible(pod)
-
-        def allocated(c: Mapping) -> Optional[dict[str, Fraction]]:
-            cs = statuses.get(c.get("name"))
-            if cs is not None and cs.get("allocatedResources"):
-                return _parse_list(cs["allocatedResources"])
-            return None if infeasible else spec_requests(c)
-
-        def actuated(c: Mapping) -> Optional[dict[str, Fraction]]:
-            cs = statuses.get(c.get("name"))
-            if cs is not None:
-                req = (cs.get("resources") or {}).get("requests")
-                if req:
-                    return _parse_list(req)
-                if cs.get("allocatedResources"):
-                    return _parse_list(cs["allocatedResources"])
-            return None if infeasible else spec_requests(c)
-
-        alloc = _aggregate_containers(spec, allocated, non_missing)
-        act = _aggregate_containers(spec, actuated, non_missing)
-        if infeasible:
-            reqs = _max_lists(act, alloc)
-        else:
-            reqs = _max_lists(_aggregate_containers(spec, spec_requests, non_missing), act, alloc)
-
+        reqs = _requests_with_status(pod, spec, statuses, non_missing)
     if not skip_pod_level_resources:
         pod_level = (spec.get("resources") or {}).get("requests") or {}
         if any(_is_supported_pod_level(k) for k in pod_level):
@@ -268,6 +235,49 @@ def pod_requests(pod: Mapping, *, non_missing: Optional[Mapping[str, Fraction]] 
         if overhead:
             _add_into(reqs, _parse_list(overhead))
     return reqs
+
+
+def _spec_requests(c: Mapping) -> dict[str, Fraction]:
+    return _parse_list((c.get("resources") or {}).get("requests"))
+
+
+def _resized_statuses(pod: Mapping) -> dict[str, Mapping]:
+    """Container statuses (by container name) that carry allocated or actuated requests."""
+    statuses: dict[str, Mapping] = {}
+    st = pod.get("status") or {}
+    for cs in itertools.chain(st.get("containerStatuses") or (), st.get("initContainerStatuses") or ()):
+        if cs.get("allocatedResources") or (cs.get("resources") or {}).get("requests"):
+            statuses[cs.get("name")] = cs
+    return statuses
+
+
+def _requests_with_status(pod: Mapping, spec: Mapping, statuses: dict[str, Mapping],
+                          non_missing: Optional[Mapping[str, Fraction]]) -> dict[str, Fraction]:
+    """The max of the spec's, the allocated and the actuated requests (a resize the node cannot
+    do leaves the spec out)."""
+    infeasible = _resize_infeasible(pod)
+
+    def allocated(c: Mapping) -> Optional[dict[str, Fraction]]:
+        cs = statuses.get(c.get("name"))
+        if cs is not None and cs.get("allocatedResources"):
+            return _parse_list(cs["allocatedResources"])
+        return None if infeasible else _spec_requests(c)
+
+    def actuated(c: Mapping) -> Optional[dict[str, Fraction]]:
+        cs = statuses.get(c.get("name"))
+        if cs is not None:
+            req = (cs.get("resources") or {}).get("requests")
+            if req:
+                return _parse_list(req)
+            if cs.get("allocatedResources"):
+                return _parse_list(cs["allocatedResources"])
+        return None if infeasible else _spec_requests(c)
+
+    alloc = _aggregate_containers(spec, allocated, non_missing)
+    act = _aggregate_containers(spec, actuated, non_missing)
+    if infeasible:
+        return _max_lists(act, alloc)
+    return _max_lists(_aggregate_containers(spec, _spec_requests, non_missing), act, alloc)
 
 
 def _pod_level_requests_set(pod: Mapping) -> bool:
