@@ -204,6 +204,14 @@ def _is_native_resource(name: str) -> bool:
         or name.startswith("requests.")
 
 
+def _to_allocate(info: _ClaimInfo, claim: Obj, data: _CycleData) -> None:
+    """An unallocated claim: Filter runs the allocator for it."""
+    info.to_allocate = True
+    data.to_allocate.append(info)
+    if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
+        data.needs_devices = True
+
+
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin,
                        PreBindPlugin, EnqueueExtensions):
     NAME = names.DynamicResources
@@ -321,31 +329,36 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if allocation is not None:
                 if not self._can_reserve(pod_obj, claim, info):
                     return None, _unresolvable(MSG_IN_USE)
-                selector = allocation.get("nodeSelector")
-                if selector:
-                    try:
-                        info.selector = self.tracker.node_selector(selector)
-                    except ValueError as e:
-                        return None, as_status(e)
-                    data.has_selectors = True
-                    if info.selector.names is not None:
-                        node_names = set(info.selector.names) if node_names is None \
-                            else node_names & info.selector.names
-                        if not self._any_node_named(info.selector.names, nodes):
-                            data.unavailable.add(len(data.claims))  # Filter will not see it: PostFilter may
+                st = self._allocated_on(info, allocation, data, nodes)
+                if st is not None:
+                    return None, st
+                if info.selector is not None and info.selector.names is not None:
+                    node_names = set(info.selector.names) if node_names is None else node_names & info.selector.names
             else:
                 st = self._check_requests(claim)
                 if st is not None:
                     return None, st
-                info.to_allocate = True
-                data.to_allocate.append(info)
-                if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
-                    data.needs_devices = True
+                _to_allocate(info, claim, data)
             data.claims.append(info)
         state.write(STATE_KEY, data)
         if node_names is not None:
             return PreFilterResult(node_names), None
         return None, None
+
+    def _allocated_on(self, info: _ClaimInfo, allocation: Mapping[str, Any], data: "_CycleData",
+                      nodes: Sequence[NodeInfo]) -> Optional[Status]:
+        """Compile an allocated claim's node selector for Filter; an error when it does not compile."""
+        selector = allocation.get("nodeSelector")
+        if not selector:
+            return None
+        try:
+            info.selector = self.tracker.node_selector(selector)
+        except ValueError as e:
+            return as_status(e)
+        data.has_selectors = True
+        if info.selector.names is not None and not self._any_node_named(info.selector.names, nodes):
+            data.unavailable.add(len(data.claims))  # Filter will not see it: PostFilter may
+        return None
 
     def _any_node_named(self, names: set[str], nodes: Sequence[NodeInfo]) -> bool:
         lister = self.handle.snapshot_shared_lister() if self.handle is not None else None

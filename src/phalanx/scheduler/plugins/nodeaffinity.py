@@ -113,11 +113,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
             return None, None
         node_names: Optional[set[str]] = None
         for t in terms:
-            term_names: Optional[set[str]] = None
-            for r in t.get("matchFields") or ():
-                if r.get("key") == "metadata.name" and r.get("operator") == "In":
-                    s = set(r.get("values") or ())
-                    term_names = s if term_names is None else term_names & s
+            term_names = _term_node_names(t)
             if term_names is None:
                 return None, None  # this term allows any node name; terms are ORed
             node_names = term_names if node_names is None else node_names | term_names
@@ -207,3 +203,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> NodeAffinity:
     return NodeAffinity(default_plugin_args(names.NodeAffinity, args) or {}, handle)
+
+
+def _term_node_names(term: Mapping[str, Any]) -> Optional[set[str]]:
+    """The node names a selector term's `metadata.name In [...]` fields allow; None: any name."""
+    names_: Optional[set[str]] = None
+    for r in term.get("matchFields") or ():
+        if r.get("key") == "metadata.name" and r.get("operator") == "In":
+            allowed = set(r.get("values") or ())
+            names_ = allowed if names_ is None else names_ & allowed
+    return names_
