@@ -413,8 +413,7 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
         start = self.next_start_node_index % n
         if not self.filter_plugins:
             return [nodes[(start + i) % n] for i in range(num_to_find)]
-        skip = state.skip_filter_plugins
-        filters = [(pl.NAME or pl.name(), pl) for pl in self.filter_plugins if (pl.NAME or pl.name()) not in skip]
+        filters = self._active_filters(state)
         nominated = self._nominated_node_names()
         statuses = diagnosis.node_to_status
         feasible: list[NodeInfo] = []
@@ -422,21 +421,10 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
         while done < n and len(feasible) < num_to_find:
             need = num_to_find - len(feasible)
             size = min(max(need, _MIN_CHUNK), n - done)
-            lo = (start + done) % n
-            hi = lo + size
-            chunk = nodes[lo:hi] if hi <= n else list(nodes[lo:]) + list(nodes[:hi - n])
+            chunk = _ring_slice(nodes, (start + done) % n, size)
             done += size
             rejected = self._filter_chunk(state, pod, chunk, filters, nominated)
-            passed = size - len(rejected)
-            cut = size
-            if passed > need:
-                count = 0
-                for j in range(size):
-                    if j not in rejected:
-                        count += 1
-                        if count == need:
-                            cut = j + 1
-                            break
+            cut = _cut_after_feasible(rejected, size, need)
             if not rejected:
                 feasible.extend(chunk[:cut])
                 continue
@@ -447,6 +435,11 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
                 diagnosis.add_plugin_status(st)
             feasible.extend([ni for j, ni in enumerate(chunk[:cut]) if j not in rejected])
         return feasible
+
+    def _active_filters(self, state: CycleState) -> list[tuple[str, FilterPlugin]]:
+        """(name, plugin) of the Filter plugins PreFilter did not skip for this cycle."""
+        skip = state.skip_filter_plugins
+        return [(pl.NAME or pl.name(), pl) for pl in self.filter_plugins if (pl.NAME or pl.name()) not in skip]
 
     def _filter_chunk(self, state: CycleState, pod: PodInfo, chunk: Sequence[NodeInfo],
                       filters: list[tuple[str, FilterPlugin]], nominated: set[str]) -> dict[int, Status]:
@@ -459,11 +452,7 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
             rej = pl.filter_nodes(state, pod, cand)
             if not rej:
                 continue
-            for st in {id(st): st for _, st in rej}.values():
-                if st.code not in _REJECT_CODES:
-                    raise SchedulingError(as_status(f"running {go_quote(name)} filter plugin: {st.message()}"))
-                if st.plugin is None:
-                    st.plugin = name
+            _claim_rejections(name, rej)
             if index is None:
                 rejected.update(rej)
             else:
@@ -473,16 +462,21 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
             index = keep if index is None else [index[k] for k in keep]
             cand = [cand[k] for k in keep]
         if nominated:
-            for j, ni in enumerate(chunk):
-                if ni.name in nominated:
-                    st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
-                    if st is None or st.code == Code.Success:
-                        rejected.pop(j, None)
-                    elif st.code not in _REJECT_CODES:
-                        raise SchedulingError(st)
-                    else:
-                        rejected[j] = st
+            self._refilter_with_nominated_pods(state, pod, chunk, nominated, rejected)
         return rejected
+
+    def _refilter_with_nominated_pods(self, state: CycleState, pod: PodInfo, chunk: Sequence[NodeInfo],
+                                      nominated: set[str], rejected: dict[int, Status]) -> None:
+        """Nodes with nominated pods: the verdict counts those pods too (upstream's two-pass Filter)."""
+        for j, ni in enumerate(chunk):
+            if ni.name in nominated:
+                st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                if st is None or st.code == Code.Success:
+                    rejected.pop(j, None)
+                elif st.code not in _REJECT_CODES:
+                    raise SchedulingError(st)
+                else:
+                    rejected[j] = st
 
     def find_nodes_that_fit_pod(self, state: CycleState, pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis]:
         snap = self.snapshot_shared_lister()
@@ -863,6 +857,35 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
             out.status = st
             out.waiting_pod = self.waiting_pods.get(assumed.uid or assumed.key)
         return out
+
+
+def _ring_slice(nodes: Sequence[NodeInfo], lo: int, size: int) -> Sequence[NodeInfo]:
+    """`size` nodes from `lo`, wrapping around the end of the list."""
+    hi = lo + size
+    n = len(nodes)
+    return nodes[lo:hi] if hi <= n else list(nodes[lo:]) + list(nodes[:hi - n])
+
+
+def _cut_after_feasible(rejected: dict[int, Status], size: int, need: int) -> int:
+    """How much of a chunk to keep: up to its `need`-th feasible node (all of it when fewer pass)."""
+    if size - len(rejected) <= need:
+        return size
+    count = 0
+    for j in range(size):
+        if j not in rejected:
+            count += 1
+            if count == need:
+                return j + 1
+    return size
+
+
+def _claim_rejections(name: str, rejections: list[tuple[int, Status]]) -> None:
+    """A Filter plugin's rejections carry its name; anything but a rejection aborts the cycle."""
+    for st in {id(st): st for _, st in rejections}.values():
+        if st.code not in _REJECT_CODES:
+            raise SchedulingError(as_status(f"running {go_quote(name)} filter plugin: {st.message()}"))
+        if st.plugin is None:
+            st.plugin = name
 
 
 def _assumed_pod_info(pi: PodInfo, node_name: str) -> PodInfo:

@@ -45,6 +45,18 @@ def next_generation() -> int:
 
 # -- PodInfo --------------------------------------------------------------------------------------
 
+def _non_zero_requests(pod: Obj, reqs: Mapping[str, Any], requests: Resource) -> tuple[int, int]:
+    """(milli-CPU, memory) with each container's missing cpu/memory request counted as 100m / 200Mi."""
+    if _pod_level_requests_set(pod):
+        non_missing = {k: v for k, v in NON_MISSING_DEFAULTS.items() if k not in reqs}
+    else:
+        non_missing = NON_MISSING_DEFAULTS
+    if not non_missing:
+        return requests.milli_cpu, requests.memory
+    non0 = pod_requests(pod, non_missing=non_missing)
+    return _ceil(non0.get(RESOURCE_CPU, 0) * 1000), _ceil(non0.get(RESOURCE_MEMORY, 0))
+
+
 def _pod_has_affinity(affinity: Optional[Mapping]) -> bool:
     return bool(affinity) and (affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None)
 
@@ -76,17 +88,7 @@ class PodInfo:
         reqs = pod_requests(pod)
         self._requests_list = reqs
         self.requests = Resource.from_resource_list(reqs)
-        if _pod_level_requests_set(pod):
-            non_missing = {k: v for k, v in NON_MISSING_DEFAULTS.items() if k not in reqs}
-        else:
-            non_missing = NON_MISSING_DEFAULTS
-        if non_missing:
-            non0 = pod_requests(pod, non_missing=non_missing)
-            self.non0_cpu = _ceil(non0.get(RESOURCE_CPU, 0) * 1000)
-            self.non0_mem = _ceil(non0.get(RESOURCE_MEMORY, 0))
-        else:
-            self.non0_cpu = self.requests.milli_cpu
-            self.non0_mem = self.requests.memory
+        self.non0_cpu, self.non0_mem = _non_zero_requests(pod, reqs, self.requests)
         self.host_ports = get_host_ports(pod)
         self.tolerations = parse_tolerations(spec.get("tolerations"))
         affinity = spec.get("affinity") or {}
@@ -100,19 +102,23 @@ class PodInfo:
         self.preferred_affinity_terms: list[WeightedAffinityTerm] = []
         self.preferred_anti_affinity_terms: list[WeightedAffinityTerm] = []
         if self.has_affinity:
-            errs = []
-            for attr, parse, raw, label in (
-                    ("required_affinity_terms", _affinity_terms, pa.get("requiredDuringSchedulingIgnoredDuringExecution"), "requiredAffinityTerms"),
-                    ("required_anti_affinity_terms", _affinity_terms, paa.get("requiredDuringSchedulingIgnoredDuringExecution"), "requiredAntiAffinityTerms"),
-                    ("preferred_affinity_terms", _weighted_terms, pa.get("preferredDuringSchedulingIgnoredDuringExecution"), "preferredAffinityTerms"),
-                    ("preferred_anti_affinity_terms", _weighted_terms, paa.get("preferredDuringSchedulingIgnoredDuringExecution"), "preferredAntiAffinityTerms")):
-                try:
-                    setattr(self, attr, parse(pod, raw))
-                except ValueError as e:
-                    errs.append(f"{label}: {e}")
-            if errs:
-                self.parse_error = "[" + ", ".join(errs) + "]" if len(errs) > 1 else errs[0]
+            self._parse_affinity_terms(pa, paa)
         self.cache: dict[str, Any] = {}
+
+    def _parse_affinity_terms(self, pa: Mapping[str, Any], paa: Mapping[str, Any]) -> None:
+        """The pod's (anti-)affinity terms; what does not parse is kept in `parse_error`."""
+        errs = []
+        for attr, parse, raw, label in (
+                ("required_affinity_terms", _affinity_terms, pa.get("requiredDuringSchedulingIgnoredDuringExecution"), "requiredAffinityTerms"),
+                ("required_anti_affinity_terms", _affinity_terms, paa.get("requiredDuringSchedulingIgnoredDuringExecution"), "requiredAntiAffinityTerms"),
+                ("preferred_affinity_terms", _weighted_terms, pa.get("preferredDuringSchedulingIgnoredDuringExecution"), "preferredAffinityTerms"),
+                ("preferred_anti_affinity_terms", _weighted_terms, paa.get("preferredDuringSchedulingIgnoredDuringExecution"), "preferredAntiAffinityTerms")):
+            try:
+                setattr(self, attr, parse(self.pod, raw))
+            except ValueError as e:
+                errs.append(f"{label}: {e}")
+        if errs:
+            self.parse_error = "[" + ", ".join(errs) + "]" if len(errs) > 1 else errs[0]
 
     # -- convenience accessors -------------------------------------------------------------
     @property

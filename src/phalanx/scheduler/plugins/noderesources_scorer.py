@@ -206,15 +206,20 @@ class ResourceAllocationScorer:
                     sm = (rm if rm < am else am) * 100 // am
                 append((sc * wc + sm * wm) // wsum_both)
                 continue
-            total = wsum = 0
-            if wc and ac:
-                total += (least_requested_score(rc, ac) if least else most_requested_score(rc, ac)) * wc
-                wsum += wc
-            if wm and am:
-                total += (least_requested_score(rm, am) if least else most_requested_score(rm, am)) * wm
-                wsum += wm
-            append(total // wsum if wsum else 0)
+            append(_partial_cpu_mem_score(least, rc, ac, wc, rm, am, wm))
         return out
+
+
+def _partial_cpu_mem_score(least: bool, rc: int, ac: int, wc: int, rm: int, am: int, wm: int) -> int:
+    """The weighted score when cpu or memory has no weight or no allocatable (it does not count)."""
+    total = wsum = 0
+    if wc and ac:
+        total += (least_requested_score(rc, ac) if least else most_requested_score(rc, ac)) * wc
+        wsum += wc
+    if wm and am:
+        total += (least_requested_score(rm, am) if least else most_requested_score(rm, am)) * wm
+        wsum += wm
+    return total // wsum if wsum else 0
 
 
 class ScoreMemo:
