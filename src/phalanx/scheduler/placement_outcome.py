@@ -18,10 +18,10 @@ from .framework.types import PodInfo, QueuedPodInfo
 class Assignment(NamedTuple):
     """One member placed in a try: assumed on `node` of the try's view, reserved with `state`."""
 
-    queued: Optional[QueuedPodInfo]
+    queued: QueuedPodInfo
     pod_info: PodInfo
     node: str
-    state: Optional[CycleState]
+    state: CycleState
 
 
 @dataclass(eq=False)

@@ -195,10 +195,14 @@ class PodCycle:
         if wp is None:
             return None
         if not wp.done:
-            done = asyncio.get_running_loop().create_future()
-            wp.on_done.append(lambda st: done.done() or done.set_result(st))
-            timer = asyncio.ensure_future(self.ctx.clock.sleep(wp.timeout_seconds()))
-            finished, _ = await asyncio.wait({done, timer}, return_when=asyncio.FIRST_COMPLETED)
+            done: asyncio.Future[Optional[Status]] = asyncio.get_running_loop().create_future()
+
+            def finished_waiting(st: Optional[Status]) -> None:
+                if not done.done():
+                    done.set_result(st)
+            wp.on_done.append(finished_waiting)
+            timer: asyncio.Future[None] = asyncio.ensure_future(self.ctx.clock.sleep(wp.timeout_seconds()))
+            finished, _ = await asyncio.wait([done, timer], return_when=asyncio.FIRST_COMPLETED)
             if done not in finished:
                 wp.expire()
             timer.cancel()

@@ -7,16 +7,19 @@ checked, and the configuration errors upstream reports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from .config import KubeSchedulerProfile, PluginRef, default_plugins
 from .constants import MAX_NODE_SCORE, MAX_TOTAL_SCORE
 from .events import ClusterEventWithHint
-from .interface import EXTENSION_POINTS, EnqueueExtensions, PlacementScorePlugin, Plugin, ScorePlugin
+from .interface import (EXTENSION_POINTS, EnqueueExtensions, PlacementScorePlugin, Plugin, PreFilterPlugin,
+                        QueueSortPlugin, ScorePlugin)
 from .registry import Registry
 
 if TYPE_CHECKING:
     from phalanx.cluster.featuregates import FeatureGates
+
+    from .interface import Handle
 
 
 class FrameworkConfigError(ValueError):
@@ -33,6 +36,10 @@ class FrameworkPlugins:
     unavailable_plugins: list[str]
     score_plugin_weight: dict[str, int]
     placement_score_plugin_weight: dict[str, int]
+    queue_sort_plugins: list[QueueSortPlugin]
+    pre_filter_plugins: list[PreFilterPlugin]
+    score_plugins: list[ScorePlugin]
+    _pre_filter_extensions: list[tuple[str, Any]]
 
     # -- construction (upstream NewFramework) ------------------------------------------------
     _POINT_ATTRS = {
@@ -56,7 +63,7 @@ class FrameworkPlugins:
                     self.unavailable_plugins.append(name)
                     continue
                 continue  # reported below with the extension point that names it
-            plugin = factory(args_by_name.get(name), self)
+            plugin = factory(args_by_name.get(name), cast("Handle", self))  # the Framework is the Handle
             self.plugins_map[name] = plugin
 
         for point, iface in EXTENSION_POINTS.items():

@@ -43,11 +43,6 @@ def claim_key(claim: Mapping) -> str:
     return namespaced_key(md.get("namespace", ""), md.get("name", ""))
 
 
-def _ref(claim: Mapping) -> str:
-    """klog.KObj of a claim: `namespace/name`."""
-    return claim_key(claim)
-
-
 def _rv(obj: Optional[Mapping]) -> int:
     try:
         return int(object_meta(obj).get("resourceVersion") or 0)

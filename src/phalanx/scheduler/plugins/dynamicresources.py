@@ -117,6 +117,11 @@ MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 MSG_DEALLOCATION_REQUESTED = "deallocation of ResourceClaim requested"
 
 
+def _ref(claim: Mapping) -> str:
+    """klog.KObj of a claim: `namespace/name`."""
+    return claim_key(claim)
+
+
 _NAMED_CLAIMS_CACHE_SIZE = 4096
 
 
@@ -255,6 +260,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             ClusterEventWithHint(ClusterEvent(EventResource.AssignedPod, ActionType.Delete),
                                  self._after_assigned_pod_delete),
         ]
+
+    @property
+    def api(self) -> Client:
+        """The client PreBind and the background writes use (the scheduler's, through the Handle)."""
+        if self.client is None:
+            raise RuntimeError("DynamicResources has no API client")
+        return self.client
 
     def _enabled(self, gate: str) -> bool:
         try:
@@ -533,7 +545,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         for _ in range(BIND_CONFLICT_RETRIES):
             if current is None:
                 try:
-                    current = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
+                    current = await self.api.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
                 except StatusError:
                     break
                 if object_meta(current).get("uid") != uid or allocation_of(current) is None:
@@ -548,7 +560,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             for f in ("reservedFor", "allocation", "devices"):
                 status.pop(f, None)
             try:
-                updated = await self.client.update_status(obj)
+                updated = await self.api.update_status(obj)
             except StatusError as e:
                 if e.code == 409:
                     current = None
@@ -609,7 +621,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         ns, name = info.key.split("/", 1)
         patch = {"metadata": {"uid": info.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
         try:
-            updated = await self.client.patch(RESOURCE_API_VERSION, "ResourceClaim", ns, name, patch,
+            updated = await self.api.patch(RESOURCE_API_VERSION, "ResourceClaim", ns, name, patch,
                                               patch_type="application/strategic-merge-patch+json",
                                               subresource="status")
         except StatusError as e:
@@ -699,7 +711,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         ref = info.key
         ns, name = ref.split("/", 1)
         try:
-            claim = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)  # type: ignore[union-attr]
+            claim = await self.api.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
         except StatusError as e:
             if e.code == 404:
                 raise _BindFailure(f"claim {ref} got deleted in the meantime") from None
@@ -737,7 +749,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if need_reservation:
             status = obj.setdefault("status", {})
             status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
-        return await self.client.update_status(obj)  # type: ignore[union-attr]
+        return await self.api.update_status(obj)
 
     async def _add_delete_protection(self, obj: Obj, ref: str) -> Obj:
         """The claim with the delete-protection finalizer (written first when missing)."""
@@ -746,7 +758,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return obj
         obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
         try:
-            obj = await self.client.update(obj)  # type: ignore[union-attr]
+            obj = await self.api.update(obj)
         except StatusError as e:
             if e.code == 409:
                 raise

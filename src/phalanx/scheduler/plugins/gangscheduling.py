@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (EnqueueExtensions, PermitPlugin, PlacementFeasiblePlugin,
-                                                   PlacementProgress, PodGroupInfo, PreEnqueuePlugin)
+from phalanx.scheduler.framework.interface import (EnqueueExtensions, Handle, PermitPlugin, PlacementFeasiblePlugin,
+                                                   PlacementProgress, PodGroupInfo, PreEnqueuePlugin, WaitingPod)
 from phalanx.scheduler.framework.status import Code, Status
 from phalanx.scheduler.framework.constants import Obj
 from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
@@ -36,7 +36,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
     NAME = names.GangScheduling
 
     def __init__(self, manager: PodGroupManager, scheduled_count: Callable[[str], int],
-                 handle: Any = None, permit_timeout: float = DEFAULT_PERMIT_TIMEOUT):
+                 handle: Optional[Handle] = None, permit_timeout: float = DEFAULT_PERMIT_TIMEOUT):
         self.manager = manager
         self.scheduled_count = scheduled_count
         self.handle = handle
@@ -105,7 +105,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         if self.handle is None:
             return
 
-        def allow(wp: Any) -> None:
+        def allow(wp: WaitingPod) -> None:
             if pod_group_key(wp.pod) == g:
                 wp.allow(self.NAME)
         self.handle.iterate_over_waiting_pods(allow)
@@ -145,8 +145,9 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         return QueueingHint.Queue if policy_of(new or {})[1] < policy_of(old or {})[1] else QueueingHint.QueueSkip
 
 
-def factory(manager: PodGroupManager, scheduled_count: Callable[[str], int]):
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> GangScheduling:
+def factory(manager: PodGroupManager,
+            scheduled_count: Callable[[str], int]) -> Callable[[Optional[Mapping[str, Any]], Handle], GangScheduling]:
+    def new(args: Optional[Mapping[str, Any]], handle: Handle) -> GangScheduling:
         timeout = float((args or {}).get("permitWaitingTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT))
         return GangScheduling(manager, scheduled_count, handle, timeout)
     return new

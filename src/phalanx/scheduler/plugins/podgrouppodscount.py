@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (Placement, PlacementScore, PlacementScoreExtensions,
+from phalanx.scheduler.framework.interface import (Handle, Placement, PlacementScore, PlacementScoreExtensions,
                                                    PlacementScorePlugin, PodGroupAssignments, PodGroupInfo)
 from phalanx.scheduler.framework.status import Code, Status
 from phalanx.scheduler.framework.constants import MAX_NODE_SCORE
@@ -56,13 +56,13 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         return MAX_NODE_SCORE
 
 
-def factory(scheduled_count: Callable[[str], int]):
+def factory(scheduled_count: Callable[[str], int]) -> Callable[[Optional[Mapping[str, Any]], Handle], PodGroupPodsCount]:
     """The factory the scheduler registers: `scheduled_count(group_key)` counts assumed or bound pods."""
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> PodGroupPodsCount:
+    def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodGroupPodsCount:
         return PodGroupPodsCount(scheduled_count)
     return new
 
 
-def new(args: Optional[Mapping[str, Any]], handle: Any) -> PodGroupPodsCount:
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodGroupPodsCount:
     """Without scheduler state (no scheduled pods are known): counts the assignment only."""
     return PodGroupPodsCount()

@@ -40,8 +40,9 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (EnqueueExtensions, Placement, PlacementGeneratePlugin,
+from phalanx.scheduler.framework.interface import (EnqueueExtensions, Handle, Placement, PlacementGeneratePlugin,
                                                    PodGroupInfo)
+from phalanx.scheduler.framework.snapshot import Snapshot
 from phalanx.scheduler.framework.status import Code, Status
 from phalanx.scheduler.framework.constants import Obj
 from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
@@ -154,8 +155,8 @@ class NodeTopologyIndex:
 class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
     NAME = names.TopologyPlacementGenerator
 
-    def __init__(self, handle: Any, index: Optional[NodeTopologyIndex] = None,
-                 scheduled_pods: Optional[ScheduledPods] = None, snapshot: Any = None):
+    def __init__(self, handle: Optional[Handle], index: Optional[NodeTopologyIndex] = None,
+                 scheduled_pods: Optional[ScheduledPods] = None, snapshot: Optional[Snapshot] = None):
         self.handle = handle
         self.index = index
         self.scheduled_pods = scheduled_pods
@@ -327,15 +328,15 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
 
 
 def factory(index: Optional[NodeTopologyIndex] = None, scheduled_pods: Optional[ScheduledPods] = None,
-            snapshot: Any = None):
+            snapshot: Optional[Snapshot] = None) -> Callable[[Optional[Mapping[str, Any]], Handle], TopologyPlacementGenerator]:
     """The plugin factory the scheduler registers: `index` fed by its Node informer,
     `scheduled_pods(group_key)` yields (PodInfo, node name) for the group's assumed or bound pods,
     `snapshot` is the scheduler's cluster-wide Snapshot (refreshed in place every cycle)."""
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> TopologyPlacementGenerator:
+    def new(args: Optional[Mapping[str, Any]], handle: Handle) -> TopologyPlacementGenerator:
         return TopologyPlacementGenerator(handle, index, scheduled_pods, snapshot)
     return new
 
 
-def new(args: Optional[Mapping[str, Any]], handle: Any) -> TopologyPlacementGenerator:
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> TopologyPlacementGenerator:
     """Without scheduler state: groups the parent's nodes each time, knows no scheduled pods."""
     return TopologyPlacementGenerator(handle)
