@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from phalanx.cluster.featuregates import FeatureGates
 from phalanx.dra import testing as d
 from phalanx.dra.devices import DeviceID
 from phalanx.scheduler.framework import CycleState, Framework, PodInfo
@@ -165,6 +166,20 @@ def test_missing_device_class_is_unresolvable_with_upstreams_message():
     _, st, _ = s.pre_filter(pod("p", ("gpu", "claim:c")))
     assert st.code == Code.UnschedulableAndUnresolvable
     assert st.message() == "request gpu: device class gpu.example.com does not exist"
+
+
+@pytest.mark.parametrize("prioritized_list, message", [
+    (False, "resource claim default/c, request gpu: has subrequests, but the DRAPrioritizedList feature is disabled"),
+    (True, None),
+])
+def test_subrequests_need_the_prioritized_list_gate(prioritized_list, message):
+    c = claim("c", d.first_available("gpu", d.request("big"), d.request("small")))
+    plugin = DynamicResources(tracker_with([c]), gates=FeatureGates({"DRAPrioritizedList": prioritized_list}))
+    _, st = plugin.pre_filter(CycleState(), PodInfo(pod("p", ("gpu", "claim:c"))), [])
+    if message is None:
+        assert st is None
+    else:
+        assert st.code == Code.UnschedulableAndUnresolvable and st.message() == message
 
 
 def test_allocated_claim_narrows_nodes_to_its_node_selector():
