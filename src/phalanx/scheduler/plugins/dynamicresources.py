@@ -1,12 +1,13 @@
 """DynamicResources: the scheduler's side of DRA (`resource.k8s.io/v1`), PodGroup claims included.
 
-Registered by `Scheduler._extend_registry` as `factory(scheduler)`, which builds one
-`DRAManager` per scheduler (fed by ResourceClaim, ResourceSlice and DeviceClass informers that
-also raise the queue's cluster events) and returns `new(args, handle)` for every profile:
+The scheduler registers `new(args, handle)`: the plugin works on the shared DRA manager
+(`framework/dra_manager.py`, fed by the scheduler's ResourceClaim, ResourceSlice and DeviceClass
+informers, which also raise the queue's cluster events) and takes the client, the PodGroup
+lister, the clock and the feature gates from the Handle. By hand (unit tests):
 
-    tracker = DRAManager(gates)            # or let factory(scheduler) build and wire it
-    tracker.claim_added(claim); tracker.slice_added(slice_); tracker.class_added(device_class)
-    plugin = DynamicResources(tracker, client, gates=gates, pod_group_of=lambda pod: podgroup)
+    manager = DRAManager()
+    manager.claim_added(claim); manager.slice_added(slice_); manager.class_added(device_class)
+    plugin = DynamicResources(manager, client, gates=gates, pod_group_of=lambda pod: podgroup)
 
 Extension points, with upstream's behaviour and messages:
 
@@ -25,13 +26,13 @@ Extension points, with upstream's behaviour and messages:
 - **Filter** checks those node selectors ("resourceclaim not available on the node") and runs
   the structured allocator (`phalanx.dra.allocate`) for the unallocated claims on the node. Devices
   in use are every allocated claim's devices plus every in-flight allocation, maintained
-  incrementally by the tracker. A failure reads "cannot allocate all claims" followed by the
+  incrementally by the DRA manager. A failure reads "cannot allocate all claims" followed by the
   allocator's reasons; a CEL selector error is the user's, reported UnschedulableAndUnresolvable
   with the expression quoted (upstream aborts the cycle with an error instead).
 - **PostFilter** deallocates (asynchronously, `/status` update) an allocated claim that did not
   fit any node and that nobody but this pod has reserved; claims reserved for a PodGroup are never
   deallocated here (KEP-5729 in 1.36).
-- **Reserve** records the chosen allocation per claim uid in the tracker's in-flight set (devices
+- **Reserve** records the chosen allocation per claim uid in the DRA manager's in-flight set (devices
   are then taken for every later cycle); pods reusing a pending allocation join it. **Unreserve**
   leaves it; the allocation is dropped when its last holder leaves, unless it was already written.
 - **PreBind** (a coroutine) writes, per claim, under a per-claim lock: the finalizer
@@ -46,7 +47,7 @@ Extension points, with upstream's behaviour and messages:
   ResourceSlice and DeviceClass add/update, Node add/label change, the pod's own
   `status.resourceClaimStatuses` update, and deletion of an assigned pod that used claims.
 
-Speed: claims, slices and classes are indexed once in the tracker; devices in use are a
+Speed: claims, slices and classes are indexed once in the DRA manager; devices in use are a
 `dra.devices.DevicesInUse` updated per claim change and per Reserve/Unreserve (never recomputed
 per pod), with a version per resource pool. One `dra.AllocatorCache` (compiled CEL, per-device
 selector results, per-node views) and one `dra.Inventory` rebuilt only when slices change serve
@@ -162,7 +163,7 @@ class _ClaimInfo:
         self.to_allocate = False
         self.allocation: Optional[dict] = None  # chosen by Reserve for a claim this pod allocates
         self.held = False  # this pod holds the claim's in-flight allocation
-        self.reserving = False  # counted in the tracker's pending reservations
+        self.reserving = False  # counted in the DRA manager's pending reservations
         self.reserved_in_api = False  # PreBind added this pod to reservedFor
 
     @property
