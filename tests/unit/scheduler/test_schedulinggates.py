@@ -10,6 +10,7 @@ from phalanx.scheduler.framework.events import QueueingHint
 from phalanx.scheduler.plugins.schedulinggates import SchedulingGates
 
 from .builders import make_pod
+from .harness import queueing_hint
 
 
 @pytest.mark.parametrize("gates, want", [
@@ -31,3 +32,8 @@ def test_gates_removed_queues_that_pod_only(updated, want):
     pod = make_pod("p").uid("uid-p").scheduling_gates("g").obj()
     new = make_pod(updated).uid(f"uid-{updated}").obj()
     assert registration.queueing_hint_fn(pod, pod, new) == want
+
+
+def test_the_default_profile_registers_the_gates_hint():
+    assert queueing_hint("SchedulingGates", make_pod("p").scheduling_gates("g").obj(),
+                         make_pod("p").scheduling_gates("g").obj(), make_pod("p").obj(), "Pod") == QueueingHint.Queue
