@@ -179,9 +179,6 @@ class SchedulerCache:
     def scheduled_in_group(self, group_key: str) -> set[str]:
         return self._group_scheduled.get(group_key, set())
 
-    def nodes_of_group(self, group_key: str) -> set[str]:
-        return {self.pods[k].node for k in self._group_scheduled.get(group_key, ()) if k in self.pods}
-
     # -- snapshot ----------------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot, also: Iterable[str] = ()) -> None:
         """Bring `snap` up to date with the cache; `also` names nodes a cycle changed in the snapshot."""

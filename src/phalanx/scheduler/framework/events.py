@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 from .constants import Obj
 from .types import PodInfo
@@ -114,10 +114,6 @@ def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bo
     r, i = registered.resource, incoming.resource
     resource_ok = r == EventResource.WildCard or r == i or (r == EventResource.Pod and i in _POD_RESOURCES)
     return resource_ok and bool(registered.action_type & incoming.action_type) and int(incoming.action_type) <= int(registered.action_type)
-
-
-def match_any_cluster_event(incoming: ClusterEvent, registered: Iterable[ClusterEvent]) -> bool:
-    return any(match_cluster_events(e, incoming) for e in registered)
 
 
 def _part(obj: Obj, section: str, name: str) -> Any:

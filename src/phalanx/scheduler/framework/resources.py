@@ -62,20 +62,6 @@ class Resource:
             elif is_scalar_resource_name(name):
                 self.scalar_resources[name] = self.scalar_resources.get(name, 0) + _ceil(v)
 
-    def set_max_resource(self, rl: Optional[Mapping[str, Any]]) -> None:
-        if not rl:
-            return
-        for name, q in rl.items():
-            v = q if isinstance(q, Fraction) else parse_quantity(q)
-            if name == RESOURCE_MEMORY:
-                self.memory = max(self.memory, _ceil(v))
-            elif name == RESOURCE_CPU:
-                self.milli_cpu = max(self.milli_cpu, _ceil(v * 1000))
-            elif name == RESOURCE_EPHEMERAL_STORAGE:
-                self.ephemeral_storage = max(self.ephemeral_storage, _ceil(v))
-            elif is_scalar_resource_name(name):
-                self.scalar_resources[name] = max(self.scalar_resources.get(name, 0), _ceil(v))
-
     def get(self, name: str) -> int:
         """The amount of one named resource (0 when absent)."""
         if name == RESOURCE_CPU:
@@ -283,11 +269,5 @@ def _requests_with_status(pod: Mapping, spec: Mapping, statuses: dict[str, Mappi
 def _pod_level_requests_set(pod: Mapping) -> bool:
     pod_level = (((pod.get("spec") or {}).get("resources")) or {}).get("requests") or {}
     return any(_is_supported_pod_level(k) for k in pod_level)
-
-
-def pod_priority(pod: Mapping) -> int:
-    """spec.priority, or 0 when unset (corev1helpers.PodPriority)."""
-    p = (pod.get("spec") or {}).get("priority")
-    return int(p) if p is not None else 0
 
 

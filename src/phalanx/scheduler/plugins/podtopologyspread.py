@@ -181,14 +181,6 @@ class PreFilterState:
         self.tp_key_to_critical_paths: dict[str, CriticalPaths] = {}
         self.counts: dict[str, dict[str, int]] = {}
 
-    @property
-    def tp_pair_to_match_num(self) -> dict[tuple[str, str], int]:
-        return {(k, v): n for k, values in self.counts.items() for v, n in values.items()}
-
-    @property
-    def tp_key_to_domains_num(self) -> dict[str, int]:
-        return {k: len(values) for k, values in self.counts.items()}
-
     def min_match_num(self, key: str, min_domains: int) -> int:
         paths = self.tp_key_to_critical_paths[key]
         if len(self.counts.get(key, ())) < min_domains:
