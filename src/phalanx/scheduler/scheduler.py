@@ -71,7 +71,7 @@ class Scheduler:
         # the default profile follows this scheduler's feature gates (GangScheduling, DRA, TAS plugins)
         self.config = config or KubeSchedulerConfiguration(profiles=[default_profile(self.gates)])
         self.cache = SchedulerCache()
-        self.groups = PodGroupManager()
+        self.groups = PodGroupManager(self._scheduled_count)
         self.snapshot = Snapshot()
         self.nominator = Nominator()
         self.group_aware = self.gates.enabled("GenericWorkload")
@@ -127,15 +127,16 @@ class Scheduler:
         return frameworks
 
     def _register_scheduler_plugins(self, reg: Registry) -> None:
-        """The plugins that work on the scheduler's own state (bound pods per group, the node
-        topology index) or on its Handle's services (the client, the DRA manager)."""
+        """The plugins that need a running scheduler: its Handle's services (the client, the DRA
+        manager, the PodGroup lister) or, for topology placements, its node label index and
+        cluster-wide snapshot (one index per scheduler, fed by its Node informer)."""
         def scheduled_pods(group_key: str) -> list[tuple[PodInfo, str]]:
             return [(s.info, s.node) for s in map(self.cache.pods.get, self.cache.scheduled_in_group(group_key)) if s]
         plugins: dict[str, Callable[..., Any]] = {
-            names.GangScheduling: gangscheduling.factory(self.groups, self._scheduled_count),
+            names.GangScheduling: gangscheduling.new,
             names.DefaultBinder: defaultbinder.new,
             names.TopologyPlacementGenerator: topologyaware.factory(self.node_topology, scheduled_pods, self.snapshot),
-            names.PodGroupPodsCount: podgrouppodscount.factory(self._scheduled_count),
+            names.PodGroupPodsCount: podgrouppodscount.new,
             names.DynamicResources: dynamicresources.new,
         }
         for name, factory in plugins.items():

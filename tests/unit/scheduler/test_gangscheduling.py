@@ -85,3 +85,18 @@ def test_permit_waits_until_min_count_pods_are_scheduled(scheduled, want_wait):
         assert timeout == DEFAULT_PERMIT_TIMEOUT
     else:
         assert st is None
+
+
+def test_built_from_the_handle_it_counts_the_schedulers_scheduled_pods():
+    from phalanx.scheduler.framework import Framework
+    from phalanx.scheduler.framework.registry import in_tree_registry
+    from phalanx.scheduler.framework.services import HandleServices
+    from phalanx.scheduler.plugins import gangscheduling
+
+    manager = PodGroupManager(scheduled_count=lambda key: 2 if key == "default/g" else 0)
+    manager.set_group(pod_group(2))
+    reg = in_tree_registry()
+    reg.register("GangScheduling", gangscheduling.new)
+    fw = Framework(registry=reg, services=HandleServices(pod_groups=manager))
+    plugin = fw.plugin("GangScheduling")
+    assert plugin.permit(CycleState(), PodInfo(member("a")), "n1") == (None, 0)  # minCount already scheduled

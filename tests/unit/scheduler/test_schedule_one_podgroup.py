@@ -16,6 +16,7 @@ from phalanx.scheduler.framework.config import KubeSchedulerProfile, set_profile
 from phalanx.scheduler.framework.interface import Placement, PodGroupInfo
 from phalanx.scheduler.framework.nominator import Nominator
 from phalanx.scheduler.framework.registry import in_tree_registry
+from phalanx.scheduler.framework.services import HandleServices
 from phalanx.scheduler.placement_outcome import PlacementOutcome
 from phalanx.scheduler.placementsearch import search_placements
 from phalanx.scheduler.plugins import gangscheduling
@@ -47,13 +48,13 @@ class GroupCycleSetup:
         self.groups = PodGroupManager()
         self.groups.set_group(pg)
         reg = in_tree_registry()
-        reg.register("GangScheduling", gangscheduling.factory(self.groups, lambda key: 0))
+        reg.register("GangScheduling", gangscheduling.new)
         prof = KubeSchedulerProfile()
         set_profile_defaults(prof, custom_plugins=only("NodeResourcesFit", "GangScheduling",
                                                        weights={"NodeResourcesFit": 1}))
         nodes = [make_node(f"n{i}").capacity(cpu="2", memory="4Gi", pods="10").obj() for i in range(n_nodes)]
         self.snapshot = Snapshot.from_nodes_and_pods(nodes, [])
-        self.fw = Framework(prof, registry=reg, snapshot=self.snapshot)
+        self.fw = Framework(prof, registry=reg, snapshot=self.snapshot, services=HandleServices(pod_groups=self.groups))
         clock = VirtualClock()
         pods = InformerFactory(None, clock=clock).informer("v1", "Pod")  # never started: nothing is listed
         ctx = CycleContext(None, clock, SchedulerCache(), self.snapshot, Nominator(),  # type: ignore[arg-type]

@@ -34,9 +34,20 @@ ApiCall = Coroutine[Any, Any, None]
 
 
 class PodGroupLister(Protocol):
-    """PodGroups by `namespace/name` as the scheduler's informer sees them."""
+    """PodGroups by `namespace/name` as the scheduler's informers see them, with their pods
+    (`podgroups.PodGroupManager` implements it)."""
 
     def get(self, key: str) -> Optional[Obj]: ...
+
+    def all_pods_count(self, key: str) -> int:
+        """The group's pods that exist and are not terminal."""
+        ...
+
+    def scheduler_names(self, key: str) -> set[str]: ...
+
+    def scheduled_count(self, key: str) -> int:
+        """The group's pods assumed or bound."""
+        ...
 
 
 def run_detached(call: ApiCall) -> None:

@@ -56,13 +56,8 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         return MAX_NODE_SCORE
 
 
-def factory(scheduled_count: Callable[[str], int]) -> Callable[[Optional[Mapping[str, Any]], Handle], PodGroupPodsCount]:
-    """The factory the scheduler registers: `scheduled_count(group_key)` counts assumed or bound pods."""
-    def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodGroupPodsCount:
-        return PodGroupPodsCount(scheduled_count)
-    return new
-
-
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodGroupPodsCount:
-    """Without scheduler state (no scheduled pods are known): counts the assignment only."""
-    return PodGroupPodsCount()
+    """Counts the group's scheduled pods through the Handle's PodGroup lister; without one (a
+    plain framework) the assignment only."""
+    pod_groups = handle.pod_group_lister()
+    return PodGroupPodsCount(pod_groups.scheduled_count if pod_groups is not None else None)
