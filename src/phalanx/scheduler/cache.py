@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from .framework.snapshot import Snapshot
-from .framework.types import NodeInfo, Obj, PodInfo
+from .framework.constants import Obj
+from .framework.types import NodeInfo, PodInfo
 
 
 def pod_key(pod: Obj) -> str:
@@ -177,9 +178,6 @@ class SchedulerCache:
 
     def scheduled_in_group(self, group_key: str) -> set[str]:
         return self._group_scheduled.get(group_key, set())
-
-    def nodes_of_group(self, group_key: str) -> set[str]:
-        return {self.pods[k].node for k in self._group_scheduled.get(group_key, ()) if k in self.pods}
 
     # -- snapshot ----------------------------------------------------------------------------------
     def update_snapshot(self, snap: Snapshot, also: Iterable[str] = ()) -> None:

@@ -9,14 +9,14 @@ works against any cluster the phalanx scheduler runs on.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
-from .scheduler import DIAGNOSIS_ANNOTATION, POD_GROUP_API
+from phalanx.client.interface import Client
+
+from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API
 
 
-async def _latest_decision(client: Any, kind: str, namespace: str, name: str) -> tuple[dict | None, dict | None]:
+async def _latest_decision(client: Client, kind: str, namespace: str, name: str) -> tuple[dict | None, dict | None]:
     events, _ = await client.list("v1", "Event", namespace,
                                   field_selector=f"involvedObject.name={name},involvedObject.kind={kind}")
     events = [e for e in events if e.get("reason") in ("Scheduled", "FailedScheduling")]
@@ -48,39 +48,18 @@ def _header(ev: dict) -> str:
     return f"{ev.get('reason')} ({count} time{'s' if count != 1 else ''}, last at {ev.get('lastTimestamp')})"
 
 
-async def explain_pod(client: Any, namespace: str, name: str) -> str:
+async def explain_pod(client: Client, namespace: str, name: str) -> str:
     pod = await client.get("v1", "Pod", namespace, name)
     lines = [f"Pod {namespace}/{name}"]
     node = (pod.get("spec") or {}).get("nodeName")
-    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    group = _pod_group_name(pod)
     if group:
         lines.append(f"  pod group: {group}")
     lines.append(f"  node: {node or '<none>'}   phase: {(pod.get('status') or {}).get('phase', '')}")
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled":
-            lines.append(f"  PodScheduled={c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else ""))
-            if c.get("reason") == "SchedulingGated" and c.get("message"):
-                lines.append(f"    held before scheduling: {c['message']}")
+    lines.extend(_pod_scheduled_condition(pod))
     if group and not node:
-        try:
-            pg = await client.get(POD_GROUP_API, "PodGroup", namespace, group)
-        except Exception:  # noqa: BLE001 - the PodGroup may not exist (that is the reason shown above)
-            pg = None
-        if pg is None:
-            lines.append(f'    pod group "{group}" does not exist')
-        else:
-            gang = ((pg.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
-            pods, _ = await client.list("v1", "Pod", namespace)
-            n = sum(1 for p in pods if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group
-                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-            if gang:
-                lines.append(f"    pod group {group}: {n}/{gang.get('minCount')} pods exist (minCount {gang.get('minCount')})")
-    events, _ = await client.list("v1", "Event", namespace,
-                                  field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
-    others = sorted((e for e in events if e.get("reason") not in ("Scheduled", "FailedScheduling")),
-                    key=lambda e: e.get("lastTimestamp") or "")
-    for e in others[-3:]:  # e.g. FailedResourceClaimCreation: why a pod cannot even be considered
-        lines.append(f"  {e.get('reason')} ({e.get('source', {}).get('component', '')}): {e.get('message', '')}")
+        lines.extend(await _gang_arrival(client, namespace, group))
+    lines.extend(await _other_warnings(client, namespace, name))
     ev, diag = await _latest_decision(client, "Pod", namespace, name)
     if ev is None:
         lines.append("  no scheduling decision recorded yet (the pod may be waiting at PreEnqueue: "
@@ -89,31 +68,71 @@ async def explain_pod(client: Any, namespace: str, name: str) -> str:
     lines.append(f"  last decision: {_header(ev)}")
     lines.append(f"    {ev.get('message', '')}")
     if diag:
-        if diag.get("result") == "Scheduled":
-            lines.append(f"    evaluated {diag.get('evaluatedNodes')} node(s), {diag.get('feasibleNodes')} feasible")
-            for s in diag.get("topScores") or []:
-                lines.append(f"      {s['node']}: score {s['score']}")
-        else:
-            lines.extend(_reasons(diag, "    "))
-            if diag.get("podGroup"):
-                lines.append(f"    pod group: {diag['podGroup']}")
+        lines.extend(_pod_decision(diag))
     return "\n".join(lines)
 
 
-async def explain_podgroup(client: Any, namespace: str, name: str) -> str:
+def _pod_group_name(pod: dict) -> str | None:
+    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+
+
+def _pod_scheduled_condition(pod: dict) -> list[str]:
+    lines = []
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            lines.append(f"  PodScheduled={c.get('status')}" + (f" ({c.get('reason')})" if c.get("reason") else ""))
+            if c.get("reason") == "SchedulingGated" and c.get("message"):
+                lines.append(f"    held before scheduling: {c['message']}")
+    return lines
+
+
+async def _gang_arrival(client: Client, namespace: str, group: str) -> list[str]:
+    """Whether the pod's PodGroup exists, and how many of a gang's pods do (PreEnqueue's question)."""
+    try:
+        pg = await client.get(POD_GROUP_API, "PodGroup", namespace, group)
+    except Exception:  # noqa: BLE001 - the PodGroup may not exist (that is the reason shown above)
+        pg = None
+    if pg is None:
+        return [f'    pod group "{group}" does not exist']
+    gang = ((pg.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+    if not gang:
+        return []
+    pods, _ = await client.list("v1", "Pod", namespace)
+    n = sum(1 for p in pods if _pod_group_name(p) == group
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+    return [f"    pod group {group}: {n}/{gang.get('minCount')} pods exist (minCount {gang.get('minCount')})"]
+
+
+async def _other_warnings(client: Client, namespace: str, name: str) -> list[str]:
+    """The pod's latest warnings from others, e.g. FailedResourceClaimCreation: why a pod cannot
+    even be considered."""
+    events, _ = await client.list("v1", "Event", namespace,
+                                  field_selector=f"involvedObject.name={name},involvedObject.kind=Pod,type=Warning")
+    others = sorted((e for e in events if e.get("reason") not in ("Scheduled", "FailedScheduling")),
+                    key=lambda e: e.get("lastTimestamp") or "")
+    return [f"  {e.get('reason')} ({e.get('source', {}).get('component', '')}): {e.get('message', '')}"
+            for e in others[-3:]]
+
+
+def _pod_decision(diag: dict) -> list[str]:
+    if diag.get("result") == "Scheduled":
+        lines = [f"    evaluated {diag.get('evaluatedNodes')} node(s), {diag.get('feasibleNodes')} feasible"]
+        lines.extend(f"      {s['node']}: score {s['score']}" for s in diag.get("topScores") or [])
+        return lines
+    lines = _reasons(diag, "    ")
+    if diag.get("podGroup"):
+        lines.append(f"    pod group: {diag['podGroup']}")
+    return lines
+
+
+async def explain_podgroup(client: Client, namespace: str, name: str) -> str:
     pg = await client.get(POD_GROUP_API, "PodGroup", namespace, name)
-    spec = pg.get("spec") or {}
-    pol = spec.get("schedulingPolicy") or {}
-    policy = f"Gang (minCount {pol['gang'].get('minCount')})" if "gang" in pol else "Basic"
-    lines = [f"PodGroup {namespace}/{name}", f"  policy: {policy}"]
-    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
-    if topo:
-        lines.append(f"  topology: {', '.join(t.get('key', '') for t in topo)}")
+    lines = [f"PodGroup {namespace}/{name}"] + _podgroup_spec(pg)
     for c in (pg.get("status") or {}).get("conditions") or []:
         lines.append(f"  {c.get('type')}={c.get('status')} ({c.get('reason')})" +
                      (f": {c.get('message')}" if c.get("message") else ""))
     pods, _ = await client.list("v1", "Pod", namespace)
-    members = [p for p in pods if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name]
+    members = [p for p in pods if _pod_group_name(p) == name]
     bound = sum(1 for p in members if (p.get("spec") or {}).get("nodeName"))
     lines.append(f"  pods: {len(members)} ({bound} bound, {len(members) - bound} pending)")
     ev, diag = await _latest_decision(client, "PodGroup", namespace, name)
@@ -123,15 +142,33 @@ async def explain_podgroup(client: Any, namespace: str, name: str) -> str:
     lines.append(f"  last decision: {_header(ev)}")
     lines.append(f"    {ev.get('message', '')}")
     if diag:
-        for p in diag.get("placementsTried") or []:
-            if len(diag.get("placementsTried")) > 1 or p.get("placement") != "cluster":
-                lines.append(f"    placement {p['placement']}: {'feasible' if p.get('feasible') else 'infeasible'}, "
-                             f"{p.get('podsPlaced')} pod(s) placed" + (f" ({p['message']})" if p.get("message") else ""))
-        for pod_name, pd in (diag.get("pods") or {}).items():
-            lines.append(f"    pod {pod_name}: {pd.get('message', '')}")
-            lines.extend(_reasons(pd, "      "))
-        lines.extend(_preemption(diag.get("preemption")))
+        lines.extend(_group_decision(diag))
     return "\n".join(lines)
+
+
+def _podgroup_spec(pg: dict) -> list[str]:
+    spec = pg.get("spec") or {}
+    pol = spec.get("schedulingPolicy") or {}
+    policy = f"Gang (minCount {pol['gang'].get('minCount')})" if "gang" in pol else "Basic"
+    lines = [f"  policy: {policy}"]
+    topo = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    if topo:
+        lines.append(f"  topology: {', '.join(t.get('key', '') for t in topo)}")
+    return lines
+
+
+def _group_decision(diag: dict) -> list[str]:
+    lines = []
+    tried = diag.get("placementsTried") or []
+    for p in tried:
+        if len(tried) > 1 or p.get("placement") != "cluster":
+            lines.append(f"    placement {p['placement']}: {'feasible' if p.get('feasible') else 'infeasible'}, "
+                         f"{p.get('podsPlaced')} pod(s) placed" + (f" ({p['message']})" if p.get("message") else ""))
+    for pod_name, pd in (diag.get("pods") or {}).items():
+        lines.append(f"    pod {pod_name}: {pd.get('message', '')}")
+        lines.extend(_reasons(pd, "      "))
+    lines.extend(_preemption(diag.get("preemption")))
+    return lines
 
 
 def _preemption(pre: dict | None) -> list[str]:

@@ -2,8 +2,8 @@
 delayed preemption: a gang that cannot be placed evicts the fewest, least important running
 units that make the whole gang fit, and evicts nothing when no such set exists.
 
-The scheduler owns one `GroupPreemption` (`scheduler.group_preemption`) and calls it at two points
-of the PodGroup cycle:
+The scheduler owns one `GroupPreemption` (`scheduler.group_preemption`); the PodGroup cycle calls
+it at two points:
 
     group_preemption.before_group_cycle(group, members)        # lift the group's own nominations
     result = await group_preemption.on_group_unschedulable(     # the cycle failed: preempt?
@@ -29,9 +29,9 @@ What it does, as upstream 1.36 describes it:
   whose eviction would violate a PodDisruptionBudget before all others: a victim is put back, and
   kept if the group still fits (the dry-run placement is repaired by moving the preemptor pods
   that no longer fit on the victim's nodes). The final set is verified by one more dry run.
-- **Dry runs** run the scheduler's own group algorithm (`Scheduler._try_placement`) on a copy of
-  the cycle's snapshot with the victims taken out; the scheduler's cache and snapshot are never
-  touched.
+- **Dry runs** run the scheduler's own group algorithm (`GroupCycleOps.try_placement`, the group
+  cycle's) on a copy of the cycle's snapshot with the victims taken out; the scheduler's cache and
+  snapshot are never touched.
 - **Delayed preemption.** Victims are evicted only once the whole gang fits: each victim pod gets
   `DisruptionTarget=True, reason=PreemptionByScheduler` and a `Preempted` event before it is
   deleted; a victim PodGroup gets the same condition on its `/status` and its own `Preempted`
@@ -50,6 +50,9 @@ What it does, as upstream 1.36 describes it:
 Limits: DRA devices held by victims are not released in the dry run (a gang short of devices is
 "not helpful"); reprieving checks resources and ports directly and re-filters the preemptor pods
 it moves, and the final dry run guards what that cannot see (cross-node affinity, spreading).
+
+What it uses: the profiles' Handles (client, informer factory, event recorder, PodGroup lister,
+nominator, PDBs, clock, off-cycle API calls) and, from the group cycle, the narrow `GroupCycleOps`.
 """
 
 from __future__ import annotations
@@ -57,15 +60,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Protocol, Sequence
 
+from .apicalls import STRATEGIC_MERGE, timestamp
 from .cache import pod_group_key, pod_key
-from .framework import CycleState, FitError, NodeInfo, PodInfo, Snapshot
-from .framework.diagnosis import NoNodesAvailableError, SchedulingError
-from .framework.interface import Placement, PodGroupInfo
-from .framework.types import pod_start_time_key
+from .framework.constants import Obj
+from .framework.cycle_state import CycleState
+from .framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
+from .framework.interface import Handle, Placement, PodGroupInfo
+from .framework.runtime import Framework
+from .framework.snapshot import Snapshot
+from .framework.types import NodeInfo, PodInfo, QueuedPodInfo, pod_start_time_key
+from .placement_outcome import Assignment, PlacementOutcome
 from .plugins import names
 from .plugins.defaultpreemption import filter_pods_with_pdb_violation
+from .queue import QueuedPodGroup
 
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
@@ -157,34 +166,77 @@ class PendingPreemption:
     actuated: bool = False  # the evictions' API calls are done (they run off the cycle)
 
 
+# -- what it needs from the group cycle -------------------------------------------------------------
+
+class GroupCycleOps(Protocol):
+    """The group cycle's operations workload-aware preemption uses (`schedule_one_podgroup.PodGroupCycle`)."""
+
+    def live_snapshot(self) -> Snapshot:
+        """The scheduler's snapshot of the cycle (dry runs must never place pods on it)."""
+        ...
+
+    def try_placement(self, fw: Framework, placement: Placement, members: Sequence[QueuedPodInfo],
+                      pg_info: PodGroupInfo, already: int) -> PlacementOutcome:
+        """The group algorithm on one placement; its assumptions stay until `revert`."""
+        ...
+
+    def revert(self, fw: Framework, outcome: PlacementOutcome) -> None: ...
+
+    async def evict(self, victim: Obj, message: str, preemptor: Obj) -> None: ...
+
+    async def patch_pod_status(self, pod: Obj, patch: dict) -> None: ...
+
+    def is_assumed(self, pod_key: str) -> bool:
+        """Assumed and not bound yet (its group is still binding)."""
+        ...
+
+    def is_cached(self, pod_key: str) -> bool:
+        """Still running in the scheduler's view (a victim not yet gone)."""
+        ...
+
+    def count(self, stat: str, n: int = 1) -> None: ...
+
+
 # -- the scheduler's side -----------------------------------------------------------------------------
 
 class GroupPreemption:
-    def __init__(self, scheduler: Any):
-        self.scheduler = scheduler
-        self.enabled = bool(scheduler.group_aware and scheduler.gates.enabled(GATE))
+    """`GroupPreemption(cycle, frameworks, enabled=...)`: `frameworks` are the scheduler's profiles
+    (their Handles share the client, informers, nominator and PodGroup lister)."""
+
+    def __init__(self, cycle: GroupCycleOps, frameworks: Sequence[Framework], *, enabled: bool):
+        self.cycle = cycle
+        self.handle: Handle = frameworks[0]
+        self.enabled = enabled
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
         if not self.enabled:
             return
-        scheduler.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
-        if scheduler.podgroups is not None:
-            scheduler.podgroups.add_event_handler(on_delete=self._pod_group_gone)
-        for fw in scheduler.frameworks.values():
+        informers = self.handle.shared_informer_factory()
+        if informers is None:
+            raise ValueError("workload-aware preemption needs the scheduler's informer factory")
+        self.pods = informers.informer("v1", "Pod")
+        self.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
+        informers.informer(POD_GROUP_API, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
+        for fw in frameworks:
             self._guard_default_preemption(fw)
 
+    def _pod_group(self, key: Optional[str]) -> Optional[Obj]:
+        groups = self.handle.pod_group_lister()
+        return groups.get(key) if key is not None and groups is not None else None
+
     # -- hooks ---------------------------------------------------------------------------------------
-    def before_group_cycle(self, group: Any, members: Sequence[Any]) -> None:
+    def before_group_cycle(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> None:
         """The group's own nominations would count its pods twice (nominated and assumed) in its
         own cycle: lift them for the cycle; a failure puts them back while the preemption lasts."""
         if not self.enabled:
             return
         for q in members:
             if q.pod_info.key in self._nominated:
-                self.scheduler.nominator.delete_nominated_pod_if_exists(q.pod_info)
+                self.handle.delete_nominated_pod_if_exists(q.pod_info)
 
-    async def on_group_unschedulable(self, fw: Any, group: Any, pod_group: dict, members: Sequence[Any],
-                                     outcomes: Sequence[dict], *, min_count: int = 0,
+    async def on_group_unschedulable(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj,
+                                     members: Sequence[QueuedPodInfo], outcomes: Sequence[PlacementOutcome],
+                                     *, min_count: int = 0,
                                      already: int = 0) -> GroupPreemptionResult:
         if not self.enabled or not members:
             return GroupPreemptionResult()
@@ -202,7 +254,7 @@ class GroupPreemption:
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
             return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
-        placements = [o["placement"] for o in outcomes if o.get("placement") is not None]
+        placements = [o.placement for o in outcomes]
         if not placements:
             await self._clear_nominations(members)
             return GroupPreemptionResult()
@@ -214,8 +266,8 @@ class GroupPreemption:
             log.exception("workload-aware preemption for pod group %s", group.key)
             plan, evaluation = None, {"result": "Error", "message": f"preemption: error: {e}"}
         finally:
-            fw.set_snapshot(self.scheduler.snapshot)  # dry runs pointed the framework at their copies
-        self.scheduler.stats["group_preemption_attempts"] += 1
+            fw.set_snapshot(self.cycle.live_snapshot())  # dry runs pointed the framework at their copies
+        self.cycle.count("group_preemption_attempts")
         if plan is None:
             await self._clear_nominations(members)
             # Nothing of lower priority runs: the usual case in a cluster without priorities, kept
@@ -226,20 +278,20 @@ class GroupPreemption:
         return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
 
     # -- evaluation ----------------------------------------------------------------------------------
-    def _evaluate(self, fw: Any, group_key: str, priority: int, members: Sequence[Any], pg_info: PodGroupInfo,
-                  placements: Sequence[Placement], already: int) -> tuple[Optional[DomainPlan], dict]:
-        sched = self.scheduler
-        clone = sched.snapshot.clone()
+    def _evaluate(self, fw: Framework, group_key: str, priority: int, members: Sequence[QueuedPodInfo],
+                  pg_info: PodGroupInfo, placements: Sequence[Placement],
+                  already: int) -> tuple[Optional[DomainPlan], dict]:
+        clone = self.cycle.live_snapshot().clone()
         units = self._potential_victims(clone, group_key, priority)
         base = {"priority": priority}
         if not units:
             msg = f"preemption: no running pod or pod group has a priority lower than {priority}"
             return None, dict(base, result="NoVictims", message=msg)
         units.sort(key=VictimUnit.importance)
-        run = DryRun(sched, fw, members, pg_info, already, clone, units)
+        run = DryRun(self.cycle, fw, members, pg_info, already, clone, units)
         domains = [Domain(p.name, [ni.name for ni in p.nodes], getattr(p, "rank", 0) or 0, i)
                    for i, p in enumerate(placements)]
-        pdbs = sched._pdbs()
+        pdbs = fw.pod_disruption_budgets()
         plans = []
         for d in domains:
             in_domain = [i for i, u in enumerate(units) if any(n in run.domain_nodes(d) for _, n in u.pods)]
@@ -257,33 +309,16 @@ class GroupPreemption:
                    f"of priority lower than {priority}")
             return None, dict(base, result="NotHelpful", message=msg)
         best = min(feasible, key=DomainPlan.cost)
-        top = max(u.priority for u in best.victims)
-        nodes = sorted({n for u in best.victims for _, n in u.pods})
-        msg = f"preemption: preempting {describe_units(best.victims)} of priority ≤ {top} on nodes {_names(nodes)}"
-        if best.domain.name != CLUSTER:
-            msg += f" in {best.domain.name}"
-            if len(feasible) > 1:
-                msg += f" (the smallest eviction set of {len(feasible)} feasible domains)"
-        if best.pdb_violations:
-            msg += f"; {best.pdb_violations} victim(s) violate a PodDisruptionBudget"
-        diag = dict(base, result="Preempting", message=msg, domain=best.domain.name, threshold=top,
-                    victims=[u.record() for u in best.victims[:MAX_LISTED]],
-                    victimCount={"pods": sum(1 for u in best.victims if not u.is_group),
-                                 "podGroups": sum(1 for u in best.victims if u.is_group),
-                                 "podsEvicted": sum(len(u.pods) for u in best.victims)},
-                    nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
-                    pdbViolations=best.pdb_violations)
-        return best, diag
+        return best, dict(base, **_preempting(best, len(feasible)))
 
     def _potential_victims(self, snap: Snapshot, group_key: str, priority: int) -> list[VictimUnit]:
         """Every running unit of lower priority than `priority` (the preemptor's own pods excluded)."""
-        sched = self.scheduler
         lone: list[VictimUnit] = []
         grouped: dict[str, VictimUnit] = {}
         excluded_groups: set[str] = set()
         for ni in snap.list():
             for pi in ni.pods:
-                if sched.cache.is_assumed(pi.key):
+                if self.cycle.is_assumed(pi.key):
                     gk = pod_group_key(pi.pod)
                     if gk is not None:
                         excluded_groups.add(gk)  # a group still binding is not a victim yet
@@ -291,8 +326,8 @@ class GroupPreemption:
                 gk = pod_group_key(pi.pod)
                 if gk == group_key:
                     continue
-                pg = sched.groups.get(gk) if gk is not None else None
-                if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                pg = self._pod_group(gk)
+                if gk is not None and pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
                     unit = grouped.get(gk)
                     if unit is None:
                         unit = grouped[gk] = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg), [], pod_group=pg)
@@ -316,11 +351,11 @@ class GroupPreemption:
         return units
 
     # -- actuation -----------------------------------------------------------------------------------
-    async def _actuate(self, fw: Any, group: Any, pod_group: dict, priority: int, plan: DomainPlan,
+    async def _actuate(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj, priority: int, plan: DomainPlan,
                        diag: dict) -> None:
         """Nominate in the cycle; evict and write the nominations off it (upstream's asynchronous
         preemption): the group's next cycles see the pending preemption and wait for the room."""
-        sched = self.scheduler
+        handle = self.handle
         victims: dict[str, tuple[str, str, str]] = {}
         for unit in plan.victims:
             for pi, node in unit.pods:
@@ -330,94 +365,93 @@ class GroupPreemption:
         for pi, node in plan.assignment:
             nominations[pi.key] = (pi, node)
             self._nominated[pi.key] = group.key
-            sched.nominator.add_nominated_pod(pi, node)
+            handle.add_nominated_pod(pi, node)
             if pi.nominated_node_name != node:
                 status_patches.append((pi, node))
         # Lower-priority pods nominated to those nodes lose their claim on the room (as upstream).
         for node in sorted({n for _, n in plan.assignment}):
-            for other in sched.nominator.nominated_pods_for_node(node):
+            for other in handle.nominated_pods_for_node(node):
                 if other.key in nominations or pod_group_key(other.pod) == group.key:
                     continue
-                if _preemption_priority(sched, other) < priority:
-                    sched.nominator.delete_nominated_pod_if_exists(other)
+                if self._preemption_priority(other) < priority:
+                    handle.delete_nominated_pod_if_exists(other)
                     self._nominated.pop(other.key, None)
                     status_patches.append((other, None))
         pending = self.pending[group.key] = PendingPreemption(victims, nominations, diag)
-        sched.stats["group_preemptions"] += 1
-        sched.stats["preemption_victims"] += len(victims)
-        sched._spawn_api_call(self._actuate_api_calls(fw, group, pod_group, plan, status_patches, pending))
+        self.cycle.count("group_preemptions")
+        self.cycle.count("preemption_victims", len(victims))
+        fw.spawn_api_call(self._actuate_api_calls(fw, group, pod_group, plan, status_patches, pending))
 
-    async def _actuate_api_calls(self, fw: Any, group: Any, pod_group: dict, plan: DomainPlan,
+    async def _actuate_api_calls(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj, plan: DomainPlan,
                                  status_patches: list[tuple[PodInfo, Optional[str]]],
                                  pending: PendingPreemption) -> None:
-        sched = self.scheduler
         try:
             for unit in plan.victims:
                 if unit.is_group:
                     await self._mark_pod_group(unit, group.key, fw)
                 for pi, node in unit.pods:
                     try:
-                        await sched._evict(pi.pod, f"Preempted by pod group {group.key} on node {node}", pod_group)
+                        await self.cycle.evict(pi.pod, f"Preempted by pod group {group.key} on node {node}",
+                                               pod_group)
                     except Exception:  # keep going: a victim that stays is seen when the group retries
                         log.exception("preempting %s/%s", pi.namespace, pi.name)
             for pi, node in status_patches:
-                await sched._patch_status(pi.pod, {"status": {"nominatedNodeName": node}})
+                await self.cycle.patch_pod_status(pi.pod, {"status": {"nominatedNodeName": node}})
         finally:
             pending.actuated = True
 
-    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Any) -> None:
+    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Framework) -> None:
         pg = unit.pod_group or {}
         md = pg.get("metadata") or {}
         cond = {"type": "DisruptionTarget", "status": "True", "reason": REASON_PREEMPTION,
                 "message": f"{fw.profile_name}: preempting to accommodate a higher priority pod group",
-                "lastTransitionTime": self.scheduler._now(), "observedGeneration": md.get("generation", 1)}
+                "lastTransitionTime": timestamp(fw.clock()), "observedGeneration": md.get("generation", 1)}
+        client = fw.client()
         try:
-            await self.scheduler.client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md.get("name", ""),
-                                              {"status": {"conditions": [cond]}},
-                                              patch_type="application/strategic-merge-patch+json",
-                                              subresource="status")
+            if client is not None:
+                await client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md.get("name", ""),
+                                   {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+                                   subresource="status")
         except Exception as e:  # a PodGroup already gone: its pods are still evicted
             log.info("marking PodGroup %s as a disruption target: %s", unit.name, e)
         nodes = unit.nodes()
-        await self.scheduler.client.create_event(
-            pg, "Preempted", f"Preempted by pod group {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}",
-            component=fw.profile_name)
+        await fw.event_recorder().eventf(
+            pg, "Preempted", f"Preempted by pod group {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
 
     # -- nominations ---------------------------------------------------------------------------------
     def _still_terminating(self, pending: PendingPreemption) -> list[tuple[str, str, str]]:
         """Victims still in the cache. A victim that is not even being deleted (its deletion failed)
         makes the preemption stale: the group may preempt afresh."""
-        sched = self.scheduler
         left = []
         for key, (ns, name, node) in pending.victims.items():
-            if key not in sched.cache.pods:
+            if not self.cycle.is_cached(key):
                 continue
-            live = sched.pods.get_by_name(ns, name)
+            live = self.pods.get_by_name(ns, name)
             if pending.actuated and live is not None and (live.get("metadata") or {}).get("uid") == key and \
                     not (live.get("metadata") or {}).get("deletionTimestamp"):
                 return []
             left.append((ns, name, node))
         return left
 
-    def _restore_nominations(self, pending: PendingPreemption, members: Sequence[Any]) -> None:
+    def _restore_nominations(self, pending: PendingPreemption, members: Sequence[QueuedPodInfo]) -> None:
         for q in members:
             nom = pending.nominations.get(q.pod_info.key)
             if nom is not None:
-                self.scheduler.nominator.add_nominated_pod(q.pod_info, nom[1])
+                self.handle.add_nominated_pod(q.pod_info, nom[1])
 
-    async def _clear_nominations(self, members: Sequence[Any]) -> None:
+    async def _clear_nominations(self, members: Sequence[QueuedPodInfo]) -> None:
         for q in members:
             pi = q.pod_info
-            self.scheduler.nominator.delete_nominated_pod_if_exists(pi)
+            self.handle.delete_nominated_pod_if_exists(pi)
             self._nominated.pop(pi.key, None)
             if pi.nominated_node_name:
-                await self.scheduler._patch_status(pi.pod, {"status": {"nominatedNodeName": None}})
+                await self.cycle.patch_pod_status(pi.pod, {"status": {"nominatedNodeName": None}})
 
     def _drop_nomination(self, key: str) -> None:
         group_key = self._nominated.pop(key, None)
         if group_key is None:
             return
-        self.scheduler.nominator.delete_nominated_pod_if_exists(SimpleNamespace(key=key))
+        self.handle.delete_nominated_pod_if_exists(SimpleNamespace(key=key))  # type: ignore[arg-type]
         pending = self.pending.get(group_key)
         if pending is not None:
             pending.nominations.pop(key, None)
@@ -446,22 +480,24 @@ class GroupPreemption:
                 self._drop_nomination(k)
 
     # -- single-pod preemption ---------------------------------------------------------------------
-    def _guard_default_preemption(self, fw: Any) -> None:
+    def _guard_default_preemption(self, fw: Framework) -> None:
         """A preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group."""
-        plugin = fw.plugin(names.DefaultPreemption) if hasattr(fw, "plugin") else None
+        plugin = fw.plugin(names.DefaultPreemption)
         if plugin is None or not hasattr(plugin, "is_eligible_pod"):
             return
         previous = plugin.is_eligible_pod
-        groups = self.scheduler.groups
 
         def eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
             if pod_group_key(preemptor.pod) is not None:
-                gk = pod_group_key(victim.pod)
-                pg = groups.get(gk) if gk is not None else None
+                pg = self._pod_group(pod_group_key(victim.pod))
                 if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
                     return False
             return previous(node_info, victim, preemptor)
         plugin.is_eligible_pod = eligible
+
+    def _preemption_priority(self, pi: PodInfo) -> int:
+        p = pod_group_priority(self._pod_group(pod_group_key(pi.pod)))
+        return pi.priority if p is None else p
 
 
 # -- dry runs -----------------------------------------------------------------------------------------
@@ -470,9 +506,9 @@ class DryRun:
     """A what-if copy of the cluster: victim units taken out or put back, and the scheduler's group
     algorithm run on a domain of it. Every run is reverted before the next starts."""
 
-    def __init__(self, scheduler: Any, fw: Any, members: Sequence[Any], pg_info: PodGroupInfo, already: int,
-                 clone: Snapshot, units: list[VictimUnit]):
-        self.scheduler = scheduler
+    def __init__(self, cycle: GroupCycleOps, fw: Framework, members: Sequence[QueuedPodInfo], pg_info: PodGroupInfo,
+                 already: int, clone: Snapshot, units: list[VictimUnit]):
+        self.cycle = cycle
         self.fw = fw
         self.members = list(members)
         self.pg_info = pg_info
@@ -514,45 +550,45 @@ class DryRun:
                 self.clone.node_info_map[node].add_pod_info(pi)
 
     # -- group algorithm -----------------------------------------------------------------------------
-    def run(self, d: Domain) -> dict:
+    def run(self, d: Domain) -> PlacementOutcome:
         """The group algorithm on the domain; its assumptions stay until `revert`."""
         nodes = [self.clone.node_info_map[n] for n in d.node_names if n in self.clone.node_info_map]
-        outcome = self.scheduler._try_placement(self.fw, Placement(DRY_RUN_PREFIX + d.name, nodes), self.members,
-                                                self.pg_info, self.already)
+        outcome = self.cycle.try_placement(self.fw, Placement(DRY_RUN_PREFIX + d.name, nodes), self.members,
+                                           self.pg_info, self.already)
         self.runs += 1
-        if outcome.get("view") is self.scheduler.snapshot:  # never evaluate on the live snapshot
+        if outcome.view is self.cycle.live_snapshot():  # never evaluate on the live snapshot
             self.revert(outcome)
             raise RuntimeError("group preemption dry run reached the scheduler's snapshot")
         return outcome
 
-    def revert(self, outcome: dict) -> None:
-        self.scheduler._revert(self.fw, outcome)
+    def revert(self, outcome: PlacementOutcome) -> None:
+        self.cycle.revert(self.fw, outcome)
 
     def fits(self, d: Domain, removed: set[int]) -> Optional[list[tuple[PodInfo, str]]]:
         """Where the group goes with exactly `removed` evicted, or None when it does not fit."""
         self.apply(removed)
         outcome = self.run(d)
         try:
-            if not outcome["feasible"]:
+            if not outcome.feasible:
                 return None
-            return [(a[1], a[2]) for a in outcome["assigned"]]
+            return [(a.pod_info, a.node) for a in outcome.assigned]
         finally:
             self.revert(outcome)
 
     # -- reprieve ------------------------------------------------------------------------------------
-    def reprieve(self, outcome: dict, index: int) -> bool:
+    def reprieve(self, outcome: PlacementOutcome, index: int) -> bool:
         """Put victim `index` back next to the assumed group; keep it there when the group still
         fits, moving the preemptor pods that no longer fit on its nodes elsewhere."""
         unit = self.units[index]
-        view: Snapshot = outcome["view"]
+        view = outcome.view
+        assert view is not None
         self._put_back(unit, view)
         affected = {n for _, n in unit.pods if n in view.node_info_map}
-        assigned: list = outcome["assigned"]
-        on_affected = [a for a in assigned if a[2] in affected]
+        on_affected = [a for a in outcome.assigned if a.node in affected]
         if on_affected:
             if self.group_is_plain and all(_plain(pi) for pi, _ in unit.pods):
                 over = {n for n in affected if _overcommitted(view.node_info_map[n])}
-                displaced = [a for a in on_affected if a[2] in over]
+                displaced = [a for a in on_affected if a.node in over]
             else:
                 displaced = on_affected
             if displaced and not self._move(outcome, displaced):
@@ -561,15 +597,16 @@ class DryRun:
         self.removed.discard(index)
         return True
 
-    def _move(self, outcome: dict, displaced: list) -> bool:
+    def _move(self, outcome: PlacementOutcome, displaced: list[Assignment]) -> bool:
         """Re-place the `displaced` preemptor pods anywhere in the view; undo everything on failure."""
-        fw, view, assigned = self.fw, outcome["view"], outcome["assigned"]
+        fw, view, assigned = self.fw, outcome.view, outcome.assigned
+        assert view is not None
         for qpi, pi, node, pstate in displaced:
             assumed = pi.assumed_on(node)
             fw.run_reserve_plugins_unreserve(pstate, assumed, node)
             view.remove_pod(assumed, node)
-        placed: list = []
-        ok = _room_for(view, [a[1] for a in displaced])
+        placed: list[Assignment] = []
+        ok = _room_for(view, [a.pod_info for a in displaced])
         if ok:
             for qpi, pi, _, _ in displaced:
                 pstate = CycleState()
@@ -585,7 +622,7 @@ class DryRun:
                     view.remove_pod(assumed, node)
                     ok = False
                     break
-                placed.append((qpi, pi, node, pstate))
+                placed.append(Assignment(qpi, pi, node, pstate))
         if ok:
             gone = {id(a) for a in displaced}
             assigned[:] = [a for a in assigned if id(a) not in gone] + placed
@@ -595,14 +632,16 @@ class DryRun:
             fw.run_reserve_plugins_unreserve(pstate, assumed, node)
             view.remove_pod(assumed, node)
         # the caller takes the victim out again; then the displaced pods return to their nodes
-        outcome.setdefault("_restore", []).extend(displaced)
+        outcome.displaced.extend(displaced)
         return False
 
-    def restore_displaced(self, outcome: dict) -> None:
+    def restore_displaced(self, outcome: PlacementOutcome) -> None:
         """After a failed reprieve: the displaced preemptor pods go back where they were."""
-        fw, view, assigned = self.fw, outcome["view"], outcome["assigned"]
+        fw, view, assigned = self.fw, outcome.view, outcome.assigned
+        assert view is not None
         broken = []
-        for a in outcome.pop("_restore", []):
+        displaced, outcome.displaced = outcome.displaced, []
+        for a in displaced:
             qpi, pi, node, pstate = a
             assumed = pi.assumed_on(node)
             view.add_pod(assumed, node)
@@ -613,7 +652,7 @@ class DryRun:
         if broken:
             gone = {id(a) for a in broken}
             assigned[:] = [a for a in assigned if id(a) not in gone]
-            outcome["feasible"] = False
+            outcome.feasible = False
 
 
 def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence[dict]) -> DomainPlan:
@@ -623,13 +662,38 @@ def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence
         plan.message = "no lower-priority pod or pod group runs there"
         return plan
     runs_before = run.runs
-    everything = set(candidates)
-    all_out = run.fits(d, everything)
+    all_out = run.fits(d, set(candidates))
     if all_out is None:
         plan.message = f"does not fit even without all {describe_units([run.units[i] for i in candidates])}"
         plan.dry_runs = run.runs - runs_before
         return plan
-    # lowest priority threshold N whose units (priority ≤ N) make room
+    victims, threshold_assignment = _threshold_victims(run, d, candidates, all_out)
+    # reprieve: PDB-violating victims first, then the rest, each in importance order
+    violating = _pdb_violating(run, victims, pdbs)
+    violating_set = set(violating)
+    ordered = violating + [i for i in victims if i not in violating_set]
+    reprieved = _reprieve(run, d, victims, ordered)
+    final = [i for i in victims if i not in reprieved]
+    assignment: Optional[list[tuple[PodInfo, str]]] = threshold_assignment
+    if reprieved:
+        checked = run.fits(d, set(final))
+        if checked is None:  # something the reprieve could not see: evict the threshold set
+            final, checked = victims, run.fits(d, set(victims))
+        assignment = checked if checked is not None else threshold_assignment
+    plan.victims = [run.units[i] for i in final]
+    plan.assignment = assignment or []
+    plan.pdb_violations = sum(1 for i in final if i in violating_set)
+    plan.feasible = bool(plan.victims) and assignment is not None
+    plan.dry_runs = run.runs - runs_before
+    plan.message = f"{describe_units(plan.victims)} of priority ≤ {max(u.priority for u in plan.victims)}" \
+        if plan.victims else "fits without preemption"
+    return plan
+
+
+def _threshold_victims(run: DryRun, d: Domain, candidates: list[int],
+                       all_out: list[tuple[PodInfo, str]]) -> tuple[list[int], list[tuple[PodInfo, str]]]:
+    """The lowest priority threshold N whose units (priority ≤ N) make room (a binary search over
+    the candidates' distinct priorities): those units, and where the group goes without them."""
     priorities = sorted({run.units[i].priority for i in candidates})
     lo, hi = 0, len(priorities) - 1
     assignment = None
@@ -641,49 +705,58 @@ def select_victims(run: DryRun, d: Domain, candidates: list[int], pdbs: Sequence
         else:
             lo = mid + 1
     victims = [i for i in candidates if run.units[i].priority <= priorities[lo]]
-    if assignment is None:  # the threshold is the highest priority: every candidate goes
-        assignment = all_out
-    threshold_assignment = assignment
-    # reprieve: PDB-violating victims first, then the rest, each in importance order
+    # the threshold is the highest priority: every candidate goes
+    return victims, assignment if assignment is not None else all_out
+
+
+def _pdb_violating(run: DryRun, victims: list[int], pdbs: Sequence[dict]) -> list[int]:
+    """The victims whose eviction would violate a PodDisruptionBudget, in importance order."""
     pods = [pi for i in victims for pi, _ in run.units[i].pods]
     violating_pods, _ = filter_pods_with_pdb_violation(pods, pdbs)
     violating_keys = {pi.key for pi in violating_pods}
-    violating = [i for i in victims if any(pi.key in violating_keys for pi, _ in run.units[i].pods)]
-    violating_set = set(violating)
-    ordered = violating + [i for i in victims if i not in violating_set]
+    return [i for i in victims if any(pi.key in violating_keys for pi, _ in run.units[i].pods)]
+
+
+def _reprieve(run: DryRun, d: Domain, victims: list[int], ordered: list[int]) -> set[int]:
+    """Put victims back one by one in `ordered`; those the group still fits next to stay."""
     run.apply(set(victims))
     outcome = run.run(d)
     reprieved: set[int] = set()
     try:
-        if outcome["feasible"]:
+        if outcome.feasible:
             for i in ordered:
                 if run.reprieve(outcome, i):
                     reprieved.add(i)
                 else:
                     run.restore_displaced(outcome)
-                    if not outcome["feasible"]:
+                    if not outcome.feasible:
                         break
     finally:
         run.revert(outcome)
-    final = [i for i in victims if i not in reprieved]
-    if reprieved:
-        checked = run.fits(d, set(final))
-        if checked is None:  # something the reprieve could not see: evict the threshold set
-            final, checked = victims, run.fits(d, set(victims))
-        assignment = checked
-    if assignment is None:
-        assignment = threshold_assignment
-    plan.victims = [run.units[i] for i in final]
-    plan.assignment = assignment or []
-    plan.pdb_violations = sum(1 for i in final if i in violating_set)
-    plan.feasible = bool(plan.victims) and assignment is not None
-    plan.dry_runs = run.runs - runs_before
-    plan.message = f"{describe_units(plan.victims)} of priority ≤ {max(u.priority for u in plan.victims)}" \
-        if plan.victims else "fits without preemption"
-    return plan
+    return reprieved
 
 
 # -- helpers ------------------------------------------------------------------------------------------
+
+def _preempting(best: DomainPlan, n_feasible: int) -> dict:
+    """The diagnosis of the chosen eviction set: message, domain, victims and nominations."""
+    top = max(u.priority for u in best.victims)
+    nodes = sorted({n for u in best.victims for _, n in u.pods})
+    msg = f"preemption: preempting {describe_units(best.victims)} of priority ≤ {top} on nodes {_names(nodes)}"
+    if best.domain.name != CLUSTER:
+        msg += f" in {best.domain.name}"
+        if n_feasible > 1:
+            msg += f" (the smallest eviction set of {n_feasible} feasible domains)"
+    if best.pdb_violations:
+        msg += f"; {best.pdb_violations} victim(s) violate a PodDisruptionBudget"
+    return dict(result="Preempting", message=msg, domain=best.domain.name, threshold=top,
+                victims=[u.record() for u in best.victims[:MAX_LISTED]],
+                victimCount={"pods": sum(1 for u in best.victims if not u.is_group),
+                             "podGroups": sum(1 for u in best.victims if u.is_group),
+                             "podsEvicted": sum(len(u.pods) for u in best.victims)},
+                nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
+                pdbViolations=best.pdb_violations)
+
 
 def disruption_mode(pod_group: dict) -> str:
     return ((pod_group or {}).get("spec") or {}).get("disruptionMode") or DISRUPTION_MODE_POD
@@ -700,12 +773,6 @@ def group_priority(pod_group: dict, pods: Iterable[PodInfo]) -> int:
     if p is not None:
         return p
     return max((pi.priority for pi in pods), default=0)
-
-
-def _preemption_priority(sched: Any, pi: PodInfo) -> int:
-    gk = pod_group_key(pi.pod)
-    p = pod_group_priority(sched.groups.get(gk)) if gk is not None else None
-    return pi.priority if p is None else p
 
 
 def describe_units(units: Sequence[VictimUnit]) -> str:

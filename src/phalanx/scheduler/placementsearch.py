@@ -37,65 +37,87 @@ from typing import Any, Callable, Optional, Sequence
 
 from .framework.cycle_state import CycleState
 from .framework.interface import Placement, PodGroupAssignments, PodGroupInfo
+from .framework.runtime import Framework
+from .placement_outcome import PlacementOutcome
 from .plugins import names
 from .podgroups import policy_of
 
-Outcome = dict
+Outcome = PlacementOutcome
 CLUSTER = "cluster"
 MAX_DOMAINS_PER_REASON = 4
 MAX_REASONS = 5
 
 
-def search_placements(fw: Any, state: CycleState, pod_group: PodGroupInfo, placements: Sequence[Placement],
+def search_placements(fw: Framework, state: CycleState, pod_group: PodGroupInfo, placements: Sequence[Placement],
                       attempt: Callable[[Placement], Outcome], *, already: int = 0) -> tuple[list[Outcome], int]:
     """Try `placements` as described above; (outcomes in generation order, placements skipped
     because they could not outscore the best)."""
-    total = len(pod_group.unscheduled_pods)
-    need = _pods_needed(fw, pod_group, already)
-    # A lone placement (no topology constraint, or a late member's domain) is simply tried: its
-    # per-pod reasons explain more than a capacity sum would.
-    capacity = _capacity_plugin(fw) if len(placements) > 1 else None
-    bounds = _bound_plugins(fw) if len(placements) > 1 else None
+    search = _Search(fw, state, pod_group, attempt, _pods_needed(fw, pod_group, already), several=len(placements) > 1)
     by_rank: dict[int, list[tuple[int, Placement]]] = defaultdict(list)
     for i, p in enumerate(placements):
         by_rank[getattr(p, "rank", 0) or 0].append((i, p))
-    outcomes: list[tuple[int, Outcome]] = []
-    skipped = 0
     for rank in sorted(by_rank):
-        tier = by_rank[rank]
-        ub: dict[int, int] = {}
-        if bounds is not None and len(tier) > 1:
-            for i, p in tier:
-                ub[i] = sum(w * pl.placement_score_bound(state, pod_group, p) for pl, w in bounds)
+        if search.tier(by_rank[rank]):
+            break
+    search.outcomes.sort(key=lambda io: io[0])
+    return [o for _, o in search.outcomes], search.skipped
+
+
+class _Search:
+    """One group cycle's search over its placements, rank by rank."""
+
+    def __init__(self, fw: Framework, state: CycleState, pod_group: PodGroupInfo,
+                 attempt: Callable[[Placement], Outcome], need: int, *, several: bool):
+        self.fw, self.state, self.pod_group, self.attempt, self.need = fw, state, pod_group, attempt, need
+        self.total = len(pod_group.unscheduled_pods)
+        # A lone placement (no topology constraint, or a late member's domain) is simply tried: its
+        # per-pod reasons explain more than a capacity sum would.
+        self.capacity = _capacity_plugin(fw) if several else None
+        self.bounds = _bound_plugins(fw) if several else None
+        self.outcomes: list[tuple[int, Outcome]] = []
+        self.skipped = 0
+
+    def _upper_bounds(self, tier: list[tuple[int, Placement]]) -> dict[int, int]:
+        if self.bounds is None or len(tier) <= 1:
+            return {}
+        return {i: sum(w * pl.placement_score_bound(self.state, self.pod_group, p) for pl, w in self.bounds)
+                for i, p in tier}
+
+    def tier(self, tier: list[tuple[int, Placement]]) -> bool:
+        """Try one rank's placements (best bound first); True when one of them is feasible."""
+        ub = self._upper_bounds(tier)
+        if ub:
             tier = sorted(tier, key=lambda ip: (-ub[ip[0]], ip[0]))
         best: Optional[tuple[int, int]] = None  # (score, generation index) of the best all-fit placement
         tier_feasible = False
         for pos, (i, p) in enumerate(tier):
             if best is not None and (ub[i] < best[0] or (ub[i] == best[0] and i > best[1])):
-                skipped += len(tier) - pos  # sorted by bound: none of the rest can win either
+                self.skipped += len(tier) - pos  # sorted by bound: none of the rest can win either
                 break
-            if capacity is not None:
-                short = capacity.placement_capacity_shortfall(state, pod_group, p, need)
-                if short:
-                    outcomes.append((i, _not_tried(p, need, short)))
-                    continue
-            o = attempt(p)
-            o["message"] = describe(o, total)
-            outcomes.append((i, o))
-            if not o["feasible"]:
+            o = self._try(i, p)
+            if o is None or not o.feasible:
                 continue
             tier_feasible = True
-            if ub and len(o["assigned"]) == total:
-                score = _score_alone(fw, state, pod_group, o)
+            if ub and len(o.assigned) == self.total:
+                score = _score_alone(self.fw, self.state, self.pod_group, o)
                 if score is not None and (best is None or score > best[0] or (score == best[0] and i < best[1])):
                     best = (score, i)
-        if tier_feasible:
-            break
-    outcomes.sort(key=lambda io: io[0])
-    return [o for _, o in outcomes], skipped
+        return tier_feasible
+
+    def _try(self, i: int, p: Placement) -> Optional[Outcome]:
+        """The placement's outcome, or None when its free capacity rules it out untried."""
+        if self.capacity is not None:
+            short = self.capacity.placement_capacity_shortfall(self.state, self.pod_group, p, self.need)
+            if short:
+                self.outcomes.append((i, _not_tried(p, self.need, short)))
+                return None
+        o = self.attempt(p)
+        o.message = describe(o, self.total)
+        self.outcomes.append((i, o))
+        return o
 
 
-def _pods_needed(fw: Any, pod_group: PodGroupInfo, already: int) -> int:
+def _pods_needed(fw: Framework, pod_group: PodGroupInfo, already: int) -> int:
     """How many more pods a placement must hold to be feasible."""
     policy, min_count = policy_of(pod_group.pod_group or {})
     if policy == "Gang" and getattr(fw, "placement_feasible_plugins", None):
@@ -119,16 +141,15 @@ def _bound_plugins(fw: Any) -> Optional[list[tuple[Any, int]]]:
     return [(pl, weights.get(pl.name(), 1)) for pl in plugins]
 
 
-def _score_alone(fw: Any, state: CycleState, pod_group: PodGroupInfo, o: Outcome) -> Optional[int]:
-    a = PodGroupAssignments(o["placement"], {x[1].key: x[2] for x in o["assigned"]})
+def _score_alone(fw: Framework, state: CycleState, pod_group: PodGroupInfo, o: Outcome) -> Optional[int]:
+    a = PodGroupAssignments(o.placement, {x.pod_info.key: x.node for x in o.assigned})
     totals, _, st = fw.run_placement_score_plugins(state, pod_group, [a])
     return None if st is not None or not totals else totals[0]
 
 
 def _not_tried(p: Placement, need: int, short: list[str]) -> Outcome:
     msg = f"not tried, free capacity cannot hold {need} pod{'s' if need != 1 else ''} ({'; '.join(short)})"
-    return {"placement": p, "view": None, "assigned": [], "failures": {}, "feasible": False,
-            "plugins": {names.NodeResourcesFit}, "status_message": "", "message": msg, "tried": False}
+    return PlacementOutcome(p, plugins={names.NodeResourcesFit}, message=msg, tried=False)
 
 
 def _names(names_: list[str], limit: int = 3) -> str:
@@ -139,15 +160,15 @@ def _names(names_: list[str], limit: int = 3) -> str:
 def describe(o: Outcome, total: int) -> str:
     """`3/4 pods fit (pod p-3: 0/100 nodes are available: 100 Insufficient cpu; minCount (4) ...)`:
     what happened to the group in one placement."""
-    if o.get("tried") is False:
-        return o.get("message") or ""
-    head = f"{len(o['assigned'])}/{total} pods fit"
+    if not o.tried:
+        return o.message
+    head = f"{len(o.assigned)}/{total} pods fit"
     by_reason: dict[str, list[str]] = defaultdict(list)
-    for qpi, fe in (o.get("failures") or {}).values():
+    for qpi, fe in o.failures.values():
         by_reason[str(fe).rstrip(".")].append(qpi.pod_info.name)
     parts = [f"pod{'s' if len(pods) != 1 else ''} {_names(pods)}: {reason}" for reason, pods in by_reason.items()]
-    if not o["feasible"] and o.get("status_message"):
-        parts.append(o["status_message"])
+    if not o.feasible and o.status_message:
+        parts.append(o.status_message)
     return head + (f" ({'; '.join(parts)})" if parts else "")
 
 
@@ -155,12 +176,12 @@ def summarize(outcomes: Sequence[Outcome]) -> str:
     """One line naming the domains evaluated and why each failed, domains with the same reason
     together: `3 placements evaluated: topology.kubernetes.io/rack=rack-0: 3/4 pods fit (...); ...`.
     Empty when the only placement was the whole cluster."""
-    if not outcomes or (len(outcomes) == 1 and outcomes[0]["placement"].name == CLUSTER):
+    if not outcomes or (len(outcomes) == 1 and outcomes[0].placement.name == CLUSTER):
         return ""
     by_msg: dict[str, list[str]] = defaultdict(list)
     for o in outcomes:
-        msg = o.get("message") or o.get("status_message") or ("feasible" if o["feasible"] else "infeasible")
-        by_msg[msg].append(o["placement"].name)
+        msg = o.message or o.status_message or ("feasible" if o.feasible else "infeasible")
+        by_msg[msg].append(o.placement.name)
     groups = sorted(by_msg.items(), key=lambda kv: -len(kv[1]))
     parts = [f"{_names(domains, MAX_DOMAINS_PER_REASON)}: {msg}" for msg, domains in groups[:MAX_REASONS]]
     if len(groups) > MAX_REASONS:

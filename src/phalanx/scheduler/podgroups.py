@@ -3,12 +3,13 @@
 `PodGroupManager` is fed by the scheduler's informers (PodGroups and Pods) and answers the
 questions gang scheduling asks (upstream's PodGroupManager): does the group exist, what is its
 policy and `minCount`, how many of its pods exist (`all_pods_count`), which scheduler names its
-pods use. How many are scheduled (assumed or bound) comes from the scheduler cache.
+pods use, and how many are scheduled (assumed or bound: `scheduled_count`, which the scheduler
+answers from its cache). Plugins reach it as their Handle's PodGroup lister.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .cache import pod_group_key, pod_key
 
@@ -25,7 +26,8 @@ def policy_of(pg: Obj) -> tuple[str, int]:
 
 
 class PodGroupManager:
-    def __init__(self) -> None:
+    def __init__(self, scheduled_count: Optional[Callable[[str], int]] = None) -> None:
+        self._scheduled_count = scheduled_count  # group key -> pods assumed or bound (the scheduler's cache)
         self.groups: dict[str, Obj] = {}  # namespace/name -> PodGroup
         self.pods: dict[str, dict[str, Obj]] = {}  # group key -> pod key -> pod (non-terminal)
         self._names: dict[str, dict[str, int]] = {}  # group key -> schedulerName -> pods using it
@@ -90,3 +92,7 @@ class PodGroupManager:
 
     def scheduler_names(self, group_key: str) -> set[str]:
         return set(self._names.get(group_key) or ())
+
+    def scheduled_count(self, group_key: str) -> int:
+        """The group's pods assumed or bound; 0 without a scheduler cache to ask."""
+        return self._scheduled_count(group_key) if self._scheduled_count is not None else 0

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
 from .cache import pod_group_key, pod_key
-from .framework.types import ClusterEvent, PodInfo, QueuedPodInfo, QueueingHint, match_cluster_events
+from .framework.events import ClusterEvent, QueueingHint, match_cluster_events
+from .framework.types import PodInfo, QueuedPodInfo
 
 log = logging.getLogger("phalanx.scheduler.queue")
 
@@ -347,8 +348,11 @@ class SchedulingQueue:
         self.move_request_cycle += 1
         if not self.gated and not self.unschedulable:
             return
-        registered = self._registered()
-        interest = self._interest(registered, event)  # plugins with a registration this event matches
+        interest = self._interest(self._registered(), event)  # plugins with a registration this event matches
+        self._admit_gated(interest, old, new)
+        self._move_unschedulable(interest, old, new)
+
+    def _admit_gated(self, interest: dict[str, tuple], old: Optional[dict], new: Optional[dict]) -> None:
         for plugin, by_key in list(self._gated_by_plugin.items()):
             if plugin and plugin not in interest:
                 continue  # no hint of the gating plugin can fire: skip its pods without a look
@@ -356,6 +360,8 @@ class SchedulingQueue:
             for key, qpi in list(by_key.items()):
                 if not plugin or self._run_hints(plugin, hints, qpi.pod, old, new):
                     self._admit(qpi)
+
+    def _move_unschedulable(self, interest: dict[str, tuple], old: Optional[dict], new: Optional[dict]) -> None:
         for key, (e, _) in list(self.unschedulable.items()):
             plugins = e.unschedulable_plugins
             if not any(pl in interest or not pl for pl in plugins):

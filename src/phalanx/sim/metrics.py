@@ -153,6 +153,20 @@ def _timed(fn: Callable, name: str, recorder: Recorder) -> Callable:
     return wrapper
 
 
+def _timed_async(fn: Callable, name: str, recorder: Recorder) -> Callable:
+    """`_timed` for a coroutine function (the binding cycle's PreBind and Bind)."""
+    async def wrapper(*args, **kwargs):
+        if not recorder.sinks:
+            return await fn(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            recorder.point(name, time.perf_counter() - t0)
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
 class InstrumentedScheduler(Scheduler):
     """`Scheduler` with attempt and extension-point timings; behaviour is unchanged."""
 
@@ -166,6 +180,8 @@ class InstrumentedScheduler(Scheduler):
                 bound = getattr(fw, method, None)
                 if bound is not None:
                     setattr(fw, method, _timed(bound, point, self.recorder))
+            for point, method in (("PreBind", "run_pre_bind_plugins"), ("Bind", "run_bind_plugins")):
+                setattr(fw, method, _timed_async(getattr(fw, method), point, self.recorder))
 
     @property
     def unavailable_plugins(self) -> list[str]:
@@ -212,24 +228,6 @@ class InstrumentedScheduler(Scheduler):
             dt = time.perf_counter() - t0
             if self.stats["group_attempts"] != attempts:
                 rec.attempt(True, "scheduled" if self.stats["groups_scheduled"] != scheduled else "unschedulable", dt)
-
-    async def _run_pre_bind(self, fw, state, pi, node):
-        if not self.recorder.sinks:
-            return await super()._run_pre_bind(fw, state, pi, node)
-        t0 = time.perf_counter()
-        try:
-            return await super()._run_pre_bind(fw, state, pi, node)
-        finally:
-            self.recorder.point("PreBind", time.perf_counter() - t0)
-
-    async def _bind(self, fw, state, pi, node):
-        if not self.recorder.sinks:
-            return await super()._bind(fw, state, pi, node)
-        t0 = time.perf_counter()
-        try:
-            return await super()._bind(fw, state, pi, node)
-        finally:
-            self.recorder.point("Bind", time.perf_counter() - t0)
 
 
 # -- throughput -------------------------------------------------------------------------------------

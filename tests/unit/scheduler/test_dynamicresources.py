@@ -1,4 +1,4 @@
-"""DynamicResources plugin: claims, slices and classes made by hand, fed to a ClaimTracker, and the
+"""DynamicResources plugin: claims, slices and classes made by hand, fed to a DRAManager, and the
 plugin run through a Framework over a snapshot (PreBind against an in-memory API server)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from phalanx.cluster.featuregates import FeatureGates
 from phalanx.dra import testing as d
 from phalanx.dra.devices import DeviceID
 from phalanx.scheduler.framework import CycleState, Framework, PodInfo
@@ -14,8 +15,9 @@ from phalanx.scheduler.framework.config import KubeSchedulerProfile, set_profile
 from phalanx.scheduler.framework.diagnosis import FitError
 from phalanx.scheduler.framework.registry import in_tree_registry
 from phalanx.scheduler.framework.status import Code
-from phalanx.scheduler.framework.types import QueueingHint
-from phalanx.scheduler.plugins.dynamicresources import ClaimTracker, DynamicResources
+from phalanx.scheduler.framework.events import QueueingHint
+from phalanx.scheduler.framework.dra_manager import DRAManager
+from phalanx.scheduler.plugins.dynamicresources import DynamicResources
 
 from .builders import make_node, make_pod
 from .harness import only, snapshot
@@ -71,8 +73,8 @@ def podgroup(name: str, *claims: tuple[str, str], uid: str = "uid-pg") -> dict:
                      "resourceClaims": [{"name": n, "resourceClaimTemplateName": t} for n, t in claims]}}
 
 
-def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> ClaimTracker:
-    t = ClaimTracker()
+def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> DRAManager:
+    t = DRAManager()
     for c in claims:
         t.claim_added(c)
     for s in slices:
@@ -85,7 +87,7 @@ def tracker_with(claims=(), slices=(), classes=(d.device_class(),)) -> ClaimTrac
 class Setup:
     """A framework with DynamicResources (plus NodeResourcesFit) over `nodes`."""
 
-    def __init__(self, tracker: ClaimTracker, nodes: list[dict], *, groups: dict | None = None, client=None):
+    def __init__(self, tracker: DRAManager, nodes: list[dict], *, groups: dict | None = None, client=None):
         self.tracker = tracker
         groups = groups or {}
         self.plugin = DynamicResources(tracker, client, pod_group_of=lambda p: groups.get(
@@ -164,6 +166,20 @@ def test_missing_device_class_is_unresolvable_with_upstreams_message():
     _, st, _ = s.pre_filter(pod("p", ("gpu", "claim:c")))
     assert st.code == Code.UnschedulableAndUnresolvable
     assert st.message() == "request gpu: device class gpu.example.com does not exist"
+
+
+@pytest.mark.parametrize("prioritized_list, message", [
+    (False, "resource claim default/c, request gpu: has subrequests, but the DRAPrioritizedList feature is disabled"),
+    (True, None),
+])
+def test_subrequests_need_the_prioritized_list_gate(prioritized_list, message):
+    c = claim("c", d.first_available("gpu", d.request("big"), d.request("small")))
+    plugin = DynamicResources(tracker_with([c]), gates=FeatureGates({"DRAPrioritizedList": prioritized_list}))
+    _, st = plugin.pre_filter(CycleState(), PodInfo(pod("p", ("gpu", "claim:c"))), [])
+    if message is None:
+        assert st is None
+    else:
+        assert st.code == Code.UnschedulableAndUnresolvable and st.message() == message
 
 
 def test_allocated_claim_narrows_nodes_to_its_node_selector():

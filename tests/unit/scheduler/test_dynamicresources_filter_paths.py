@@ -9,7 +9,7 @@ from phalanx.dra import testing as d
 from phalanx.dra.devices import DeviceID
 from phalanx.scheduler.framework import CycleState, PodInfo
 from phalanx.scheduler.framework.interface import FilterPlugin
-from phalanx.scheduler.framework.types import QueueingHint
+from phalanx.scheduler.framework.events import QueueingHint
 
 from .test_dynamicresources import GPU, Setup, allocated, claim, hint, node, pod, tracker_with
 

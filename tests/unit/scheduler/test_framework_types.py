@@ -17,12 +17,8 @@ from phalanx.scheduler.framework import (
     Status,
     as_status,
 )
-from phalanx.scheduler.framework.types import (
-    HostPortInfo,
-    match_cluster_events,
-    node_scheduling_properties_change,
-    pod_scheduling_properties_change,
-)
+from phalanx.scheduler.framework.events import match_cluster_events, node_scheduling_properties_change, pod_scheduling_properties_change
+from phalanx.scheduler.framework.hostports import HostPortInfo
 
 from .builders import make_node, make_pod
 

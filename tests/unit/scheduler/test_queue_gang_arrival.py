@@ -7,8 +7,9 @@ from __future__ import annotations
 from phalanx.client.clock import VirtualClock
 from phalanx.cluster.featuregates import FeatureGates
 from phalanx.scheduler.framework import Framework
+from phalanx.scheduler.framework.services import HandleServices
 from phalanx.scheduler.framework.registry import in_tree_registry
-from phalanx.scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, EventResource
 from phalanx.scheduler.plugins import gangscheduling, names
 from phalanx.scheduler.podgroups import PodGroupManager
 from phalanx.scheduler.queue import QueuedPodGroup, SchedulingQueue
@@ -34,8 +35,8 @@ class Setup:
     def __init__(self) -> None:
         self.groups = PodGroupManager()
         reg = in_tree_registry()
-        reg.register(names.GangScheduling, gangscheduling.factory(self.groups, lambda g: 0))
-        self.fw = Framework(registry=reg, feature_gates=GATES)
+        reg.register(names.GangScheduling, gangscheduling.new)
+        self.fw = Framework(registry=reg, feature_gates=GATES, services=HandleServices(pod_groups=self.groups))
         self.queue = SchedulingQueue(self.fw, VirtualClock())
         self.pre_enqueue_calls = 0
         plugin = self.fw.plugin(names.GangScheduling)

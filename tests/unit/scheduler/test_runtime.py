@@ -4,6 +4,8 @@ pod-group points, and profile construction errors."""
 
 from __future__ import annotations
 
+import asyncio
+
 from typing import Optional
 
 import pytest
@@ -38,7 +40,7 @@ from phalanx.scheduler.framework import (
 )
 from phalanx.scheduler.framework.config import KubeSchedulerProfile, PluginRef, PluginSet, Plugins
 from phalanx.scheduler.framework.diagnosis import SchedulingError
-from phalanx.scheduler.framework.runtime import FrameworkConfigError
+from phalanx.scheduler.framework.construction import FrameworkConfigError
 from phalanx.scheduler.plugins import queuesort
 
 from .builders import make_node, make_pod
@@ -364,16 +366,16 @@ def test_permit_rejection_fails_the_cycle():
 
 
 @pytest.mark.parametrize("statuses, want_code, calls", [
-    ([], Code.Skip, []),
+    ([], Code.Error, []),  # nothing bound the pod: the binding cycle fails
     ([Status.new(Code.Skip), None], Code.Success, ["B0", "B1"]),
-    ([Status.new(Code.Skip), Status.new(Code.Skip)], Code.Skip, ["B0", "B1"]),
+    ([Status.new(Code.Skip), Status.new(Code.Skip)], Code.Error, ["B0", "B1"]),
     ([None, None], Code.Success, ["B0"]),
     ([Status.new(Code.Error, "api down")], Code.Error, ["B0"]),
 ])
 def test_bind_plugins(statuses, want_code, calls):
     rec = Recorder()
     fw = build([FakeBind(f"B{i}", rec, st) for i, st in enumerate(statuses)])
-    st = fw.run_bind_plugins(CycleState(), PodInfo(POD), "n0")
+    st = asyncio.run(fw.run_bind_plugins(CycleState(), PodInfo(POD), "n0"))
     assert (Code.Success if st is None else st.code) == want_code
     assert [c[1] for c in rec.calls] == calls
 

@@ -16,7 +16,8 @@ from phalanx.scheduler.framework.interface import (Placement, PlacementFeasibleP
                                                    PlacementScore, PodGroupAssignments, PodGroupInfo)
 from phalanx.scheduler.framework.registry import in_tree_registry
 from phalanx.scheduler.framework.status import Code
-from phalanx.scheduler.framework.types import ActionType, ClusterEvent, EventResource, QueueingHint
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
+from phalanx.scheduler.placement_outcome import Assignment, PlacementOutcome
 from phalanx.scheduler.placementsearch import describe, search_placements, summarize
 from phalanx.scheduler.plugins import podgrouppodscount, topologyaware
 from phalanx.scheduler.podgroups import policy_of
@@ -330,10 +331,10 @@ def whole_cluster(fw: Framework) -> Placement:
 
 
 def make_attempt(fw: Framework, members: list[PodInfo], info: PodGroupInfo, log: list):
-    """The scheduler's group algorithm on one placement (as Scheduler._try_placement), reverted
+    """The scheduler's group algorithm on one placement (as PodGroupCycle.try_placement), reverted
     afterwards; the node RNG is reseeded per placement so a placement's outcome depends on
     nothing but the cluster state."""
-    def attempt(placement: Placement) -> dict:
+    def attempt(placement: Placement) -> PlacementOutcome:
         log.append(placement.name)
         fw.rng.seed(placement.name)
         view = Snapshot(placement.nodes)
@@ -346,7 +347,7 @@ def make_attempt(fw: Framework, members: list[PodInfo], info: PodGroupInfo, log:
                 failures[pi.key] = (type("Q", (), {"pod_info": pi})(), fe)
             else:
                 view.add_pod(pi.assumed_on(res.suggested_host), res.suggested_host)
-                assigned.append((None, pi, res.suggested_host, None))
+                assigned.append(Assignment(None, pi, res.suggested_host, None))
             progress = PlacementProgress(len(assigned), len(members) - i - 1)
             st = fw.run_placement_feasible_plugins(CycleState(), info, progress)
             if st is not None and st.is_rejected():
@@ -354,23 +355,22 @@ def make_attempt(fw: Framework, members: list[PodInfo], info: PodGroupInfo, log:
         for _, pi, node, _ in assigned:
             view.remove_pod(pi.assumed_on(node), node)
         feasible = bool(assigned) and (st is None or st.is_success())
-        return {"placement": placement, "view": view, "assigned": assigned, "failures": failures,
-                "feasible": feasible, "plugins": set(),
-                "status_message": "" if feasible or st is None else st.message()}
+        return PlacementOutcome(placement, view, assigned, failures=failures, feasible=feasible,
+                                status_message="" if feasible or st is None else st.message())
     return attempt
 
 
-def choose(fw: Framework, info: PodGroupInfo, outcomes: list[dict]) -> Optional[str]:
+def choose(fw: Framework, info: PodGroupInfo, outcomes: list[PlacementOutcome]) -> Optional[str]:
     """What the scheduler does with the outcomes: score the feasible ones, the first best wins."""
-    feasible = [o for o in outcomes if o["feasible"]]
+    feasible = [o for o in outcomes if o.feasible]
     if not feasible:
         return None
     if len(feasible) == 1:
-        return feasible[0]["placement"].name
-    assignments = [PodGroupAssignments(o["placement"], {a[1].key: a[2] for a in o["assigned"]}) for o in feasible]
+        return feasible[0].placement.name
+    assignments = [PodGroupAssignments(o.placement, {a.pod_info.key: a.node for a in o.assigned}) for o in feasible]
     totals, _, st = fw.run_placement_score_plugins(CycleState(), info, assignments)
     assert st is None
-    return feasible[max(range(len(feasible)), key=lambda i: totals[i])]["placement"].name
+    return feasible[max(range(len(feasible)), key=lambda i: totals[i])].placement.name
 
 
 def random_cluster(rng: random.Random) -> tuple[list[dict], list[dict]]:
@@ -410,9 +410,9 @@ def test_pruned_search_chooses_what_the_exhaustive_search_chooses(seed):
     attempt = make_attempt(fw, members, info, pruned_log)
     outcomes, skipped = search_placements(fw, CycleState(), info, placements, attempt)
     assert choose(fw, info, outcomes) == choose(fw, info, exhaustive)
-    assert len(pruned_log) + skipped + sum(1 for o in outcomes if o.get("tried") is False) == len(placements)
-    assert [o["placement"].name for o in outcomes] == [p.name for p in placements][:len(outcomes)] or \
-        [o["placement"].name for o in outcomes] == sorted((o["placement"].name for o in outcomes),
+    assert len(pruned_log) + skipped + sum(1 for o in outcomes if not o.tried) == len(placements)
+    assert [o.placement.name for o in outcomes] == [p.name for p in placements][:len(outcomes)] or \
+        [o.placement.name for o in outcomes] == sorted((o.placement.name for o in outcomes),
                                                           key=[p.name for p in placements].index)
 
 
@@ -439,7 +439,7 @@ def test_ranks_stop_at_the_first_rank_with_a_feasible_placement_and_capacity_pru
     outcomes, _ = search_placements(fw, CycleState(), info, placements, make_attempt(fw, members, info, log))
     # no rack holds 3 pods of 2 cpu: every rack is pruned by capacity, then block-0 is tried and fits
     assert log == [f"{BLOCK}=block-0"]
-    assert [o["message"] for o in outcomes[:4]] == [
+    assert [o.message for o in outcomes[:4]] == [
         "not tried, free capacity cannot hold 3 pods (cpu: 4 free, 6 requested)"] * 4
     assert choose(fw, info, outcomes) == f"{BLOCK}=block-0"
 
@@ -453,18 +453,17 @@ def test_a_lone_placement_is_simply_tried():
     placements, _ = fw.run_placement_generate_plugins(CycleState(), info, whole_cluster(fw))
     outcomes, _ = search_placements(fw, CycleState(), info, placements, make_attempt(fw, members, info, log))
     assert log == [f"{RACK}=rack-0"]
-    assert outcomes[0]["message"] == (
+    assert outcomes[0].message == (
         "0/2 pods fit (pod m0: 0/2 nodes are available: 2 Insufficient cpu; "
         "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining)")
 
 
 def test_describe_and_summarize():
     def o(name, placed, message, tried=True):
-        return {"placement": Placement(name, []), "assigned": [None] * placed, "feasible": False,
-                "message": message, "status_message": "", "tried": tried}
+        return PlacementOutcome(Placement(name, []), assigned=[None] * placed, message=message, tried=tried)
     outcomes = [o("r=a", 0, "not tried, x"), o("r=b", 0, "not tried, x"), o("r=c", 3, "3/4 pods fit (y)"),
                 o("r=d", 0, "not tried, x"), o("r=e", 0, "not tried, x"), o("r=f", 0, "not tried, x")]
     assert summarize(outcomes) == ("6 placements evaluated: r=a, r=b, r=d, r=e and 1 more: not tried, x; "
                                    "r=c: 3/4 pods fit (y)")
     assert summarize([o("cluster", 0, "z")]) == ""
-    assert describe({"assigned": [1, 2], "failures": {}, "feasible": True, "status_message": ""}, 4) == "2/4 pods fit"
+    assert describe(PlacementOutcome(Placement("r=a", []), assigned=[None, None], feasible=True), 4) == "2/4 pods fit"

@@ -36,17 +36,12 @@ from .interface import (
     WaitingPod,
 )
 from .registry import Registry, in_tree_registry
-from .runtime import Framework, Nominator, ScheduleResult, SchedulingCycleResult, ScoreResult
+from .nominator import Nominator
+from .results import ScheduleResult, SchedulingCycleResult, ScoreResult
+from .runtime import Framework
+from .services import EventRecorder, HandleServices
 from .snapshot import Snapshot
 from .status import Code, Status, as_status
-from .types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    PodInfo,
-    QueuedPodInfo,
-    QueueingHint,
-    Resource,
-)
+from .events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from .resources import Resource
+from .types import NodeInfo, PodInfo, QueuedPodInfo

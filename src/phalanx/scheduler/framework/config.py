@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from phalanx.cluster.featuregates import FeatureGates
 
@@ -335,51 +335,85 @@ def _validate_resources(path: str, resources: list[Mapping[str, Any]]) -> list[s
 
 
 def _validate_args(path: str, name: str, args: Mapping[str, Any]) -> list[str]:
+    """Upstream's per-plugin args validation (ValidateNodeResourcesFitArgs and friends)."""
+    validate = _ARGS_VALIDATORS.get(name)
+    return validate(path, args) if validate is not None else []
+
+
+def _validate_fit_args(path: str, args: Mapping[str, Any]) -> list[str]:
     errs: list[str] = []
-    if name == "NodeResourcesFit":
-        s = args.get("scoringStrategy") or {}
-        t = s.get("type")
-        if t not in ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"):
-            errs.append(f'{path}.scoringStrategy.type: Unsupported value: "{t}": supported values: '
-                        '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"')
-        errs.extend(_validate_resources(f"{path}.scoringStrategy.resources", s.get("resources") or []))
-        if t == "RequestedToCapacityRatio":
-            shape = ((s.get("requestedToCapacityRatio") or {}).get("shape")) or []
-            if not shape:
-                errs.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified")
-            prev = None
-            for k, pt in enumerate(shape):
-                u, sc = pt.get("utilization", 0), pt.get("score", 0)
-                if not 0 <= u <= 100:
-                    errs.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}].utilization: Invalid value: {u}: not in valid range [0, 100]")
-                elif prev is not None and u <= prev:
-                    errs.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}].utilization: Invalid value: {u}: utilization values must be sorted in increasing order")
-                prev = u
-                if not 0 <= sc <= MAX_CUSTOM_PRIORITY_SCORE:
-                    errs.append(f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{k}].score: Invalid value: {sc}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-    elif name == "NodeResourcesBalancedAllocation":
-        errs.extend(_validate_resources(f"{path}.resources", args.get("resources") or []))
-    elif name == "DefaultPreemption":
-        pct = args.get("minCandidateNodesPercentage", 10)
-        if not 0 <= pct <= 100:
-            errs.append(f"{path}.minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]")
-        ab = args.get("minCandidateNodesAbsolute", 100)
-        if ab < 0:
-            errs.append(f"{path}.minCandidateNodesAbsolute: Invalid value: {ab}: not in valid range [0, inf)")
-        if pct == 0 and ab == 0:
-            errs.append(f"{path}: Invalid value: {{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}}: "
-                        "both minCandidateNodesPercentage and minCandidateNodesAbsolute cannot be zero")
-    elif name == "InterPodAffinity":
-        w = args.get("hardPodAffinityWeight", 1)
-        if not 0 <= w <= 100:
-            errs.append(f"{path}.hardPodAffinityWeight: Invalid value: {w}: not in valid range [0, 100]")
-    elif name == "PodTopologySpread":
-        dt = args.get("defaultingType")
-        if dt not in ("System", "List"):
-            errs.append(f'{path}.defaultingType: Unsupported value: "{dt}": supported values: "List", "System"')
-        if dt == "System" and args.get("defaultConstraints"):
-            errs.append(f"{path}.defaultConstraints: Invalid value: when .defaultingType is \"System\"")
+    s = args.get("scoringStrategy") or {}
+    t = s.get("type")
+    if t not in ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"):
+        errs.append(f'{path}.scoringStrategy.type: Unsupported value: "{t}": supported values: '
+                    '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"')
+    errs.extend(_validate_resources(f"{path}.scoringStrategy.resources", s.get("resources") or []))
+    if t == "RequestedToCapacityRatio":
+        errs.extend(_validate_shape(f"{path}.scoringStrategy.requestedToCapacityRatio.shape",
+                                    ((s.get("requestedToCapacityRatio") or {}).get("shape")) or []))
     return errs
+
+
+def _validate_shape(path: str, shape: list[Mapping[str, Any]]) -> list[str]:
+    errs: list[str] = []
+    if not shape:
+        errs.append(f"{path}: Required value: at least one point must be specified")
+    prev = None
+    for k, pt in enumerate(shape):
+        u, sc = pt.get("utilization", 0), pt.get("score", 0)
+        if not 0 <= u <= 100:
+            errs.append(f"{path}[{k}].utilization: Invalid value: {u}: not in valid range [0, 100]")
+        elif prev is not None and u <= prev:
+            errs.append(f"{path}[{k}].utilization: Invalid value: {u}: utilization values must be sorted in "
+                        "increasing order")
+        prev = u
+        if not 0 <= sc <= MAX_CUSTOM_PRIORITY_SCORE:
+            errs.append(f"{path}[{k}].score: Invalid value: {sc}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+    return errs
+
+
+def _validate_balanced_allocation_args(path: str, args: Mapping[str, Any]) -> list[str]:
+    return _validate_resources(f"{path}.resources", args.get("resources") or [])
+
+
+def _validate_default_preemption_args(path: str, args: Mapping[str, Any]) -> list[str]:
+    errs: list[str] = []
+    pct = args.get("minCandidateNodesPercentage", 10)
+    if not 0 <= pct <= 100:
+        errs.append(f"{path}.minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]")
+    ab = args.get("minCandidateNodesAbsolute", 100)
+    if ab < 0:
+        errs.append(f"{path}.minCandidateNodesAbsolute: Invalid value: {ab}: not in valid range [0, inf)")
+    if pct == 0 and ab == 0:
+        errs.append(f"{path}: Invalid value: {{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}}: "
+                    "both minCandidateNodesPercentage and minCandidateNodesAbsolute cannot be zero")
+    return errs
+
+
+def _validate_inter_pod_affinity_args(path: str, args: Mapping[str, Any]) -> list[str]:
+    w = args.get("hardPodAffinityWeight", 1)
+    if not 0 <= w <= 100:
+        return [f"{path}.hardPodAffinityWeight: Invalid value: {w}: not in valid range [0, 100]"]
+    return []
+
+
+def _validate_pod_topology_spread_args(path: str, args: Mapping[str, Any]) -> list[str]:
+    errs: list[str] = []
+    dt = args.get("defaultingType")
+    if dt not in ("System", "List"):
+        errs.append(f'{path}.defaultingType: Unsupported value: "{dt}": supported values: "List", "System"')
+    if dt == "System" and args.get("defaultConstraints"):
+        errs.append(f"{path}.defaultConstraints: Invalid value: when .defaultingType is \"System\"")
+    return errs
+
+
+_ARGS_VALIDATORS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
+    "NodeResourcesFit": _validate_fit_args,
+    "NodeResourcesBalancedAllocation": _validate_balanced_allocation_args,
+    "DefaultPreemption": _validate_default_preemption_args,
+    "InterPodAffinity": _validate_inter_pod_affinity_args,
+    "PodTopologySpread": _validate_pod_topology_spread_args,
+}
 
 
 # -- loading from YAML/JSON objects -------------------------------------------------------------

@@ -18,7 +18,7 @@ didn't satisfy plugin(s) [...]" when PreFilter narrowed the node set).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from .status import Code, Status
 from .types import PodInfo
@@ -54,10 +54,6 @@ class NodeToStatus:
 
     def len(self) -> int:
         return len(self._map)
-
-    def for_each_explicit_node(self, fn: Callable[[str, Status], None]) -> None:
-        for name, st in self._map.items():
-            fn(name, st)
 
     def items(self) -> Iterator[tuple[str, Status]]:
         return iter(self._map.items())

@@ -19,8 +19,9 @@ and `ScorePlugin.score_nodes` evaluate a whole list of nodes in one call. Their 
 give exactly the per-node results.
 
 `Handle` is what factories receive (the Framework implements it): the current snapshot, the
-nominator, namespace labels, PDBs, default spreading selectors, and the plugin runners that
-preemption uses.
+nominator, namespace labels, PDBs, default spreading selectors, the plugin runners that
+preemption uses, and the scheduler's shared parts (client, informer factory, event recorder,
+DRA manager, PodGroup lister, clock, off-cycle API calls; see `services.py`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,20 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Pr
 
 from .cycle_state import CycleState
 from .status import Code, Status
-from .types import ClusterEventWithHint, NodeInfo, Obj, PodInfo, QueuedPodInfo
+from .constants import Obj
+from .events import ClusterEventWithHint
+from .types import NodeInfo, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
+    import random
+
+    from phalanx.client.clock import Clock
+    from phalanx.client.informer import InformerFactory
+    from phalanx.client.interface import Client
     from phalanx.machinery.selectors import LabelSelector
+
+    from .dra_manager import DRAManager
+    from .services import ApiCall, EventRecorder, PodGroupLister
 
     from .diagnosis import NodeToStatus
     from .snapshot import Snapshot
@@ -458,15 +469,27 @@ def _go_duration(seconds: float) -> str:
 # -- what plugins may ask of the framework ----------------------------------------------------
 
 class PodNominator(Protocol):
+    """Pods nominated to nodes by preemption (upstream's PodNominator, which the Handle embeds)."""
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str = "") -> None: ...
+
+    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None: ...
+
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
 
-class Handle(Protocol):
-    """What a plugin factory receives. `Framework` implements it."""
+class Handle(PodNominator, Protocol):
+    """What a plugin factory receives (`factory(args, handle)`); `Framework` implements it.
+
+    Besides the cluster as this cycle sees it (snapshot, namespaces, PDBs, nominations) and the
+    plugin runners preemption uses, a plugin gets what upstream's framework.Handle offers: the API
+    client, the shared informer factory (informers a plugin needs are made there, and the
+    scheduler waits for their sync), an event recorder, the shared DRA manager, the PodGroup
+    lister, the clock, and `spawn_api_call` for API writes off the scheduling cycle."""
+
+    rng: "random.Random"  # the profile's seeded tie-breaking randomness
 
     def snapshot_shared_lister(self) -> "Snapshot": ...
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
     def namespace_labels(self, namespace: str) -> Optional[Mapping[str, str]]: ...
 
@@ -491,5 +514,18 @@ class Handle(Protocol):
 
     def get_waiting_pod(self, uid: str) -> Optional[WaitingPod]: ...
 
-    @property
-    def rng(self) -> Any: ...
+    def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None: ...
+
+    def client(self) -> Optional["Client"]: ...
+
+    def shared_informer_factory(self) -> Optional["InformerFactory"]: ...
+
+    def event_recorder(self) -> "EventRecorder": ...
+
+    def shared_dra_manager(self) -> Optional["DRAManager"]: ...
+
+    def pod_group_lister(self) -> Optional["PodGroupLister"]: ...
+
+    def clock(self) -> "Clock": ...
+
+    def spawn_api_call(self, call: "ApiCall") -> None: ...

@@ -36,36 +36,33 @@ keeps each plugin's weighted score per node (`node_plugin_scores()`).
 
 from __future__ import annotations
 
+import inspect
+import logging
 import operator
-import heapq
 import random
-from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from phalanx.cluster.featuregates import FeatureGates
 
-from .config import KubeSchedulerProfile, PluginRef, default_plugins, default_profile
+from .batch import OpportunisticBatch
+from .config import KubeSchedulerProfile, default_profile
+from .constants import MAX_NODE_SCORE, MIN_NODE_SCORE, Obj
+from .construction import FrameworkPlugins
 from .cycle_state import CycleState
 from .diagnosis import Diagnosis, FitError, NodeToStatus, NoNodesAvailableError, SchedulingError
 from .interface import (
-    EXTENSION_POINTS,
     MAX_PERMIT_TIMEOUT_SECONDS,
+    UNSIGNABLE,
     BindPlugin,
-    EnqueueExtensions,
     FilterPlugin,
     NominatingInfo,
     NominatingMode,
     PermitPlugin,
-    Placement,
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
-    PlacementProgress,
-    PlacementScore,
     PlacementScorePlugin,
     Plugin,
-    PodGroupAssignments,
-    PodGroupInfo,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -77,24 +74,31 @@ from .interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
-    UNSIGNABLE,
     WaitingPod,
     merge_pre_filter_results,
 )
-from .batch import OpportunisticBatch
+from .nominator import Nominator
+from .podgroup_points import PodGroupExtensionPoints
 from .registry import Registry, in_tree_registry
+from .results import ScheduleResult, SchedulingCycleResult, ScoreResult
+from .services import ApiCall, EventRecorder, HandleServices, PodGroupLister
 from .snapshot import Snapshot
-from .status import Code, Status, as_status
-from .types import MAX_NODE_SCORE, MAX_TOTAL_SCORE, MIN_NODE_SCORE, ClusterEventWithHint, NodeInfo, Obj, PodInfo, QueuedPodInfo
+from .status import Code, Status, as_status, go_quote
+from .types import NodeInfo, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from phalanx.client.clock import Clock
+    from phalanx.client.informer import InformerFactory
+    from phalanx.client.interface import Client
+
+    from .dra_manager import DRAManager
+
+log = logging.getLogger("phalanx.scheduler.framework")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 _MIN_CHUNK = 64
 _REJECT_CODES = (Code.Unschedulable, Code.UnschedulableAndUnresolvable, Code.Pending)
-
-
-class FrameworkConfigError(ValueError):
-    """The profile cannot be built (unknown plugin, wrong extension point, duplicates...)."""
 
 
 def go_string_list(items: Iterable[str]) -> str:
@@ -106,114 +110,14 @@ def _pod_info(pod: PodInfo | Obj) -> PodInfo:
     return pod if isinstance(pod, PodInfo) else PodInfo(pod)
 
 
-# -- results -----------------------------------------------------------------------------------
-
-class ScoreResult:
-    """Scores of the feasible nodes: weighted score per plugin per node, and totals."""
-
-    __slots__ = ("nodes", "plugin_names", "plugin_scores", "totals")
-
-    def __init__(self, nodes: Sequence[NodeInfo], plugin_names: list[str], plugin_scores: dict[str, list[int]],
-                 totals: list[int]):
-        self.nodes = nodes
-        self.plugin_names = plugin_names
-        self.plugin_scores = plugin_scores
-        self.totals = totals
-
-    def node_plugin_scores(self) -> list[dict[str, Any]]:
-        """Upstream's NodePluginScores: [{"name", "scores": [{"name", "score"}], "totalScore"}]."""
-        out = []
-        for i, ni in enumerate(self.nodes):
-            out.append({"name": ni.name,
-                        "scores": [{"name": p, "score": self.plugin_scores[p][i]} for p in self.plugin_names],
-                        "totalScore": self.totals[i]})
-        return out
-
-    def total_by_node(self) -> dict[str, int]:
-        return {ni.name: t for ni, t in zip(self.nodes, self.totals)}
-
-    def top(self, n: int = 3) -> list[tuple[str, int]]:
-        totals = self.totals
-        order = heapq.nsmallest(n, range(len(totals)), key=lambda i: (-totals[i], i))
-        return [(self.nodes[i].name, totals[i]) for i in order]
-
-
-@dataclass
-class ScheduleResult:
-    suggested_host: str
-    evaluated_nodes: int
-    feasible_nodes: int
-    scores: Optional[ScoreResult] = None
-    diagnosis: Optional[Diagnosis] = None
-    batched: bool = False  # placed from the opportunistic batch (see batch.py)
-
-
-@dataclass
-class SchedulingCycleResult:
-    """The outcome of `Framework.scheduling_cycle` for one pod."""
-
-    pod_info: PodInfo
-    state: CycleState
-    node_name: str = ""  # the node the pod is assumed on when status is None or Wait
-    status: Optional[Status] = None  # None: success; Wait: held at Permit; otherwise the failure
-    schedule_result: Optional[ScheduleResult] = None
-    fit_error: Optional[FitError] = None
-    post_filter_result: Optional[PostFilterResult] = None
-    nominating_info: Optional[NominatingInfo] = None
-    waiting_pod: Optional[WaitingPod] = None
-
-    @property
-    def scheduled(self) -> bool:
-        return self.status is None or self.status.code in (Code.Success, Code.Wait)
-
-    def message(self) -> str:
-        if self.fit_error is not None:
-            return str(self.fit_error)
-        return "" if self.status is None else self.status.message()
-
-
-# -- a minimal nominator ---------------------------------------------------------------------------
-
-class Nominator:
-    """Pods nominated to nodes (by preemption), as the queue's PodNominator keeps them."""
-
-    def __init__(self) -> None:
-        self._by_node: dict[str, list[PodInfo]] = {}
-        self._node_of: dict[str, str] = {}
-
-    def add_nominated_pod(self, pod: PodInfo, node_name: str = "") -> None:
-        node_name = node_name or pod.nominated_node_name
-        self.delete_nominated_pod_if_exists(pod)
-        if not node_name:
-            return
-        self._by_node.setdefault(node_name, []).append(pod)
-        self._node_of[pod.key] = node_name
-
-    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
-        node = self._node_of.pop(pod.key, None)
-        if node is None:
-            return
-        lst = [p for p in self._by_node.get(node, []) if p.key != pod.key]
-        if lst:
-            self._by_node[node] = lst
-        else:
-            self._by_node.pop(node, None)
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return list(self._by_node.get(node_name, ()))
-
-    def nominated_node_names(self) -> set[str]:
-        return set(self._by_node)
-
-
 # -- the framework ---------------------------------------------------------------------------------
 
-class Framework:
+class Framework(FrameworkPlugins, PodGroupExtensionPoints):
     """One profile's plugins, and the Handle given to them."""
 
     def __init__(self, profile: Optional[KubeSchedulerProfile] = None, *, registry: Optional[Registry] = None,
                  feature_gates: Optional[FeatureGates] = None, snapshot: Optional[Snapshot] = None,
-                 nominator: Any = None, namespaces: Optional[Mapping[str, Mapping[str, str]] | Callable[[], Mapping[str, Mapping[str, str]]]] = None,
+                 nominator: Optional[Nominator] = None, services: Optional[HandleServices] = None, namespaces: Optional[Mapping[str, Mapping[str, str]] | Callable[[], Mapping[str, Mapping[str, str]]]] = None,
                  pod_disruption_budgets: Optional[Callable[[], list[Obj]] | list[Obj]] = None,
                  default_spread_selector: Optional[Callable[[PodInfo], Any]] = None,
                  percentage_of_nodes_to_score: Optional[int] = None, seed: int = 0):
@@ -223,6 +127,8 @@ class Framework:
         self.registry = registry if registry is not None else in_tree_registry()
         self.snapshot: Optional[Snapshot] = snapshot
         self.nominator = nominator
+        self.services = services or HandleServices()
+        self._event_recorder = EventRecorder(self.services.client, self.profile_name)
         self._namespaces = namespaces
         self._pdbs = pod_disruption_budgets
         self._default_spread_selector = default_spread_selector
@@ -270,111 +176,6 @@ class Framework:
         self.batch: Optional[OpportunisticBatch] = (
             OpportunisticBatch(self) if self.feature_gates.enabled("OpportunisticBatching") else None)
 
-    # -- construction (upstream NewFramework) ------------------------------------------------
-    _POINT_ATTRS = {
-        "preEnqueue": "pre_enqueue_plugins", "queueSort": "queue_sort_plugins", "preFilter": "pre_filter_plugins",
-        "filter": "filter_plugins", "postFilter": "post_filter_plugins", "preScore": "pre_score_plugins",
-        "score": "score_plugins", "reserve": "reserve_plugins", "permit": "permit_plugins",
-        "preBind": "pre_bind_plugins", "bind": "bind_plugins", "postBind": "post_bind_plugins",
-        "placementGenerate": "placement_generate_plugins", "placementScore": "placement_score_plugins",
-        "placementFeasible": "placement_feasible_plugins",
-    }
-
-    def _build(self) -> None:
-        prof = self.profile
-        plugins = prof.plugins
-        optional = {p.name for p in default_plugins(self.feature_gates).multi_point.enabled}
-        args_by_name = {pc.name: pc.args for pc in prof.plugin_config}
-        for name in _ordered_names(plugins):
-            factory = self.registry.get(name)
-            if factory is None:
-                if name in optional:
-                    self.unavailable_plugins.append(name)
-                    continue
-                continue  # reported below with the extension point that names it
-            plugin = factory(args_by_name.get(name), self)
-            self.plugins_map[name] = plugin
-
-        for point, iface in EXTENSION_POINTS.items():
-            pset = plugins.get(point)
-            lst: list[Plugin] = []
-            seen = set()
-            for ref in pset.enabled:
-                pl = self.plugins_map.get(ref.name)
-                if pl is None:
-                    if ref.name in optional and ref.name not in self.registry:
-                        continue
-                    raise FrameworkConfigError(f"{iface.__name__} {ref.name!r} does not exist".replace("'", '"'))
-                if not isinstance(pl, iface):
-                    raise FrameworkConfigError(f'plugin "{ref.name}" does not extend {iface.__name__} plugin')
-                if ref.name in seen:
-                    raise FrameworkConfigError(f'plugin "{ref.name}" already registered as "{iface.__name__}"')
-                seen.add(ref.name)
-                lst.append(pl)
-            setattr(self, self._POINT_ATTRS[point], lst)
-
-        if plugins.multi_point.enabled:
-            self._expand_multi_point()
-
-        if len(self.queue_sort_plugins) != 1:
-            raise FrameworkConfigError(
-                f'only one queue sort plugin required for profile with scheduler name "{prof.scheduler_name}", '
-                f"but got {len(self.queue_sort_plugins)}")
-        self.score_plugin_weight = self._score_weights(ScorePlugin, plugins.score.enabled + plugins.multi_point.enabled)
-        for pl in self.score_plugins:
-            if self.score_plugin_weight.get(pl.name(), 0) == 0:
-                raise FrameworkConfigError(f'score plugin "{pl.name()}" is not configured with weight')
-        self.placement_score_plugin_weight = self._score_weights(
-            PlacementScorePlugin, plugins.placement_score.enabled + plugins.multi_point.enabled)
-        self._pre_filter_extensions = [(pl.name(), pl.pre_filter_extensions()) for pl in self.pre_filter_plugins]
-
-    def _expand_multi_point(self) -> None:
-        """Upstream expandMultiPointPlugins: per extension point, explicitly configured plugins that
-        are also in MultiPoint first (their explicit order), then MultiPoint-only plugins, then the
-        other explicit ones."""
-        prof = self.profile
-        optional = {p.name for p in default_plugins(self.feature_gates).multi_point.enabled}
-        for point, iface in EXTENSION_POINTS.items():
-            pset = prof.plugins.get(point)
-            enabled = [p.name for p in pset.enabled if p.name in self.plugins_map]
-            disabled = {p.name for p in pset.disabled}
-            if "*" in disabled:
-                continue
-            multi: list[str] = []
-            overrides: set[str] = set()
-            for ref in prof.plugins.multi_point.enabled:
-                pl = self.plugins_map.get(ref.name)
-                if pl is None:
-                    if ref.name in optional and ref.name not in self.registry:
-                        continue
-                    raise FrameworkConfigError(f'{iface.__name__} "{ref.name}" does not exist')
-                if not isinstance(pl, iface):
-                    continue
-                if ref.name in disabled:
-                    continue
-                if ref.name in enabled:
-                    overrides.add(ref.name)
-                    continue
-                if ref.name in multi:
-                    raise FrameworkConfigError(f'plugin "{ref.name}" already registered as "{iface.__name__}"')
-                multi.append(ref.name)
-            order = [n for n in enabled if n in overrides] + multi + [n for n in enabled if n not in overrides]
-            setattr(self, self._POINT_ATTRS[point], [self.plugins_map[n] for n in order])
-
-    def _score_weights(self, iface: type, refs: list[PluginRef]) -> dict[str, int]:
-        weights: dict[str, int] = {}
-        total = 0
-        for ref in refs:
-            pl = self.plugins_map.get(ref.name)
-            if pl is None or not isinstance(pl, iface) or ref.name in weights:
-                continue
-            w = ref.weight or 1
-            if w * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
-                raise FrameworkConfigError("total score of Score plugins could overflow")
-            weights[ref.name] = w
-            total += w * MAX_NODE_SCORE
-        return weights
-
     # -- Handle ---------------------------------------------------------------------------------
     def snapshot_shared_lister(self) -> Snapshot:
         if self.snapshot is None:
@@ -388,6 +189,36 @@ class Framework:
         if self.nominator is None:
             return []
         return self.nominator.nominated_pods_for_node(node_name)
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str = "") -> None:
+        if self.nominator is not None:
+            self.nominator.add_nominated_pod(pod, node_name)
+
+    def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
+        if self.nominator is not None:
+            self.nominator.delete_nominated_pod_if_exists(pod)
+
+    def client(self) -> Optional["Client"]:
+        return self.services.client
+
+    def shared_informer_factory(self) -> Optional["InformerFactory"]:
+        return self.services.informer_factory
+
+    def event_recorder(self) -> EventRecorder:
+        return self._event_recorder
+
+    def shared_dra_manager(self) -> Optional["DRAManager"]:
+        return self.services.dra_manager
+
+    def pod_group_lister(self) -> Optional[PodGroupLister]:
+        return self.services.pod_groups
+
+    def clock(self) -> "Clock":
+        return self.services.clock
+
+    def spawn_api_call(self, call: ApiCall) -> None:
+        """Run an API write off the scheduling cycle (the scheduler's `wait_idle` waits for it)."""
+        self.services.spawn_api_call(call)
 
     def namespaces(self) -> Optional[Mapping[str, Mapping[str, str]]]:
         ns = self._namespaces
@@ -408,35 +239,6 @@ class Framework:
 
     def feature_enabled(self, gate: str) -> bool:
         return self.feature_gates.enabled(gate)
-
-    def plugin(self, name: str) -> Optional[Plugin]:
-        return self.plugins_map.get(name)
-
-    def list_plugins(self) -> dict[str, list[dict[str, Any]]]:
-        """The plugins per extension point, with score weights (upstream ListPlugins)."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for point, attr in self._POINT_ATTRS.items():
-            lst = getattr(self, attr)
-            if not lst:
-                continue
-            entries = []
-            for pl in lst:
-                e: dict[str, Any] = {"name": pl.name()}
-                if point == "score":
-                    e["weight"] = self.score_plugin_weight.get(pl.name(), 1)
-                elif point == "placementScore":
-                    e["weight"] = self.placement_score_plugin_weight.get(pl.name(), 1)
-                entries.append(e)
-            out[point] = entries
-        return out
-
-    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
-        """plugin name -> registered events, for the queue's requeueing."""
-        out = {}
-        for name, pl in self.plugins_map.items():
-            if isinstance(pl, EnqueueExtensions):
-                out[name] = pl.events_to_register()
-        return out
 
     def percentage_of_nodes_to_score(self) -> Optional[int]:
         return self.profile.percentage_of_nodes_to_score
@@ -459,7 +261,7 @@ class Framework:
                 continue
             if st.is_rejected():
                 return st.with_plugin(pl.name())
-            return as_status(f"running PreEnqueue plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
+            return as_status(f"running PreEnqueue plugin {go_quote(pl.name())}: {st.message()}").with_plugin(pl.name())
         return None
 
     def queue_sort_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -487,7 +289,7 @@ class Framework:
                 if st.code == Code.Unschedulable:
                     return_status = st
                     continue
-                return None, as_status(f"running PreFilter plugin {_q(name)}: {st.message()}").with_plugin(name), []
+                return None, as_status(f"running PreFilter plugin {go_quote(name)}: {st.message()}").with_plugin(name), []
             if r is not None and not r.all_nodes():
                 plugins_with_nodes.append(name)
             result = merge_pre_filter_results(result, r)
@@ -508,7 +310,7 @@ class Framework:
                 continue
             st = ext.add_pod(state, pod, pod_info_to_add, node_info)
             if st is not None and st.code != Code.Success:
-                return as_status(f"running AddPod on PreFilter plugin {_q(name)}: {st.message()}")
+                return as_status(f"running AddPod on PreFilter plugin {go_quote(name)}: {st.message()}")
         return None
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, pod_info_to_remove: PodInfo,
@@ -519,7 +321,7 @@ class Framework:
                 continue
             st = ext.remove_pod(state, pod, pod_info_to_remove, node_info)
             if st is not None and st.code != Code.Success:
-                return as_status(f"running RemovePod on PreFilter plugin {_q(name)}: {st.message()}")
+                return as_status(f"running RemovePod on PreFilter plugin {go_quote(name)}: {st.message()}")
         return None
 
     def run_filter_plugins(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Optional[Status]:
@@ -532,7 +334,7 @@ class Framework:
             st = pl.filter(state, pod, node_info)
             if st is not None and st.code != Code.Success:
                 if st.code not in _REJECT_CODES:
-                    st = as_status(f"running {_q(name)} filter plugin: {st.message()}")
+                    st = as_status(f"running {go_quote(name)} filter plugin: {st.message()}")
                 st.plugin = name
                 return st
         return None
@@ -611,8 +413,7 @@ class Framework:
         start = self.next_start_node_index % n
         if not self.filter_plugins:
             return [nodes[(start + i) % n] for i in range(num_to_find)]
-        skip = state.skip_filter_plugins
-        filters = [(pl.NAME or pl.name(), pl) for pl in self.filter_plugins if (pl.NAME or pl.name()) not in skip]
+        filters = self._active_filters(state)
         nominated = self._nominated_node_names()
         statuses = diagnosis.node_to_status
         feasible: list[NodeInfo] = []
@@ -620,21 +421,10 @@ class Framework:
         while done < n and len(feasible) < num_to_find:
             need = num_to_find - len(feasible)
             size = min(max(need, _MIN_CHUNK), n - done)
-            lo = (start + done) % n
-            hi = lo + size
-            chunk = nodes[lo:hi] if hi <= n else list(nodes[lo:]) + list(nodes[:hi - n])
+            chunk = _ring_slice(nodes, (start + done) % n, size)
             done += size
             rejected = self._filter_chunk(state, pod, chunk, filters, nominated)
-            passed = size - len(rejected)
-            cut = size
-            if passed > need:
-                count = 0
-                for j in range(size):
-                    if j not in rejected:
-                        count += 1
-                        if count == need:
-                            cut = j + 1
-                            break
+            cut = _cut_after_feasible(rejected, size, need)
             if not rejected:
                 feasible.extend(chunk[:cut])
                 continue
@@ -645,6 +435,11 @@ class Framework:
                 diagnosis.add_plugin_status(st)
             feasible.extend([ni for j, ni in enumerate(chunk[:cut]) if j not in rejected])
         return feasible
+
+    def _active_filters(self, state: CycleState) -> list[tuple[str, FilterPlugin]]:
+        """(name, plugin) of the Filter plugins PreFilter did not skip for this cycle."""
+        skip = state.skip_filter_plugins
+        return [(pl.NAME or pl.name(), pl) for pl in self.filter_plugins if (pl.NAME or pl.name()) not in skip]
 
     def _filter_chunk(self, state: CycleState, pod: PodInfo, chunk: Sequence[NodeInfo],
                       filters: list[tuple[str, FilterPlugin]], nominated: set[str]) -> dict[int, Status]:
@@ -657,11 +452,7 @@ class Framework:
             rej = pl.filter_nodes(state, pod, cand)
             if not rej:
                 continue
-            for st in {id(st): st for _, st in rej}.values():
-                if st.code not in _REJECT_CODES:
-                    raise SchedulingError(as_status(f"running {_q(name)} filter plugin: {st.message()}"))
-                if st.plugin is None:
-                    st.plugin = name
+            _claim_rejections(name, rej)
             if index is None:
                 rejected.update(rej)
             else:
@@ -671,16 +462,21 @@ class Framework:
             index = keep if index is None else [index[k] for k in keep]
             cand = [cand[k] for k in keep]
         if nominated:
-            for j, ni in enumerate(chunk):
-                if ni.name in nominated:
-                    st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
-                    if st is None or st.code == Code.Success:
-                        rejected.pop(j, None)
-                    elif st.code not in _REJECT_CODES:
-                        raise SchedulingError(st)
-                    else:
-                        rejected[j] = st
+            self._refilter_with_nominated_pods(state, pod, chunk, nominated, rejected)
         return rejected
+
+    def _refilter_with_nominated_pods(self, state: CycleState, pod: PodInfo, chunk: Sequence[NodeInfo],
+                                      nominated: set[str], rejected: dict[int, Status]) -> None:
+        """Nodes with nominated pods: the verdict counts those pods too (upstream's two-pass Filter)."""
+        for j, ni in enumerate(chunk):
+            if ni.name in nominated:
+                st = self.run_filter_plugins_with_nominated_pods(state, pod, ni)
+                if st is None or st.code == Code.Success:
+                    rejected.pop(j, None)
+                elif st.code not in _REJECT_CODES:
+                    raise SchedulingError(st)
+                else:
+                    rejected[j] = st
 
     def find_nodes_that_fit_pod(self, state: CycleState, pod: PodInfo) -> tuple[list[NodeInfo], Diagnosis]:
         snap = self.snapshot_shared_lister()
@@ -748,7 +544,7 @@ class Framework:
                 skip.add(pl.name())
                 continue
             if st is not None and st.code != Code.Success:
-                return as_status(f"running PreScore plugin {_q(pl.name())}: {st.message()}")
+                return as_status(f"running PreScore plugin {go_quote(pl.name())}: {st.message()}")
         state.set_skip_score_plugins(skip)
         return None
 
@@ -764,17 +560,17 @@ class Framework:
                 continue
             scores, st = pl.score_nodes(state, pod, nodes)
             if st is not None and st.code != Code.Success:
-                return None, as_status(f"running Score plugin {_q(name)}: {st.message()}")
+                return None, as_status(f"running Score plugin {go_quote(name)}: {st.message()}")
             ext = pl.score_extensions()
             if ext is not None:
                 st = ext.normalize_score(state, pod, scores, nodes)
                 if st is not None and st.code != Code.Success:
-                    return None, as_status(f"running Normalize on Score plugin {_q(name)}: {st.message()}")
+                    return None, as_status(f"running Normalize on Score plugin {go_quote(name)}: {st.message()}")
             if scores:
                 lo, hi = min(scores), max(scores)
                 if hi > MAX_NODE_SCORE or lo < MIN_NODE_SCORE:
                     bad = hi if hi > MAX_NODE_SCORE else lo
-                    return None, as_status(f"plugin {_q(name)} returns an invalid score {bad}, it should in the range of "
+                    return None, as_status(f"plugin {go_quote(name)} returns an invalid score {bad}, it should in the range of "
                                            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")
             w = self.score_plugin_weight.get(name, 1)
             weighted = scores if w == 1 else list(map(operator.mul, scores, repeat(w, len(scores))))
@@ -902,7 +698,7 @@ class Framework:
             if st is not None and st.code != Code.Success:
                 if st.is_rejected():
                     return st.with_plugin(pl.name())
-                return as_status(f"running Reserve plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
+                return as_status(f"running Reserve plugin {go_quote(pl.name())}: {st.message()}").with_plugin(pl.name())
         return None
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -921,10 +717,10 @@ class Framework:
             if st.code == Code.Wait:
                 waits[pl.name()] = min(float(timeout or 0), MAX_PERMIT_TIMEOUT_SECONDS)
                 continue
-            return as_status(f"running Permit plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
+            return as_status(f"running Permit plugin {go_quote(pl.name())}: {st.message()}").with_plugin(pl.name())
         if waits:
             self.waiting_pods[pod.uid or pod.key] = WaitingPod(pod, waits)
-            return Status.new(Code.Wait, f"one or more plugins asked to wait and no plugin rejected pod {_q(pod.name)}")
+            return Status.new(Code.Wait, f"one or more plugins asked to wait and no plugin rejected pod {go_quote(pod.name)}")
         return None
 
     def wait_on_permit_status(self, pod: PodInfo) -> Optional[Status]:
@@ -948,109 +744,42 @@ class Framework:
         for wp in list(self.waiting_pods.values()):
             fn(wp)
 
-    def reject_waiting_pod(self, uid: str) -> bool:
-        wp = self.waiting_pods.get(uid)
-        if wp is None:
-            return False
-        wp.reject("", "removed")
-        return True
-
     # -- binding cycle --------------------------------------------------------------------------------
-    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+    async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        """PreBind in order, skipping plugins whose pre-flight says Skip; a plugin may be a
+        coroutine. The first failure stops: a rejection as the plugin said it, anything else an
+        Error naming the plugin."""
         for pl in self.pre_bind_plugins:
             pre = pl.pre_bind_pre_flight(state, pod, node_name)
             if pre is not None and pre.code == Code.Skip:
                 continue
             st = pl.pre_bind(state, pod, node_name)
-            if st is not None and st.code != Code.Success:
-                if st.is_rejected():
-                    return st.with_plugin(pl.name())
-                return as_status(f"running PreBind plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
+            if inspect.isawaitable(st):
+                st = await st
+            if st is not None and not st.is_success():
+                return st.with_plugin(pl.name()) if st.is_rejected() else Status.new(
+                    Code.Error, f"running PreBind plugin {go_quote(pl.name())}: {st.message()}")
         return None
 
-    def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
-        """The first bind plugin that does not Skip decides; Skip when none handled the pod."""
-        if not self.bind_plugins:
-            return Status.new(Code.Skip)
-        st: Optional[Status] = None
+    async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
+        """The first bind plugin that does not Skip decides (its status as is); an Error when
+        every plugin skipped."""
         for pl in self.bind_plugins:
             st = pl.bind(state, pod, node_name)
+            if inspect.isawaitable(st):
+                st = await st
             if st is not None and st.code == Code.Skip:
                 continue
-            if st is not None and st.code != Code.Success:
-                if st.is_rejected():
-                    return st.with_plugin(pl.name())
-                return as_status(f"running Bind plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
             return st
-        return st
+        return Status.new(Code.Error, "no bind plugin bound the pod")
 
     def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """PostBind is informational: a plugin's exception is logged, the others still run."""
         for pl in self.post_bind_plugins:
-            pl.post_bind(state, pod, node_name)
-
-    # -- pod-group points -----------------------------------------------------------------------------
-    def run_placement_generate_plugins(self, state: CycleState, pod_group: PodGroupInfo,
-                                       parent: Placement) -> tuple[list[Placement], Optional[Status]]:
-        """Each plugin partitions `parent`; with several plugins the placements are the non-empty
-        intersections of theirs. No plugin: the parent placement itself."""
-        result: Optional[list[Placement]] = None
-        for pl in self.placement_generate_plugins:
-            placements, st = pl.generate_placements(state, pod_group, parent)
-            if st is not None and st.code != Code.Success:
-                if st.is_rejected():
-                    return [], st.with_plugin(pl.name())
-                return [], as_status(f"running PlacementGenerate plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
-            if result is None:
-                result = list(placements)
-                continue
-            merged = []
-            for a in result:
-                names_a = a.node_names()
-                for b in placements:
-                    nodes = [ni for ni in b.nodes if ni.name in names_a]
-                    if nodes:
-                        merged.append(Placement(f"{a.name}/{b.name}", nodes))
-            result = merged
-        return (result if result is not None else [parent]), None
-
-    def run_placement_score_plugins(self, state: CycleState, pod_group: PodGroupInfo,
-                                    assignments: Sequence[PodGroupAssignments]) -> tuple[list[int], dict[str, list[int]], Optional[Status]]:
-        """Weighted placement scores: (totals, per-plugin scores, status), aligned with `assignments`."""
-        per_plugin: dict[str, list[int]] = {}
-        totals = [0] * len(assignments)
-        for pl in self.placement_score_plugins:
-            scores = []
-            for a in assignments:
-                s, st = pl.score_placement(state, pod_group, a)
-                if st is not None and st.code != Code.Success:
-                    return [], {}, as_status(f"running PlacementScore plugin {_q(pl.name())}: {st.message()}")
-                scores.append(PlacementScore(a.placement, s))
-            ext = pl.placement_score_extensions()
-            if ext is not None:
-                st = ext.normalize_placement_score(state, pod_group, scores)
-                if st is not None and st.code != Code.Success:
-                    return [], {}, as_status(f"running NormalizePlacementScore on plugin {_q(pl.name())}: {st.message()}")
-            w = self.placement_score_plugin_weight.get(pl.name(), 1)
-            weighted = [ps.score * w for ps in scores]
-            per_plugin[pl.name()] = weighted
-            totals = [t + s for t, s in zip(totals, weighted)]
-        return totals, per_plugin, None
-
-    def run_placement_feasible_plugins(self, state: CycleState, pod_group: PodGroupInfo,
-                                       progress: PlacementProgress) -> Optional[Status]:
-        """Unschedulable (abort) wins over Wait (keep going), which wins over Success."""
-        wait: Optional[Status] = None
-        for pl in self.placement_feasible_plugins:
-            st = pl.placement_feasible(state, pod_group, progress)
-            if st is None or st.code == Code.Success:
-                continue
-            if st.code == Code.Wait:
-                wait = wait or st.with_plugin(pl.name())
-                continue
-            if st.is_rejected():
-                return st.with_plugin(pl.name())
-            return as_status(f"running PlacementFeasible plugin {_q(pl.name())}: {st.message()}").with_plugin(pl.name())
-        return wait
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception:  # pragma: no cover
+                log.exception("PostBind")
 
     # -- a whole scheduling cycle -------------------------------------------------------------------
     def scheduling_cycle(self, pod: PodInfo | Obj, snapshot: Optional[Snapshot] = None, *,
@@ -1130,22 +859,34 @@ class Framework:
         return out
 
 
+def _ring_slice(nodes: Sequence[NodeInfo], lo: int, size: int) -> Sequence[NodeInfo]:
+    """`size` nodes from `lo`, wrapping around the end of the list."""
+    hi = lo + size
+    n = len(nodes)
+    return nodes[lo:hi] if hi <= n else list(nodes[lo:]) + list(nodes[:hi - n])
+
+
+def _cut_after_feasible(rejected: dict[int, Status], size: int, need: int) -> int:
+    """How much of a chunk to keep: up to its `need`-th feasible node (all of it when fewer pass)."""
+    if size - len(rejected) <= need:
+        return size
+    count = 0
+    for j in range(size):
+        if j not in rejected:
+            count += 1
+            if count == need:
+                return j + 1
+    return size
+
+
+def _claim_rejections(name: str, rejections: list[tuple[int, Status]]) -> None:
+    """A Filter plugin's rejections carry its name; anything but a rejection aborts the cycle."""
+    for st in {id(st): st for _, st in rejections}.values():
+        if st.code not in _REJECT_CODES:
+            raise SchedulingError(as_status(f"running {go_quote(name)} filter plugin: {st.message()}"))
+        if st.plugin is None:
+            st.plugin = name
+
+
 def _assumed_pod_info(pi: PodInfo, node_name: str) -> PodInfo:
     return pi.assumed_on(node_name)
-
-
-def _q(name: str) -> str:
-    """Go's %q for a plain name."""
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _ordered_names(plugins: Any) -> list[str]:
-    """Every plugin a profile enables, in first-mention order (multiPoint first)."""
-    out: list[str] = []
-    seen = set()
-    for point in ["multiPoint"] + list(EXTENSION_POINTS):
-        for ref in plugins.get(point).enabled:
-            if ref.name not in seen:
-                seen.add(ref.name)
-                out.append(ref.name)
-    return out

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from .types import NodeInfo, Obj, PodInfo
+from .constants import Obj
+from .types import NodeInfo, PodInfo
 
 
 class NodeNotFoundError(KeyError):

@@ -6,8 +6,7 @@ A plugin returns `None` for success (the fast path, as a nil `*Status` upstream)
     Status.new(Code.Skip)                        # PreFilter/PreScore: skip my Filter/Score
     as_status(err)                               # an internal error (Code.Error)
 
-`status.plugin` names the plugin that produced a rejection; the framework fills it in. Helpers
-`code_of`, `is_success`, `is_rejected` accept `None` as success so callers never branch on it.
+`status.plugin` names the plugin that produced a rejection; the framework fills it in.
 
 `Status` objects are plain values: plugins may return one shared instance for a given verdict
 (NodeResourcesFit returns the same "Insufficient cpu" status for every node) as long as they
@@ -132,25 +131,6 @@ def as_status(err: Optional[BaseException | str]) -> Optional[Status]:
     return Status(Code.Error, err=err)
 
 
-def code_of(status: Optional[Status]) -> Code:
-    return Code.Success if status is None else status.code
-
-
-def is_success(status: Optional[Status]) -> bool:
-    return status is None or status.code == Code.Success
-
-
-def is_rejected(status: Optional[Status]) -> bool:
-    return status is not None and status.code in _REJECTED
-
-
-def is_skip(status: Optional[Status]) -> bool:
-    return status is not None and status.code == Code.Skip
-
-
-def is_wait(status: Optional[Status]) -> bool:
-    return status is not None and status.code == Code.Wait
-
-
-def message_of(status: Optional[Status]) -> str:
-    return "" if status is None else status.message()
+def go_quote(name: str) -> str:
+    """Go's %q for a plain name, as upstream quotes plugin names in its messages."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,9 +1,10 @@
 """In-tree scheduler plugins, one module per plugin, with upstream names and messages.
 
 `in_tree_factories()` maps each plugin name to its factory `new(args, handle)`; the framework's
-`in_tree_registry()` wraps it. Plugins other packages provide (DefaultBinder, DynamicResources,
-GangScheduling, TopologyPlacementGenerator, PodGroupPodsCount, ...) register themselves into a
-Registry the same way (the scheduler does it in `Scheduler._extend_registry`).
+`in_tree_registry()` wraps it. The plugins that need a running scheduler's services or state
+(DefaultBinder, DynamicResources, GangScheduling, TopologyPlacementGenerator, PodGroupPodsCount)
+are registered by the scheduler (`Scheduler._register_scheduler_plugins`); other packages register
+theirs into a Registry the same way.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """DefaultBinder (Bind): writes the Binding (`POST pods/<name>/binding`) through the client.
 
 Binding is the one API call of a scheduling decision; it runs in the asynchronous binding cycle,
-so `bind` here is a coroutine (the scheduler awaits it; see `scheduler.Scheduler._bind`).
+so `bind` here is a coroutine (the framework's `run_bind_plugins` awaits it). The client is the
+Handle's.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Any, Mapping, Optional
 
 from phalanx.machinery.errors import StatusError
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import BindPlugin
+from phalanx.client.interface import Client
+from phalanx.scheduler.framework.interface import BindPlugin, Handle
 from phalanx.scheduler.framework.status import Code, Status
 from phalanx.scheduler.framework.types import PodInfo
 
@@ -20,10 +22,12 @@ from . import names
 class DefaultBinder(BindPlugin):
     NAME = names.DefaultBinder
 
-    def __init__(self, client: Any):
+    def __init__(self, client: Optional[Client]):
         self.client = client
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:  # type: ignore[override]
+        if self.client is None:
+            return Status.new(Code.Error, "no API client to bind with")
         try:
             await self.client.bind(pod.namespace, pod.name, node_name, uid=pod.uid or None)
         except StatusError as e:
@@ -31,7 +35,5 @@ class DefaultBinder(BindPlugin):
         return None
 
 
-def factory(client: Any):
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> DefaultBinder:
-        return DefaultBinder(client)
-    return new
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> DefaultBinder:
+    return DefaultBinder(handle.client())

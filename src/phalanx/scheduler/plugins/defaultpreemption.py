@@ -29,7 +29,8 @@ from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.diagnosis import Diagnosis, NodeToStatus, fit_error_message
 from phalanx.scheduler.framework.interface import Handle, PostFilterPlugin, PostFilterResult
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import NodeInfo, Obj, PodInfo, more_important_pod, pod_start_time_key
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo, more_important_pod, pod_start_time_key
 
 from . import names
 

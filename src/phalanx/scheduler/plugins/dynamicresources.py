@@ -1,12 +1,13 @@
 """DynamicResources: the scheduler's side of DRA (`resource.k8s.io/v1`), PodGroup claims included.
 
-Registered by `Scheduler._extend_registry` as `factory(scheduler)`, which builds one
-`ClaimTracker` per scheduler (fed by ResourceClaim, ResourceSlice and DeviceClass informers that
-also raise the queue's cluster events) and returns `new(args, handle)` for every profile:
+The scheduler registers `new(args, handle)`: the plugin works on the shared DRA manager
+(`framework/dra_manager.py`, fed by the scheduler's ResourceClaim, ResourceSlice and DeviceClass
+informers, which also raise the queue's cluster events) and takes the client, the PodGroup
+lister, the clock and the feature gates from the Handle. By hand (unit tests):
 
-    tracker = ClaimTracker(gates)            # or let factory(scheduler) build and wire it
-    tracker.claim_added(claim); tracker.slice_added(slice_); tracker.class_added(device_class)
-    plugin = DynamicResources(tracker, client, gates=gates, pod_group_of=lambda pod: podgroup)
+    manager = DRAManager()
+    manager.claim_added(claim); manager.slice_added(slice_); manager.class_added(device_class)
+    plugin = DynamicResources(manager, client, gates=gates, pod_group_of=lambda pod: podgroup)
 
 Extension points, with upstream's behaviour and messages:
 
@@ -25,13 +26,13 @@ Extension points, with upstream's behaviour and messages:
 - **Filter** checks those node selectors ("resourceclaim not available on the node") and runs
   the structured allocator (`phalanx.dra.allocate`) for the unallocated claims on the node. Devices
   in use are every allocated claim's devices plus every in-flight allocation, maintained
-  incrementally by the tracker. A failure reads "cannot allocate all claims" followed by the
+  incrementally by the DRA manager. A failure reads "cannot allocate all claims" followed by the
   allocator's reasons; a CEL selector error is the user's, reported UnschedulableAndUnresolvable
   with the expression quoted (upstream aborts the cycle with an error instead).
 - **PostFilter** deallocates (asynchronously, `/status` update) an allocated claim that did not
   fit any node and that nobody but this pod has reserved; claims reserved for a PodGroup are never
   deallocated here (KEP-5729 in 1.36).
-- **Reserve** records the chosen allocation per claim uid in the tracker's in-flight set (devices
+- **Reserve** records the chosen allocation per claim uid in the DRA manager's in-flight set (devices
   are then taken for every later cycle); pods reusing a pending allocation join it. **Unreserve**
   leaves it; the allocation is dropped when its last holder leaves, unless it was already written.
 - **PreBind** (a coroutine) writes, per claim, under a per-claim lock: the finalizer
@@ -46,7 +47,7 @@ Extension points, with upstream's behaviour and messages:
   ResourceSlice and DeviceClass add/update, Node add/label change, the pod's own
   `status.resourceClaimStatuses` update, and deletion of an assigned pod that used claims.
 
-Speed: claims, slices and classes are indexed once in the tracker; devices in use are a
+Speed: claims, slices and classes are indexed once in the DRA manager; devices in use are a
 `dra.devices.DevicesInUse` updated per claim change and per Reserve/Unreserve (never recomputed
 per pod), with a version per resource pool. One `dra.AllocatorCache` (compiled CEL, per-device
 selector results, per-node views) and one `dra.Inventory` rebuilt only when slices change serve
@@ -62,27 +63,32 @@ name against the pod's (it runs for every waiting pod on every claim change).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections import Counter
-from fractions import Fraction
-from typing import Any, AsyncIterator, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
-import orjson
-
-from phalanx.client.clock import REAL_CLOCK, to_datetime
-from phalanx.dra import AllocationError, AllocatorCache, Inventory, SelectorError
+from phalanx.client.clock import REAL_CLOCK, Clock, to_datetime
+from phalanx.client.interface import Client
+from phalanx.dra import AllocationError, SelectorError
 from phalanx.dra.allocator import ClaimsAllocator, NodeAnswer
 from phalanx.dra import claims as draclaims
-from phalanx.dra.devices import DeviceID, DevicesInUse, consumed_capacity
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.meta import deep_copy, now_rfc3339
-from phalanx.machinery.selectors import compile_node_selector_term
+from phalanx.scheduler.framework.constants import Obj
 from phalanx.scheduler.framework.cycle_state import CycleState
+from phalanx.scheduler.framework.dra_manager import (
+    AllocationNodeSelector,
+    DRAManager,
+    allocation_identity,
+    allocation_of,
+    claim_key,
+    object_meta,
+)
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from phalanx.scheduler.framework.interface import (
     UNSIGNABLE,
     EnqueueExtensions,
     FilterPlugin,
+    Handle,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -92,17 +98,9 @@ from phalanx.scheduler.framework.interface import (
     ReservePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-)
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
+from ..cache import pod_group_key
 from . import names
 
 log = logging.getLogger("phalanx.scheduler.dynamicresources")
@@ -120,52 +118,9 @@ MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 MSG_DEALLOCATION_REQUESTED = "deallocation of ResourceClaim requested"
 
 
-def _md(obj: Optional[Mapping]) -> Mapping:
-    return (obj or {}).get("metadata") or {}
-
-
-def _key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}"
-
-
-def _claim_key(claim: Mapping) -> str:
-    md = _md(claim)
-    return _key(md.get("namespace", ""), md.get("name", ""))
-
-
 def _ref(claim: Mapping) -> str:
     """klog.KObj of a claim: `namespace/name`."""
-    return _claim_key(claim)
-
-
-def _rv(obj: Optional[Mapping]) -> int:
-    try:
-        return int(_md(obj).get("resourceVersion") or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _allocation(claim: Optional[Mapping]) -> Optional[dict]:
-    return ((claim or {}).get("status") or {}).get("allocation")
-
-
-def _allocation_devices(allocation: Optional[Mapping]) -> tuple[frozenset, dict]:
-    """(exclusively used DeviceIDs, capacity consumed from shared devices) of one allocation."""
-    if not allocation:
-        return frozenset(), {}
-    results = (allocation.get("devices") or {}).get("results") or []
-    used = frozenset(DeviceID(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-                     for r in results if not r.get("adminAccess") and not r.get("shareID"))
-    shared = consumed_capacity([{"status": {"allocation": allocation}}]) if any(
-        r.get("shareID") for r in results) else {}
-    return used, shared
-
-
-def _allocation_identity(allocation: Optional[Mapping]) -> tuple:
-    """What makes two allocations the same decision (timestamps and defaults aside)."""
-    results = ((allocation or {}).get("devices") or {}).get("results") or []
-    return tuple(sorted((r.get("request", ""), r.get("driver", ""), r.get("pool", ""), r.get("device", ""),
-                         r.get("shareID") or "") for r in results))
+    return claim_key(claim)
 
 
 _NAMED_CLAIMS_CACHE_SIZE = 4096
@@ -184,275 +139,9 @@ def _may_name(cache: dict[int, tuple[Obj, str, frozenset]], pod: Obj, claim: Obj
                   if isinstance(st, dict)]
         if len(cache) >= _NAMED_CLAIMS_CACHE_SIZE:
             cache.clear()
-        entry = cache[id(pod)] = (pod, _md(pod).get("namespace", ""), frozenset(names))
+        entry = cache[id(pod)] = (pod, object_meta(pod).get("namespace", ""), frozenset(names))
     md = claim.get("metadata") or {}
     return md.get("name") in entry[2] and md.get("namespace", "") == entry[1]
-
-
-class _NodeSelector:
-    """A compiled `allocation.nodeSelector` (terms ORed); `names` when it only names nodes. The
-    answer per node is kept while the node's labels object is the same (a node update brings a
-    new one), so the pods sharing an allocation check each node once."""
-
-    __slots__ = ("terms", "names", "_answers")
-
-    def __init__(self, selector: Mapping[str, Any]):
-        raw_terms = selector.get("nodeSelectorTerms") or []
-        self.terms = [compile_node_selector_term(t) for t in raw_terms]
-        errors = [e for t in self.terms for e in t.errors]
-        if errors:
-            raise ValueError("; ".join(errors))
-        self.names = _names_only(raw_terms)
-        self._answers: dict[str, tuple[Any, bool]] = {}  # node name -> (its labels object, answer)
-
-    def matches(self, node: Mapping[str, Any]) -> bool:
-        md = node.get("metadata") or {}
-        name = md.get("name", "")
-        labels = md.get("labels")
-        known = self._answers.get(name)
-        if known is not None and known[0] is labels and labels is not None:
-            return known[1]
-        answer = any(t.matches(node) for t in self.terms)
-        self._answers[name] = (labels, answer)
-        return answer
-
-
-_MAX_NODE_SELECTORS = 4096
-
-
-def _names_only(terms: Sequence[Mapping[str, Any]]) -> Optional[set[str]]:
-    """The node names a selector allows when every term is just `metadata.name In [...]`."""
-    out: set[str] = set()
-    for t in terms:
-        if t.get("matchExpressions"):
-            return None
-        fields = t.get("matchFields") or []
-        if len(fields) != 1:
-            return None
-        f = fields[0]
-        if f.get("key") != "metadata.name" or f.get("operator") != "In":
-            return None
-        out.update(f.get("values") or ())
-    return out if terms else None
-
-
-# -- the tracker: what every cycle shares ------------------------------------------------------------
-
-class InFlightAllocation:
-    """An allocation chosen by Reserve and not yet written by PreBind (upstream's pending
-    allocation), held by the pods that reserved it."""
-
-    __slots__ = ("uid", "key", "allocation", "identity", "holders")
-
-    def __init__(self, uid: str, key: str, allocation: dict):
-        self.uid = uid
-        self.key = key
-        self.allocation = allocation
-        self.identity = _allocation_identity(allocation)
-        self.holders: set[str] = set()
-
-    def __repr__(self) -> str:
-        return f"InFlightAllocation({self.key}, holders={len(self.holders)})"
-
-
-class ClaimTracker:
-    """Claims, slices and classes as the plugin needs them, shared by every profile and cycle:
-
-    - `claims`: the effective ResourceClaims by `namespace/name`: the informer's version, or the
-      scheduler's own write while the informer has not caught up (upstream's assume cache);
-    - `in_flight`: pending allocations by claim uid;
-    - `in_use`: DeviceID -> number of claims holding it (allocated or in flight), kept up to date
-      on every change; `consumed()` the capacity taken from shared devices;
-    - `inventory()`: the ResourceSlices indexed once (`dra.Inventory`), rebuilt after a slice
-      change; `classes`: DeviceClasses by name; `allocator_cache`: one `dra.AllocatorCache`.
-    """
-
-    def __init__(self, allocator_cache: Optional[AllocatorCache] = None):
-        self.claims: dict[str, Obj] = {}
-        self._assumed: set[str] = set()
-        self._key_of_uid: dict[str, str] = {}
-        self.in_flight: dict[str, InFlightAllocation] = {}
-        self.in_use = DevicesInUse()
-        self.reserving: dict[str, Counter[str]] = {}  # claim uid -> consumer uid -> pods reserved
-        self.slices: dict[str, Obj] = {}
-        self._inventory: Optional[Inventory] = None
-        self._slices_changed = True
-        self.classes: dict[str, Obj] = {}
-        self.allocator_cache = allocator_cache or AllocatorCache()
-        self._locks: dict[str, list] = {}  # claim uid -> [lock, users]
-        self._node_selectors: dict[bytes, _NodeSelector] = {}
-        self.deallocating: set[str] = set()
-
-    # -- claims ----------------------------------------------------------------------------------
-    def get(self, namespace: str, name: str) -> Optional[Obj]:
-        return self.claims.get(_key(namespace, name))
-
-    def claim_added(self, claim: Obj) -> None:
-        self._set_claim(claim, from_informer=True)
-
-    def claim_updated(self, old: Optional[Obj], new: Obj) -> None:
-        self._set_claim(new, from_informer=True)
-
-    def claim_deleted(self, claim: Obj) -> None:
-        key = _claim_key(claim)
-        current = self.claims.pop(key, None)
-        self._assumed.discard(key)
-        uid = _md(current or claim).get("uid", "")
-        if uid and self._key_of_uid.get(uid) == key:
-            del self._key_of_uid[uid]
-        self.deallocating.discard(uid)
-        self._account(uid)
-
-    def assume(self, claim: Obj) -> None:
-        """The scheduler's own write: effective until the informer shows this version or newer."""
-        self._set_claim(claim, from_informer=False)
-
-    def _set_claim(self, claim: Obj, *, from_informer: bool) -> None:
-        key = _claim_key(claim)
-        current = self.claims.get(key)
-        if from_informer and key in self._assumed and current is not None \
-                and _md(current).get("uid") == _md(claim).get("uid") and _rv(claim) < _rv(current):
-            return  # older than our own write: keep ours
-        if from_informer:
-            self._assumed.discard(key)
-        else:
-            self._assumed.add(key)
-        old_uid = _md(current).get("uid", "") if current is not None else ""
-        self.claims[key] = claim
-        uid = _md(claim).get("uid", "")
-        if old_uid and old_uid != uid:
-            self._key_of_uid.pop(old_uid, None)
-            self.deallocating.discard(old_uid)
-            self._account(old_uid)
-        if uid:
-            self._key_of_uid[uid] = key
-            if from_informer:
-                self.deallocating.discard(uid)  # any change: PostFilter may look at it again
-            self._account(uid)
-
-    def _account(self, uid: str) -> None:
-        """Bring `in_use` (exclusive devices and shared capacity) up to date for one claim uid."""
-        if not uid:
-            return
-        key = self._key_of_uid.get(uid)
-        claim = self.claims.get(key) if key is not None else None
-        allocation = _allocation(claim)
-        if allocation is None:
-            entry = self.in_flight.get(uid)
-            allocation = entry.allocation if entry is not None else None
-        if allocation is None:
-            self.in_use.drop(uid)
-            return
-        devices, shared = _allocation_devices(allocation)
-        self.in_use.hold(uid, devices, shared)
-
-    def consumed(self) -> dict[DeviceID, dict[str, Fraction]]:
-        """Capacity taken from shared (allowMultipleAllocations) devices, allocated or in flight."""
-        return self.in_use.consumed()
-
-    # -- in-flight allocations -----------------------------------------------------------------------
-    def pending(self, uid: str) -> Optional[InFlightAllocation]:
-        return self.in_flight.get(uid)
-
-    def hold(self, uid: str, key: str, allocation: dict, holder: str) -> Optional[str]:
-        """Reserve `allocation` for a claim on behalf of `holder` (a pod uid): creates the in-flight
-        entry, or joins it when it holds the same allocation. Returns why not, or None."""
-        entry = self.in_flight.get(uid)
-        if entry is None:
-            devices, _ = _allocation_devices(allocation)
-            if any(d in self.in_use for d in devices):
-                return f"resource claim {key} is in the process of being allocated"
-            entry = self.in_flight[uid] = InFlightAllocation(uid, key, allocation)
-            entry.holders.add(holder)
-            self._account(uid)
-            return None
-        if entry.identity != _allocation_identity(allocation):
-            return f"resource claim {key} is in the process of being allocated"
-        entry.holders.add(holder)
-        return None
-
-    def release(self, uid: str, holder: str) -> None:
-        """`holder` no longer needs the in-flight allocation; the last one drops it."""
-        entry = self.in_flight.get(uid)
-        if entry is None:
-            return
-        entry.holders.discard(holder)
-        if not entry.holders:
-            del self.in_flight[uid]
-            self._account(uid)
-
-    def written(self, uid: str) -> None:
-        """PreBind wrote the allocation (the assumed claim now carries it)."""
-        if self.in_flight.pop(uid, None) is not None:
-            self._account(uid)
-
-    def add_reserving(self, uid: str, consumer: str) -> None:
-        self.reserving.setdefault(uid, Counter())[consumer] += 1
-
-    def remove_reserving(self, uid: str, consumer: str) -> None:
-        c = self.reserving.get(uid)
-        if c is None:
-            return
-        c[consumer] -= 1
-        if c[consumer] <= 0:
-            del c[consumer]
-        if not c:
-            del self.reserving[uid]
-
-    @contextlib.asynccontextmanager
-    async def claim_lock(self, uid: str) -> AsyncIterator[None]:
-        """Serialize the PreBind writes for one claim (the pods of a group bind concurrently)."""
-        entry = self._locks.get(uid)
-        if entry is None:
-            entry = self._locks[uid] = [asyncio.Lock(), 0]
-        entry[1] += 1
-        try:
-            async with entry[0]:
-                yield
-        finally:
-            entry[1] -= 1
-            if entry[1] == 0:
-                del self._locks[uid]
-
-    def node_selector(self, selector: Mapping[str, Any]) -> _NodeSelector:
-        """The compiled form of an allocation's node selector, shared by equal selectors (the pods of
-        a group reusing one allocation). Raises ValueError for an invalid one."""
-        key = orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
-        compiled = self._node_selectors.get(key)
-        if compiled is None:
-            compiled = _NodeSelector(selector)
-            if len(self._node_selectors) >= _MAX_NODE_SELECTORS:
-                self._node_selectors.clear()
-            self._node_selectors[key] = compiled
-        return compiled
-
-    # -- slices and classes -------------------------------------------------------------------------
-    def slice_added(self, slice_: Obj) -> None:
-        self.slices[_md(slice_).get("name", "")] = slice_
-        self._slices_changed = True
-
-    def slice_updated(self, old: Optional[Obj], new: Obj) -> None:
-        self.slice_added(new)
-
-    def slice_deleted(self, slice_: Obj) -> None:
-        self.slices.pop(_md(slice_).get("name", ""), None)
-        self._slices_changed = True
-
-    def inventory(self) -> Inventory:
-        """The slices indexed; rebuilt (reusing unchanged slices' parsed devices) after a change."""
-        if self._slices_changed or self._inventory is None:
-            self._inventory = Inventory(list(self.slices.values()), previous=self._inventory)
-            self._slices_changed = False
-        return self._inventory
-
-    def class_added(self, device_class: Obj) -> None:
-        self.classes[_md(device_class).get("name", "")] = device_class
-
-    def class_updated(self, old: Optional[Obj], new: Obj) -> None:
-        self.class_added(new)
-
-    def class_deleted(self, device_class: Obj) -> None:
-        self.classes.pop(_md(device_class).get("name", ""), None)
 
 
 # -- per-cycle state ---------------------------------------------------------------------------------
@@ -466,15 +155,15 @@ class _ClaimInfo:
     def __init__(self, pod_claim: dict, claim: Obj, consumer: dict):
         self.pod_claim = pod_claim
         self.claim = claim
-        self.key = _claim_key(claim)
-        self.uid: str = _md(claim).get("uid", "")
+        self.key = claim_key(claim)
+        self.uid: str = object_meta(claim).get("uid", "")
         self.consumer = consumer
-        self.selector: Optional[_NodeSelector] = None
+        self.selector: Optional[AllocationNodeSelector] = None
         self.pending: Optional[dict] = None  # an in-flight allocation this pod reuses
         self.to_allocate = False
         self.allocation: Optional[dict] = None  # chosen by Reserve for a claim this pod allocates
         self.held = False  # this pod holds the claim's in-flight allocation
-        self.reserving = False  # counted in the tracker's pending reservations
+        self.reserving = False  # counted in the DRA manager's pending reservations
         self.reserved_in_api = False  # PreBind added this pod to reservedFor
 
     @property
@@ -521,6 +210,14 @@ def _is_native_resource(name: str) -> bool:
         or name.startswith("requests.")
 
 
+def _to_allocate(info: _ClaimInfo, claim: Obj, data: _CycleData) -> None:
+    """An unallocated claim: Filter runs the allocator for it."""
+    info.to_allocate = True
+    data.to_allocate.append(info)
+    if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
+        data.needs_devices = True
+
+
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin,
                        PreBindPlugin, EnqueueExtensions):
     NAME = names.DynamicResources
@@ -536,9 +233,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return UNSIGNABLE
         return None
 
-    def __init__(self, tracker: ClaimTracker, client: Any = None, *, gates: Any = None,
-                 pod_group_of: Optional[Callable[[Obj], Optional[Obj]]] = None, clock: Any = None,
-                 handle: Any = None):
+    def __init__(self, tracker: DRAManager, client: Optional[Client] = None, *, gates: Any = None,
+                 pod_group_of: Optional[Callable[[Obj], Optional[Obj]]] = None, clock: Optional[Clock] = None,
+                 handle: Optional[Handle] = None):
         from phalanx.cluster.featuregates import FeatureGates
         self.tracker = tracker
         self.handle = handle
@@ -565,6 +262,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                                  self._after_assigned_pod_delete),
         ]
 
+    @property
+    def api(self) -> Client:
+        """The client PreBind and the background writes use (the scheduler's, through the Handle)."""
+        if self.client is None:
+            raise RuntimeError("DynamicResources has no API client")
+        return self.client
+
     def _enabled(self, gate: str) -> bool:
         try:
             return bool(self.gates.enabled(gate))
@@ -576,7 +280,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         """(pod claim, ResourceClaim) for every claim the pod names, or why that is not possible
         (upstream foreachPodResourceClaim)."""
         out: list[tuple[dict, Obj]] = []
-        namespace = _md(pod).get("namespace", "")
+        namespace = object_meta(pod).get("namespace", "")
         for pc in draclaims.pod_claims(pod):
             name, must_check_owner, err = draclaims.claim_name(pod, pc)
             if err is not None:
@@ -586,7 +290,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             claim = self.tracker.get(namespace, name)
             if claim is None:
                 return out, f'resourceclaim.resource.k8s.io "{name}" not found'
-            if _md(claim).get("deletionTimestamp"):
+            if object_meta(claim).get("deletionTimestamp"):
                 return out, f'resourceclaim "{name}" is being deleted'
             if must_check_owner:
                 owner_err = draclaims.is_for_pod(pod, claim, accept_pod_group_owner=self.workload_claims)
@@ -623,14 +327,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         node_names: Optional[set[str]] = None
         seen: set[str] = set()
         for pc, claim in found:
-            uid = _md(claim).get("uid", "")
+            uid = object_meta(claim).get("uid", "")
             if uid in seen:
                 continue  # the same claim named twice: one allocation, one reservation
             seen.add(uid)
             consumer, err = draclaims.consumer_reference(pod_obj, pod_group, pc,
                                                          workload_claims_enabled=self.workload_claims)
             info = _ClaimInfo(pc, claim, consumer if err is None and consumer else draclaims.pod_reference(pod_obj))
-            allocation = _allocation(claim)
+            allocation = allocation_of(claim)
             if allocation is None:
                 entry = self.tracker.pending(uid)
                 if entry is not None:  # allocated by an earlier pod, not written yet: reuse it
@@ -638,31 +342,36 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if allocation is not None:
                 if not self._can_reserve(pod_obj, claim, info):
                     return None, _unresolvable(MSG_IN_USE)
-                selector = allocation.get("nodeSelector")
-                if selector:
-                    try:
-                        info.selector = self.tracker.node_selector(selector)
-                    except ValueError as e:
-                        return None, as_status(e)
-                    data.has_selectors = True
-                    if info.selector.names is not None:
-                        node_names = set(info.selector.names) if node_names is None \
-                            else node_names & info.selector.names
-                        if not self._any_node_named(info.selector.names, nodes):
-                            data.unavailable.add(len(data.claims))  # Filter will not see it: PostFilter may
+                st = self._allocated_on(info, allocation, data, nodes)
+                if st is not None:
+                    return None, st
+                if info.selector is not None and info.selector.names is not None:
+                    node_names = set(info.selector.names) if node_names is None else node_names & info.selector.names
             else:
                 st = self._check_requests(claim)
                 if st is not None:
                     return None, st
-                info.to_allocate = True
-                data.to_allocate.append(info)
-                if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
-                    data.needs_devices = True
+                _to_allocate(info, claim, data)
             data.claims.append(info)
         state.write(STATE_KEY, data)
         if node_names is not None:
             return PreFilterResult(node_names), None
         return None, None
+
+    def _allocated_on(self, info: _ClaimInfo, allocation: Mapping[str, Any], data: "_CycleData",
+                      nodes: Sequence[NodeInfo]) -> Optional[Status]:
+        """Compile an allocated claim's node selector for Filter; an error when it does not compile."""
+        selector = allocation.get("nodeSelector")
+        if not selector:
+            return None
+        try:
+            info.selector = self.tracker.node_selector(selector)
+        except ValueError as e:
+            return as_status(e)
+        data.has_selectors = True
+        if info.selector.names is not None and not self._any_node_named(info.selector.names, nodes):
+            data.unavailable.add(len(data.claims))  # Filter will not see it: PostFilter may
+        return None
 
     def _any_node_named(self, names: set[str], nodes: Sequence[NodeInfo]) -> bool:
         lister = self.handle.snapshot_shared_lister() if self.handle is not None else None
@@ -815,7 +524,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         for index in sorted(data.unavailable):
             info = data.claims[index]
             claim = self.tracker.claims.get(info.key)
-            if claim is None or _md(claim).get("uid") != info.uid or _allocation(claim) is None:
+            if claim is None or object_meta(claim).get("uid") != info.uid or allocation_of(claim) is None:
                 continue
             reserved = draclaims.reserved_for(claim)
             if any(not draclaims.is_pod_consumer(r) for r in reserved):
@@ -831,16 +540,16 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     async def _deallocate(self, claim: Obj) -> None:
         """Clear allocation and reservations of a claim nobody uses (PostFilter's request)."""
-        md = _md(claim)
+        md = object_meta(claim)
         ns, name, uid = md.get("namespace", ""), md.get("name", ""), md.get("uid", "")
         current: Optional[Obj] = claim
         for _ in range(BIND_CONFLICT_RETRIES):
             if current is None:
                 try:
-                    current = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
+                    current = await self.api.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
                 except StatusError:
                     break
-                if _md(current).get("uid") != uid or _allocation(current) is None:
+                if object_meta(current).get("uid") != uid or allocation_of(current) is None:
                     break
                 if any(not draclaims.is_pod_consumer(r) for r in draclaims.reserved_for(current)) \
                         or len(draclaims.reserved_for(current)) > 1:
@@ -852,7 +561,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             for f in ("reservedFor", "allocation", "devices"):
                 status.pop(f, None)
             try:
-                updated = await self.client.update_status(obj)
+                updated = await self.api.update_status(obj)
             except StatusError as e:
                 if e.code == 409:
                     current = None
@@ -883,7 +592,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if info.to_allocate:
                 chosen = info.allocation = allocations[next_allocation]
                 next_allocation += 1
-            elif info.pending is not None and _allocation(self.tracker.claims.get(info.key)) is None:
+            elif info.pending is not None and allocation_of(self.tracker.claims.get(info.key)) is None:
                 chosen = info.pending
             if chosen is not None:
                 why = self.tracker.hold(info.uid, info.key, chosen, holder)
@@ -913,7 +622,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         ns, name = info.key.split("/", 1)
         patch = {"metadata": {"uid": info.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
         try:
-            updated = await self.client.patch(RESOURCE_API_VERSION, "ResourceClaim", ns, name, patch,
+            updated = await self.api.patch(RESOURCE_API_VERSION, "ResourceClaim", ns, name, patch,
                                               patch_type="application/strategic-merge-patch+json",
                                               subresource="status")
         except StatusError as e:
@@ -955,9 +664,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         written yet) and the pod's consumer in `reservedFor` (upstream bindClaim)."""
         mine = info.allocation if info.to_allocate else info.pending
         current = self.tracker.claims.get(info.key)
-        if current is not None and _md(current).get("uid") != info.uid:
+        if current is not None and object_meta(current).get("uid") != info.uid:
             current = None
-        if mine is None and current is not None and _allocation(current) is not None and \
+        if mine is None and current is not None and allocation_of(current) is not None and \
                 draclaims.is_reserved_for_pod(pod, current, accept_pod_group=self.workload_claims):
             return  # nothing to write (later members of a group with a PodGroup reservation)
         async with self.tracker.claim_lock(info.uid):
@@ -965,31 +674,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     async def _write_claim(self, info: _ClaimInfo, pod: Obj, mine: Optional[dict]) -> None:
         ref = info.key
-        ns, name = ref.split("/", 1)
         claim = self.tracker.claims.get(ref)  # read under the lock: what a peer wrote is visible
-        if claim is not None and _md(claim).get("uid") != info.uid:
+        if claim is not None and object_meta(claim).get("uid") != info.uid:
             claim = None
         last_error = ""
         for _ in range(BIND_CONFLICT_RETRIES):
             if claim is None:
-                try:
-                    claim = await self.client.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
-                except StatusError as e:
-                    if e.code == 404:
-                        raise _BindFailure(f"claim {ref} got deleted in the meantime") from None
-                    raise _BindFailure(f"get updated claim {ref} after conflict: {e.message}") from None
-                if _md(claim).get("uid") != info.uid:
-                    raise _BindFailure(f"claim {ref} got deleted in the meantime")
-            if _md(claim).get("deletionTimestamp"):
-                raise _BindFailure(f"claim {ref} got deleted in the meantime")
-            allocation = _allocation(claim)
-            to_write: Optional[dict] = None
-            if allocation is None:
-                if mine is None:
-                    raise _BindFailure(f"claim {ref} got deallocated in the meantime")
-                to_write = mine
-            elif mine is not None and _allocation_identity(allocation) != _allocation_identity(mine):
-                raise _BindFailure(f"claim {ref} got allocated elsewhere in the meantime")
+                claim = await self._reread_claim(info)
+            to_write = self._allocation_to_write(claim, ref, mine)
             reserved = draclaims.reserved_for(claim)
             need_reservation = not (
                 any(r.get("uid") == info.consumer_uid for r in reserved)
@@ -999,28 +691,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     self.tracker.written(info.uid)  # a peer wrote it: the pending entry is done
                 return
             try:
-                obj = deep_copy(claim)
-                obj.setdefault("apiVersion", RESOURCE_API_VERSION)
-                obj.setdefault("kind", "ResourceClaim")
-                if to_write is not None:
-                    finalizers = list(_md(obj).get("finalizers") or [])
-                    if draclaims.DELETE_PROTECTION_FINALIZER not in finalizers:
-                        obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
-                        try:
-                            obj = await self.client.update(obj)
-                        except StatusError as e:
-                            if e.code == 409:
-                                raise
-                            raise _BindFailure(f"add finalizer to claim {ref}: {e.message}") from None
-                        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
-                        obj.setdefault("kind", "ResourceClaim")
-                    written = deep_copy(to_write)
-                    written["allocationTimestamp"] = now_rfc3339(to_datetime(self.clock.now()))
-                    obj.setdefault("status", {})["allocation"] = written
-                if need_reservation:
-                    status = obj.setdefault("status", {})
-                    status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
-                updated = await self.client.update_status(obj)
+                updated = await self._update_claim(claim, info, to_write, need_reservation)
             except StatusError as e:
                 if e.code == 409:
                     last_error = e.message
@@ -1036,23 +707,84 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return
         raise _BindFailure(f"claim {ref}: {last_error or 'too many conflicts'}")
 
+    async def _reread_claim(self, info: _ClaimInfo) -> Obj:
+        """The claim from the API after a conflict (or when the manager had none)."""
+        ref = info.key
+        ns, name = ref.split("/", 1)
+        try:
+            claim = await self.api.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
+        except StatusError as e:
+            if e.code == 404:
+                raise _BindFailure(f"claim {ref} got deleted in the meantime") from None
+            raise _BindFailure(f"get updated claim {ref} after conflict: {e.message}") from None
+        if object_meta(claim).get("uid") != info.uid:
+            raise _BindFailure(f"claim {ref} got deleted in the meantime")
+        return claim
+
+    @staticmethod
+    def _allocation_to_write(claim: Obj, ref: str, mine: Optional[dict]) -> Optional[dict]:
+        """The allocation this cycle must write, None when the claim has it already; a claim
+        deleted, deallocated or allocated to something else meanwhile fails the binding."""
+        if object_meta(claim).get("deletionTimestamp"):
+            raise _BindFailure(f"claim {ref} got deleted in the meantime")
+        allocation = allocation_of(claim)
+        if allocation is None:
+            if mine is None:
+                raise _BindFailure(f"claim {ref} got deallocated in the meantime")
+            return mine
+        if mine is not None and allocation_identity(allocation) != allocation_identity(mine):
+            raise _BindFailure(f"claim {ref} got allocated elsewhere in the meantime")
+        return None
+
+    async def _update_claim(self, claim: Obj, info: _ClaimInfo, to_write: Optional[dict],
+                            need_reservation: bool) -> Obj:
+        """Write the finalizer (metadata) and then allocation and/or reservation (status)."""
+        obj = deep_copy(claim)
+        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
+        obj.setdefault("kind", "ResourceClaim")
+        if to_write is not None:
+            obj = await self._add_delete_protection(obj, info.key)
+            written = deep_copy(to_write)
+            written["allocationTimestamp"] = now_rfc3339(to_datetime(self.clock.now()))
+            obj.setdefault("status", {})["allocation"] = written
+        if need_reservation:
+            status = obj.setdefault("status", {})
+            status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
+        return await self.api.update_status(obj)
+
+    async def _add_delete_protection(self, obj: Obj, ref: str) -> Obj:
+        """The claim with the delete-protection finalizer (written first when missing)."""
+        finalizers = list(object_meta(obj).get("finalizers") or [])
+        if draclaims.DELETE_PROTECTION_FINALIZER in finalizers:
+            return obj
+        obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
+        try:
+            obj = await self.api.update(obj)
+        except StatusError as e:
+            if e.code == 409:
+                raise
+            raise _BindFailure(f"add finalizer to claim {ref}: {e.message}") from None
+        obj.setdefault("apiVersion", RESOURCE_API_VERSION)
+        obj.setdefault("kind", "ResourceClaim")
+        return obj
+
     # -- events --------------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return self._events
 
     def _after_claim_change(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         if new is None:
-            return QueueingHint.Queue if _allocation(old) is not None else QueueingHint.QueueSkip
-        deallocated = old is not None and _allocation(old) is not None and _allocation(new) is None
+            return QueueingHint.Queue if allocation_of(old) is not None else QueueingHint.QueueSkip
+        deallocated = old is not None and allocation_of(old) is not None and allocation_of(new) is None
         if not deallocated and not _may_name(self._named_claims, pod, new):
             return QueueingHint.QueueSkip  # not one of the pod's claims (the common case: cheap)
         found, why = self._pod_claims(pod)
         if why is not None:
             return QueueingHint.QueueSkip  # still missing something: not schedulable yet
-        if old is not None and _allocation(old) is not None and _allocation(new) is None:
+        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
             return QueueingHint.Queue  # deallocated: devices became free
-        uid = _md(new).get("uid")
-        if not any(_md(c).get("uid") == uid for _, c in found):
+        uid = object_meta(new).get("uid")
+        if not any(object_meta(c).get("uid") == uid for _, c in found):
             return QueueingHint.QueueSkip
         if old is None:
             return QueueingHint.Queue
@@ -1061,7 +793,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return QueueingHint.Queue
 
     def _after_pod_change(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
-        if new is None or _md(new).get("uid") != _md(pod).get("uid"):
+        if new is None or object_meta(new).get("uid") != object_meta(pod).get("uid"):
             return QueueingHint.QueueSkip
         _, why = self._pod_claims(new)
         return QueueingHint.QueueSkip if why is not None else QueueingHint.Queue
@@ -1087,66 +819,29 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         task.add_done_callback(self._tasks.discard)
 
 
-# -- wiring -----------------------------------------------------------------------------------------
-
-def wire(scheduler: Any, tracker: ClaimTracker) -> list:
-    """Feed `tracker` from the scheduler's informer factory and turn every change into a cluster
-    event for the scheduler's queue. Returns the informers (the scheduler waits for their sync)."""
-    claims = scheduler.factory.informer(RESOURCE_API_VERSION, "ResourceClaim")
-    slices = scheduler.factory.informer(RESOURCE_API_VERSION, "ResourceSlice")
-    classes = scheduler.factory.informer(RESOURCE_API_VERSION, "DeviceClass")
-
-    def emit(resource: str, action: ActionType, old: Optional[Obj], new: Optional[Obj]) -> None:
-        queue = getattr(scheduler, "queue", None)
-        if queue is None:
-            return
-        queue.on_event(ClusterEvent(resource, action), old, new)
-
-    def handlers(resource: str, added: Callable, updated: Callable, deleted: Callable) -> dict:
-        def on_add(obj: Obj) -> None:
-            added(obj)
-            emit(resource, ActionType.Add, None, obj)
-
-        def on_update(old: Obj, new: Obj) -> None:
-            updated(old, new)
-            emit(resource, ActionType.Update, old, new)
-
-        def on_delete(obj: Obj) -> None:
-            deleted(obj)
-            emit(resource, ActionType.Delete, obj, None)
-        return {"on_add": on_add, "on_update": on_update, "on_delete": on_delete}
-
-    claims.add_event_handler(**handlers(EventResource.ResourceClaim, tracker.claim_added, tracker.claim_updated,
-                                        tracker.claim_deleted))
-    slices.add_event_handler(**handlers(EventResource.ResourceSlice, tracker.slice_added, tracker.slice_updated,
-                                        tracker.slice_deleted))
-    classes.add_event_handler(**handlers(EventResource.DeviceClass, tracker.class_added, tracker.class_updated,
-                                         tracker.class_deleted))
-    return [claims, slices, classes]
-
-
-def factory(scheduler: Any) -> Callable[[Optional[Mapping[str, Any]], Any], DynamicResources]:
-    """One tracker and one set of informers per scheduler; `new(args, handle)` per profile."""
-    from ..cache import pod_group_key
-    tracker = ClaimTracker()
-    informers = wire(scheduler, tracker)
-    extra = getattr(scheduler, "extra_informers", None)
-    if isinstance(extra, list):
-        extra.extend(informers)
-    else:
-        scheduler.extra_informers = list(informers)
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> DynamicResources:
+    """The plugin on the Handle's shared DRA manager, client, PodGroup lister and clock."""
+    manager = handle.shared_dra_manager()
+    if manager is None:
+        raise ValueError("DynamicResources needs the scheduler's shared DRA manager")
+    pod_groups = handle.pod_group_lister()
 
     def pod_group_of(pod: Obj) -> Optional[Obj]:
         key = pod_group_key(pod)
-        return scheduler.groups.get(key) if key is not None else None
+        return pod_groups.get(key) if key is not None and pod_groups is not None else None
 
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> DynamicResources:
-        return DynamicResources(tracker, scheduler.client, gates=scheduler.gates, pod_group_of=pod_group_of,
-                                clock=scheduler.clock, handle=handle)
-
-    new.tracker = tracker  # type: ignore[attr-defined]
-    return new
+    return DynamicResources(manager, handle.client(), gates=_HandleFeatures(handle), pod_group_of=pod_group_of,
+                            clock=handle.clock(), handle=handle)
 
 
-__all__ = ["DynamicResources", "ClaimTracker", "InFlightAllocation", "factory", "wire",
-           "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE"]
+class _HandleFeatures:
+    """The Handle's feature gates in the `enabled(name)` shape the allocator reads."""
+
+    def __init__(self, handle: Handle):
+        self._handle = handle
+
+    def enabled(self, name: str) -> bool:
+        return self._handle.feature_enabled(name)
+
+
+__all__ = ["DynamicResources", "new", "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE", "RESOURCE_API_VERSION"]

@@ -17,14 +17,16 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (EnqueueExtensions, PermitPlugin, PlacementFeasiblePlugin,
-                                                   PlacementProgress, PodGroupInfo, PreEnqueuePlugin)
+from phalanx.scheduler.framework.interface import (EnqueueExtensions, Handle, PermitPlugin, PlacementFeasiblePlugin,
+                                                   PlacementProgress, PodGroupInfo, PreEnqueuePlugin, WaitingPod)
+from phalanx.scheduler.framework.services import PodGroupLister
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (ActionType, ClusterEvent, ClusterEventWithHint, EventResource,
-                                               Obj, PodInfo, QueueingHint)
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import PodInfo
 
 from ..cache import pod_group_key
-from ..podgroups import PodGroupManager, policy_of
+from ..podgroups import policy_of
 from . import names
 
 DEFAULT_PERMIT_TIMEOUT = 300.0
@@ -34,8 +36,8 @@ POD_GROUP = "PodGroup"
 class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, EnqueueExtensions):
     NAME = names.GangScheduling
 
-    def __init__(self, manager: PodGroupManager, scheduled_count: Callable[[str], int],
-                 handle: Any = None, permit_timeout: float = DEFAULT_PERMIT_TIMEOUT):
+    def __init__(self, manager: PodGroupLister, scheduled_count: Callable[[str], int],
+                 handle: Optional[Handle] = None, permit_timeout: float = DEFAULT_PERMIT_TIMEOUT):
         self.manager = manager
         self.scheduled_count = scheduled_count
         self.handle = handle
@@ -104,7 +106,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         if self.handle is None:
             return
 
-        def allow(wp: Any) -> None:
+        def allow(wp: WaitingPod) -> None:
             if pod_group_key(wp.pod) == g:
                 wp.allow(self.NAME)
         self.handle.iterate_over_waiting_pods(allow)
@@ -144,8 +146,10 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         return QueueingHint.Queue if policy_of(new or {})[1] < policy_of(old or {})[1] else QueueingHint.QueueSkip
 
 
-def factory(manager: PodGroupManager, scheduled_count: Callable[[str], int]):
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> GangScheduling:
-        timeout = float((args or {}).get("permitWaitingTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT))
-        return GangScheduling(manager, scheduled_count, handle, timeout)
-    return new
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> GangScheduling:
+    """The plugin on the Handle's PodGroup lister (which also counts the scheduled pods)."""
+    pod_groups = handle.pod_group_lister()
+    if pod_groups is None:
+        raise ValueError("GangScheduling needs the scheduler's PodGroup lister")
+    timeout = float((args or {}).get("permitWaitingTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT))
+    return GangScheduling(pod_groups, pod_groups.scheduled_count, handle, timeout)

@@ -36,19 +36,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    ActionType,
-    AffinityTerm,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    WeightedAffinityTerm,
-)
+from phalanx.scheduler.framework.affinity import AffinityTerm, WeightedAffinityTerm
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 
@@ -276,47 +267,24 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreSc
             return Status.new(Code.Skip)
         snap = self.handle.snapshot_shared_lister()
         all_nodes = snap.list() if has_constraints else snap.have_pods_with_affinity_list()
-        pref_aff = [WeightedAffinityTerm(t, w) for t, w in zip(
-            self._merge_namespaces([wt.term for wt in pod.preferred_affinity_terms]),
-            [wt.weight for wt in pod.preferred_affinity_terms])]
-        pref_anti = [WeightedAffinityTerm(t, w) for t, w in zip(
-            self._merge_namespaces([wt.term for wt in pod.preferred_anti_affinity_terms]),
-            [wt.weight for wt in pod.preferred_anti_affinity_terms])]
-        ns_labels = self.handle.namespace_labels(pod.namespace)
-        score: dict[str, dict[str, int]] = {}
-
-        def process(term: AffinityTerm, weight: int, target: PodInfo, target_ns: Optional[Mapping[str, str]],
-                    labels: Mapping[str, str], multiplier: int) -> None:
-            if term.matches(target, target_ns):
-                tv = labels.get(term.topology_key)
-                if tv is not None:
-                    m = score.setdefault(term.topology_key, {})
-                    m[tv] = m.get(tv, 0) + weight * multiplier
-
-        hard_w = self.hard_pod_affinity_weight
-        ignore_existing_pref = self.ignore_preferred_terms_of_existing_pods
+        tally = _PreScoreTally(
+            pod, self.handle.namespace_labels(pod.namespace),
+            [WeightedAffinityTerm(t, w) for t, w in zip(
+                self._merge_namespaces([wt.term for wt in pod.preferred_affinity_terms]),
+                [wt.weight for wt in pod.preferred_affinity_terms])],
+            [WeightedAffinityTerm(t, w) for t, w in zip(
+                self._merge_namespaces([wt.term for wt in pod.preferred_anti_affinity_terms]),
+                [wt.weight for wt in pod.preferred_anti_affinity_terms])],
+            self.hard_pod_affinity_weight, self.ignore_preferred_terms_of_existing_pods)
         for ni in all_nodes:
             labels = ni.labels
             if not labels:
                 continue
             for existing in (ni.pods if has_constraints else ni.pods_with_affinity):
-                for t, w in pref_aff:
-                    process(t, w, existing, None, labels, 1)
-                for t, w in pref_anti:
-                    process(t, w, existing, None, labels, -1)
-                if not existing.has_affinity:
-                    continue
-                if hard_w > 0:
-                    for t in existing.required_affinity_terms:
-                        process(t, hard_w, pod, ns_labels, labels, 1)
-                if not ignore_existing_pref:
-                    for t, w in existing.preferred_affinity_terms:
-                        process(t, w, pod, ns_labels, labels, 1)
-                    for t, w in existing.preferred_anti_affinity_terms:
-                        process(t, w, pod, ns_labels, labels, -1)
-        if not score:
+                tally.add(existing, labels)
+        if not tally.score:
             return Status.new(Code.Skip)
-        state.write(PRE_SCORE_STATE_KEY, score)
+        state.write(PRE_SCORE_STATE_KEY, tally.score)
         return None
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Optional[Status]]:
@@ -383,3 +351,43 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreSc
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> InterPodAffinity:
     return InterPodAffinity(default_plugin_args(names.InterPodAffinity, args) or {}, handle)
+
+
+class _PreScoreTally:
+    """PreScore's sums per topology key and value: the incoming pod's preferred terms against each
+    existing pod, and each existing pod's terms against the incoming pod."""
+
+    def __init__(self, pod: PodInfo, ns_labels: Optional[Mapping[str, str]], pref_aff: list[WeightedAffinityTerm],
+                 pref_anti: list[WeightedAffinityTerm], hard_weight: int, ignore_existing_preferred: bool):
+        self.pod = pod
+        self.ns_labels = ns_labels
+        self.pref_aff = pref_aff
+        self.pref_anti = pref_anti
+        self.hard_weight = hard_weight
+        self.ignore_existing_preferred = ignore_existing_preferred
+        self.score: dict[str, dict[str, int]] = {}
+
+    def _process(self, term: AffinityTerm, weight: int, target: PodInfo, target_ns: Optional[Mapping[str, str]],
+                 labels: Mapping[str, str], multiplier: int) -> None:
+        if term.matches(target, target_ns):
+            tv = labels.get(term.topology_key)
+            if tv is not None:
+                m = self.score.setdefault(term.topology_key, {})
+                m[tv] = m.get(tv, 0) + weight * multiplier
+
+    def add(self, existing: PodInfo, labels: Mapping[str, str]) -> None:
+        for t, w in self.pref_aff:
+            self._process(t, w, existing, None, labels, 1)
+        for t, w in self.pref_anti:
+            self._process(t, w, existing, None, labels, -1)
+        if not existing.has_affinity:
+            return
+        pod, ns_labels = self.pod, self.ns_labels
+        if self.hard_weight > 0:
+            for t in existing.required_affinity_terms:
+                self._process(t, self.hard_weight, pod, ns_labels, labels, 1)
+        if not self.ignore_existing_preferred:
+            for t, w in existing.preferred_affinity_terms:
+                self._process(t, w, pod, ns_labels, labels, 1)
+            for t, w in existing.preferred_anti_affinity_terms:
+                self._process(t, w, pod, ns_labels, labels, -1)

@@ -28,19 +28,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    PreferredSchedulingTerms,
-    QueueingHint,
-    RequiredNodeAffinity,
-)
+from phalanx.scheduler.framework.affinity import PreferredSchedulingTerms, RequiredNodeAffinity
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 from .helper import default_normalize_score
@@ -122,11 +113,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
             return None, None
         node_names: Optional[set[str]] = None
         for t in terms:
-            term_names: Optional[set[str]] = None
-            for r in t.get("matchFields") or ():
-                if r.get("key") == "metadata.name" and r.get("operator") == "In":
-                    s = set(r.get("values") or ())
-                    term_names = s if term_names is None else term_names & s
+            term_names = _term_node_names(t)
             if term_names is None:
                 return None, None  # this term allows any node name; terms are ORed
             node_names = term_names if node_names is None else node_names | term_names
@@ -216,3 +203,13 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> NodeAffinity:
     return NodeAffinity(default_plugin_args(names.NodeAffinity, args) or {}, handle)
+
+
+def _term_node_names(term: Mapping[str, Any]) -> Optional[set[str]]:
+    """The node names a selector term's `metadata.name In [...]` fields allow; None: any name."""
+    names_: Optional[set[str]] = None
+    for r in term.get("matchFields") or ():
+        if r.get("key") == "metadata.name" and r.get("operator") == "In":
+            allowed = set(r.get("values") or ())
+            names_ = allowed if names_ is None else names_ & allowed
+    return names_

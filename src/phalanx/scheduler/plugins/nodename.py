@@ -7,16 +7,9 @@ from typing import Any, Mapping, Optional, Sequence
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-)
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 

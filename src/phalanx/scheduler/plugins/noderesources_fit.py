@@ -38,23 +38,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
-    RESOURCE_PODS,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    Resource,
-    is_extended_resource_name,
-    is_scalar_resource_name,
-)
+from phalanx.scheduler.framework.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.resources import Resource, is_extended_resource_name, is_scalar_resource_name
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 from .noderesources_scorer import MOST_ALLOCATED, ResourceAllocationScorer, ScoreMemo, scorer_for_strategy
@@ -286,9 +273,21 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
         if need <= 0 or not pods:
             return []
         need = min(need, len(pods))
-        # (name, request per pod, free per node) for every resource Filter checks and a pod requests
+        resources = self._requested_resources(pods, placement.nodes)
+        room = [f[2] for f in (ni.free for ni in placement.nodes)]
+        out = _total_shortfall(resources, room, need)
+        if out:
+            return out
+        fit = _pods_that_fit_node_by_node(resources, room)
+        if fit < need:
+            return [f"its nodes have room for {fit}"]
+        return []
+
+    def _requested_resources(self, pods: Sequence[PodInfo],
+                             nodes: Sequence[NodeInfo]) -> list[tuple[str, list[int], list[int]]]:
+        """(name, request per pod, free per node) for every resource Filter checks and a pod requests."""
         resources: list[tuple[str, list[int], list[int]]] = []
-        frees = [ni.free for ni in placement.nodes]
+        frees = [ni.free for ni in nodes]
         cpu = [p.requests.milli_cpu for p in pods]
         if any(cpu):
             resources.append((RESOURCE_CPU, cpu, [f[0] for f in frees]))
@@ -298,36 +297,19 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
         eph = [p.requests.ephemeral_storage for p in pods]
         if any(eph):
             resources.append((RESOURCE_EPHEMERAL_STORAGE, eph, [
-                ni.allocatable.ephemeral_storage - ni.requested.ephemeral_storage for ni in placement.nodes]))
+                ni.allocatable.ephemeral_storage - ni.requested.ephemeral_storage for ni in nodes]))
         for name in sorted({name for p in pods for name, q in p.requests.scalar_resources.items() if q}):
-            if is_extended_resource_name(name) and (name in self.ignored_resources or (
-                    self.ignored_resource_groups and name.split("/", 1)[0] in self.ignored_resource_groups)):
+            if self._ignored(name):
                 continue
             resources.append((name, [p.requests.scalar_resources.get(name, 0) for p in pods], [
                 ni.allocatable.scalar_resources.get(name, 0) - ni.requested.scalar_resources.get(name, 0)
-                for ni in placement.nodes]))
-        out = []
-        room = [f[2] for f in frees]
-        total_room = sum(r for r in room if r > 0)
-        if total_room < need:
-            out.append(f"pods: {total_room} free, {need} requested")
-        for name, requests, free in resources:
-            want = sum(sorted(requests)[:need])
-            have = sum(f for f in free if f > 0)
-            if want and have < want:
-                out.append(f"{name}: {_amount(name, have)} free, {_amount(name, want)} requested")
-        if out:
-            return out
-        # node by node: how many pods of the group's smallest requests each node could take
-        per_node = [r if r > 0 else 0 for r in room]
-        for _, requests, free in resources:
-            least = min(requests)
-            if least:
-                per_node = [min(k, f // least) if f > 0 else 0 for k, f in zip(per_node, free)]
-        fit = sum(per_node)
-        if fit < need:
-            return [f"its nodes have room for {fit}"]
-        return []
+                for ni in nodes]))
+        return resources
+
+    def _ignored(self, name: str) -> bool:
+        """An extended resource the plugin's args tell Filter to ignore."""
+        return is_extended_resource_name(name) and (name in self.ignored_resources or (
+            bool(self.ignored_resource_groups) and name.split("/", 1)[0] in self.ignored_resource_groups))
 
     # -- requeueing ----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -397,3 +379,27 @@ def _amount(resource: str, n: int) -> str:
 
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> Fit:
     return Fit(default_plugin_args(names.NodeResourcesFit, args) or {}, handle)
+
+
+def _total_shortfall(resources: list[tuple[str, list[int], list[int]]], room: list[int], need: int) -> list[str]:
+    """The resources (and pod slots) whose free amount over all nodes is below `need` pods' smallest requests."""
+    out = []
+    total_room = sum(r for r in room if r > 0)
+    if total_room < need:
+        out.append(f"pods: {total_room} free, {need} requested")
+    for name, requests, free in resources:
+        want = sum(sorted(requests)[:need])
+        have = sum(f for f in free if f > 0)
+        if want and have < want:
+            out.append(f"{name}: {_amount(name, have)} free, {_amount(name, want)} requested")
+    return out
+
+
+def _pods_that_fit_node_by_node(resources: list[tuple[str, list[int], list[int]]], room: list[int]) -> int:
+    """How many pods of the group's smallest requests the nodes could take, node by node."""
+    per_node = [r if r > 0 else 0 for r in room]
+    for _, requests, free in resources:
+        least = min(requests)
+        if least:
+            per_node = [min(k, f // least) if f > 0 else 0 for k, f in zip(per_node, free)]
+    return sum(per_node)

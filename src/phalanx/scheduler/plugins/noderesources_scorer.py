@@ -17,15 +17,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
-    NodeInfo,
-    PodInfo,
-    is_scalar_resource_name,
-)
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY
+from phalanx.scheduler.framework.resources import is_scalar_resource_name
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from .helper import build_broken_linear_function
 
@@ -212,15 +206,20 @@ class ResourceAllocationScorer:
                     sm = (rm if rm < am else am) * 100 // am
                 append((sc * wc + sm * wm) // wsum_both)
                 continue
-            total = wsum = 0
-            if wc and ac:
-                total += (least_requested_score(rc, ac) if least else most_requested_score(rc, ac)) * wc
-                wsum += wc
-            if wm and am:
-                total += (least_requested_score(rm, am) if least else most_requested_score(rm, am)) * wm
-                wsum += wm
-            append(total // wsum if wsum else 0)
+            append(_partial_cpu_mem_score(least, rc, ac, wc, rm, am, wm))
         return out
+
+
+def _partial_cpu_mem_score(least: bool, rc: int, ac: int, wc: int, rm: int, am: int, wm: int) -> int:
+    """The weighted score when cpu or memory has no weight or no allocatable (it does not count)."""
+    total = wsum = 0
+    if wc and ac:
+        total += (least_requested_score(rc, ac) if least else most_requested_score(rc, ac)) * wc
+        wsum += wc
+    if wm and am:
+        total += (least_requested_score(rm, am) if least else most_requested_score(rm, am)) * wm
+        wsum += wm
+    return total // wsum if wsum else 0
 
 
 class ScoreMemo:

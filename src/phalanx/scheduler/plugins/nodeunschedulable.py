@@ -8,21 +8,10 @@ from typing import Any, Mapping, Optional, Sequence
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, Handle
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    TAINT_EFFECT_NO_SCHEDULE,
-    TAINT_NODE_UNSCHEDULABLE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    Taint,
-    parse_tolerations,
-    tolerations_tolerate_taint,
-)
+from phalanx.scheduler.framework.constants import TAINT_EFFECT_NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.taints import Taint, parse_tolerations, tolerations_tolerate_taint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 

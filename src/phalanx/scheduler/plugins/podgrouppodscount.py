@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (Placement, PlacementScore, PlacementScoreExtensions,
+from phalanx.scheduler.framework.interface import (Handle, Placement, PlacementScore, PlacementScoreExtensions,
                                                    PlacementScorePlugin, PodGroupAssignments, PodGroupInfo)
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import MAX_NODE_SCORE
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE
 
 from . import names
 
@@ -56,13 +56,8 @@ class PodGroupPodsCount(PlacementScorePlugin, PlacementScoreExtensions):
         return MAX_NODE_SCORE
 
 
-def factory(scheduled_count: Callable[[str], int]):
-    """The factory the scheduler registers: `scheduled_count(group_key)` counts assumed or bound pods."""
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> PodGroupPodsCount:
-        return PodGroupPodsCount(scheduled_count)
-    return new
-
-
-def new(args: Optional[Mapping[str, Any]], handle: Any) -> PodGroupPodsCount:
-    """Without scheduler state (no scheduled pods are known): counts the assignment only."""
-    return PodGroupPodsCount()
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodGroupPodsCount:
+    """Counts the group's scheduled pods through the Handle's PodGroup lister; without one (a
+    plain framework) the assignment only."""
+    pod_groups = handle.pod_group_lister()
+    return PodGroupPodsCount(pod_groups.scheduled_count if pod_groups is not None else None)

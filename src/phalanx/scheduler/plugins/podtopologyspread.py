@@ -37,22 +37,11 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status, as_status
-from phalanx.scheduler.framework.types import (
-    LABEL_HOSTNAME,
-    LABEL_TOPOLOGY_ZONE,
-    MAX_NODE_SCORE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    RequiredNodeAffinity,
-    do_not_schedule_taint,
-    find_matching_untolerated_taint,
-)
+from phalanx.scheduler.framework.affinity import RequiredNodeAffinity
+from phalanx.scheduler.framework.constants import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, MAX_NODE_SCORE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.taints import Toleration, do_not_schedule_taint, find_matching_untolerated_taint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 
@@ -192,14 +181,6 @@ class PreFilterState:
         self.tp_key_to_critical_paths: dict[str, CriticalPaths] = {}
         self.counts: dict[str, dict[str, int]] = {}
 
-    @property
-    def tp_pair_to_match_num(self) -> dict[tuple[str, str], int]:
-        return {(k, v): n for k, values in self.counts.items() for v, n in values.items()}
-
-    @property
-    def tp_key_to_domains_num(self) -> dict[str, int]:
-        return {k: len(values) for k, values in self.counts.items()}
-
     def min_match_num(self, key: str, min_domains: int) -> int:
         paths = self.tp_key_to_critical_paths[key]
         if len(self.counts.get(key, ())) < min_domains:
@@ -299,31 +280,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreS
                  c.node_affinity_policy == HONOR and not required.is_empty(),
                  c.node_taints_policy == HONOR) for c in constraints]
         if len(plan) == 1 and not plan[0][3] and not plan[0][4]:
-            # The common shape: one constraint, nothing to exclude nodes by.
-            per_value, key, selector, _, _ = plan[0]
-            for ni in nodes_all:
-                value = ni.labels.get(key)
-                if value is None:
-                    continue
-                pods = ni.pods
-                if pods:
-                    per_value[value] = per_value.get(value, 0) + count_pods_match_selector(pods, selector, ns)
-                elif value not in per_value:
-                    per_value[value] = 0
+            _count_one_constraint(nodes_all, plan[0][0], plan[0][1], plan[0][2], ns)
         else:
-            for ni in nodes_all:
-                labels = ni.labels
-                if not node_labels_match_spread_constraints(labels, constraints):
-                    continue
-                pods = ni.pods
-                for per_value, key, selector, honor_affinity, honor_taints in plan:
-                    if honor_affinity and not required.match(ni):
-                        continue
-                    if honor_taints and ni.hard_taints and find_matching_untolerated_taint(
-                            ni.hard_taints, tolerations, do_not_schedule_taint) is not None:
-                        continue
-                    value = labels[key]
-                    per_value[value] = per_value.get(value, 0) + (count_pods_match_selector(pods, selector, ns) if pods else 0)
+            _count_constraints(nodes_all, constraints, plan, required, tolerations, ns)
         for key in keys:
             paths = s.tp_key_to_critical_paths[key] = CriticalPaths()
             for value, num in s.counts[key].items():
@@ -522,17 +481,57 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreFilterExtensions, PreS
     def _after_node_change(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         constraints = self._all_constraints(pod)
         keys = {c.topology_key for c in constraints}
-        new_labels = ((new or {}).get("metadata") or {}).get("labels") or {}
-        old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
+        new_labels, old_labels = _node_labels(new), _node_labels(old)
         if new is None or old is None:
             node_labels = new_labels if new is not None else old_labels
             return QueueingHint.Queue if keys <= set(node_labels) else QueueingHint.QueueSkip
         if any(new_labels.get(k) != old_labels.get(k) for k in keys):
             return QueueingHint.Queue
-        if ((new.get("spec") or {}).get("taints") or []) != ((old.get("spec") or {}).get("taints") or []):
+        if _node_taints(new) != _node_taints(old):
             return QueueingHint.Queue if any(c.node_taints_policy == HONOR for c in constraints) else QueueingHint.QueueSkip
         return QueueingHint.QueueSkip
 
 
+def _node_labels(node: Optional[Obj]) -> Mapping[str, str]:
+    return ((node or {}).get("metadata") or {}).get("labels") or {}
+
+
+def _node_taints(node: Obj) -> list:
+    return (node.get("spec") or {}).get("taints") or []
+
+
 def new(args: Optional[Mapping[str, Any]], handle: Handle) -> PodTopologySpread:
     return PodTopologySpread(default_plugin_args(names.PodTopologySpread, args) or {}, handle)
+
+
+def _count_one_constraint(nodes: Sequence[NodeInfo], per_value: dict[str, int], key: str, selector: LabelSelector,
+                          ns: str) -> None:
+    """The common shape: one constraint, nothing to exclude nodes by."""
+    for ni in nodes:
+        value = ni.labels.get(key)
+        if value is None:
+            continue
+        pods = ni.pods
+        if pods:
+            per_value[value] = per_value.get(value, 0) + count_pods_match_selector(pods, selector, ns)
+        elif value not in per_value:
+            per_value[value] = 0
+
+
+def _count_constraints(nodes: Sequence[NodeInfo], constraints: Sequence[SpreadConstraint],
+                       plan: list[tuple[dict[str, int], str, LabelSelector, bool, bool]],
+                       required: RequiredNodeAffinity, tolerations: tuple[Toleration, ...], ns: str) -> None:
+    """Matching pods per topology value for every constraint, on the nodes each one counts."""
+    for ni in nodes:
+        labels = ni.labels
+        if not node_labels_match_spread_constraints(labels, constraints):
+            continue
+        pods = ni.pods
+        for per_value, key, selector, honor_affinity, honor_taints in plan:
+            if honor_affinity and not required.match(ni):
+                continue
+            if honor_taints and ni.hard_taints and find_matching_untolerated_taint(
+                    ni.hard_taints, tolerations, do_not_schedule_taint) is not None:
+                continue
+            value = labels[key]
+            per_value[value] = per_value.get(value, 0) + (count_pods_match_selector(pods, selector, ns) if pods else 0)

@@ -7,15 +7,9 @@ from typing import Any, Mapping, Optional
 
 from phalanx.scheduler.framework.interface import EnqueueExtensions, Handle, PreEnqueuePlugin
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    Obj,
-    PodInfo,
-    QueueingHint,
-)
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import PodInfo
 
 from . import names
 

@@ -16,25 +16,10 @@ from phalanx.scheduler.framework.interface import (
     ScorePlugin,
 )
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (
-    MAX_NODE_SCORE,
-    TAINT_EFFECT_PREFER_NO_SCHEDULE,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    Obj,
-    PodInfo,
-    QueueingHint,
-    Taint,
-    Toleration,
-    do_not_schedule_taint,
-    find_matching_untolerated_taint,
-    parse_taints,
-    parse_tolerations,
-    tolerations_tolerate_taint,
-)
+from phalanx.scheduler.framework.constants import MAX_NODE_SCORE, TAINT_EFFECT_PREFER_NO_SCHEDULE, Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.taints import Taint, Toleration, do_not_schedule_taint, find_matching_untolerated_taint, parse_taints, parse_tolerations, tolerations_tolerate_taint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from . import names
 from .helper import default_normalize_score

@@ -40,11 +40,13 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from phalanx.scheduler.framework.cycle_state import CycleState
-from phalanx.scheduler.framework.interface import (EnqueueExtensions, Placement, PlacementGeneratePlugin,
+from phalanx.scheduler.framework.interface import (EnqueueExtensions, Handle, Placement, PlacementGeneratePlugin,
                                                    PodGroupInfo)
+from phalanx.scheduler.framework.snapshot import Snapshot
 from phalanx.scheduler.framework.status import Code, Status
-from phalanx.scheduler.framework.types import (ActionType, ClusterEvent, ClusterEventWithHint, EventResource,
-                                               NodeInfo, Obj, PodInfo, QueueingHint)
+from phalanx.scheduler.framework.constants import Obj
+from phalanx.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 
 from ..cache import pod_group_key
 from . import names
@@ -153,8 +155,8 @@ class NodeTopologyIndex:
 class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
     NAME = names.TopologyPlacementGenerator
 
-    def __init__(self, handle: Any, index: Optional[NodeTopologyIndex] = None,
-                 scheduled_pods: Optional[ScheduledPods] = None, snapshot: Any = None):
+    def __init__(self, handle: Optional[Handle], index: Optional[NodeTopologyIndex] = None,
+                 scheduled_pods: Optional[ScheduledPods] = None, snapshot: Optional[Snapshot] = None):
         self.handle = handle
         self.index = index
         self.scheduled_pods = scheduled_pods
@@ -181,33 +183,14 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
             return [parent], None
         self._keys_seen.update(k for k in (key, *preferred) if k)
         scheduled = list(self.scheduled_pods(pod_group.key)) if self.scheduled_pods is not None else []
-        occupied: dict[str, Optional[str]] = {}
-        if scheduled:
-            for k in (key, *preferred):
-                if k is None:
-                    continue
-                value, err = self._occupied_domain(k, scheduled)
-                if k == key and err:
-                    return [], Status.new(Code.Error, f"cannot determine domain for already scheduled pods: {err}")
-                occupied[k] = None if err else value
-
-        placements: list[Placement] = []
+        occupied, err = self._occupied_domains(key, preferred, scheduled)
+        if err:
+            return [], Status.new(Code.Error, f"cannot determine domain for already scheduled pods: {err}")
         required: dict[str, list[NodeInfo]] = {}  # value -> nodes, values in natural order
         if key is not None:
             required = {vals[0]: nodes for vals, nodes in self._domains((key,), parent)
                         if key not in occupied or vals[0] == occupied[key]}
-        for rank, pkey in enumerate(preferred):
-            if scheduled and occupied.get(pkey) is None:
-                continue  # late members: only the preferred domain the group already shares
-            keys = (key, pkey) if key is not None else (pkey,)
-            for vals, nodes in self._domains(keys, parent):
-                outer = required.get(vals[0]) if key is not None else parent.nodes
-                if outer is None or len(nodes) >= len(outer):
-                    continue  # not inside a candidate required domain, or no tighter than it
-                if scheduled and vals[-1] != occupied[pkey]:
-                    continue
-                domain = tuple(zip(keys, vals))
-                placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
+        placements = self._preferred_placements(key, preferred, parent, required, occupied if scheduled else None)
         last = len(preferred)
         if key is None:
             placements.append(DomainPlacement(parent.name, parent.nodes, rank=last))
@@ -221,6 +204,42 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
                                                           f"of the pod group's scheduled pods")
             return [], Status.new(Code.Unschedulable, f"no nodes found with topology label '{key}'")
         return placements, None
+
+    def _occupied_domains(self, key: Optional[str], preferred: list[str],
+                          scheduled: list[tuple[PodInfo, str]]) -> tuple[dict[str, Optional[str]], str]:
+        """The domain value per key that the group's scheduled pods occupy (None: not one domain),
+        or an error when they do not share one domain of the required key."""
+        occupied: dict[str, Optional[str]] = {}
+        if not scheduled:
+            return occupied, ""
+        for k in (key, *preferred):
+            if k is None:
+                continue
+            value, err = self._occupied_domain(k, scheduled)
+            if k == key and err:
+                return occupied, err
+            occupied[k] = None if err else value
+        return occupied, ""
+
+    def _preferred_placements(self, key: Optional[str], preferred: list[str], parent: Placement,
+                              required: dict[str, list[NodeInfo]],
+                              occupied: Optional[dict[str, Optional[str]]]) -> list[Placement]:
+        """The preferred domains inside each required domain (or the parent), rank by rank;
+        `occupied` (late members) keeps only the preferred domain the group already shares."""
+        placements: list[Placement] = []
+        for rank, pkey in enumerate(preferred):
+            if occupied is not None and occupied.get(pkey) is None:
+                continue
+            keys = (key, pkey) if key is not None else (pkey,)
+            for vals, nodes in self._domains(keys, parent):
+                outer = required.get(vals[0]) if key is not None else parent.nodes
+                if outer is None or len(nodes) >= len(outer):
+                    continue  # not inside a candidate required domain, or no tighter than it
+                if occupied is not None and vals[-1] != occupied[pkey]:
+                    continue
+                domain = tuple(zip(keys, vals))
+                placements.append(DomainPlacement(domain_name(domain), nodes, rank=rank, domain=domain))
+        return placements
 
     def _domains(self, keys: tuple[str, ...], parent: Placement) -> list[tuple[tuple[str, ...], list[NodeInfo]]]:
         """(values of `keys`, the parent's nodes with those values) per domain, values in natural
@@ -309,15 +328,15 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
 
 
 def factory(index: Optional[NodeTopologyIndex] = None, scheduled_pods: Optional[ScheduledPods] = None,
-            snapshot: Any = None):
+            snapshot: Optional[Snapshot] = None) -> Callable[[Optional[Mapping[str, Any]], Handle], TopologyPlacementGenerator]:
     """The plugin factory the scheduler registers: `index` fed by its Node informer,
     `scheduled_pods(group_key)` yields (PodInfo, node name) for the group's assumed or bound pods,
     `snapshot` is the scheduler's cluster-wide Snapshot (refreshed in place every cycle)."""
-    def new(args: Optional[Mapping[str, Any]], handle: Any) -> TopologyPlacementGenerator:
+    def new(args: Optional[Mapping[str, Any]], handle: Handle) -> TopologyPlacementGenerator:
         return TopologyPlacementGenerator(handle, index, scheduled_pods, snapshot)
     return new
 
 
-def new(args: Optional[Mapping[str, Any]], handle: Any) -> TopologyPlacementGenerator:
+def new(args: Optional[Mapping[str, Any]], handle: Handle) -> TopologyPlacementGenerator:
     """Without scheduler state: groups the parent's nodes each time, knows no scheduled pods."""
     return TopologyPlacementGenerator(handle)

@@ -1,4 +1,5 @@
-"""PodTopologySpread and InterPodAffinity: filters with upstream's messages, and score order."""
+"""PodTopologySpread (PreFilter, Filter, Score): skew per topology domain with upstream's
+messages, matchLabelKeys, node inclusion policies, system default constraints, score order."""
 
 from __future__ import annotations
 
@@ -9,39 +10,12 @@ from phalanx.scheduler.framework import Code, CycleState, Framework, PodInfo
 from phalanx.scheduler.framework.config import default_profile
 
 from .builders import make_node, make_pod
-from .harness import filter_one, framework, only, scores, snapshot
+from .harness import app, framework, only, scores, snapshot, verdicts, zone_nodes
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 SPREAD = (Code.Unschedulable, "node(s) didn't match pod topology spread constraints")
 MISSING = (Code.UnschedulableAndUnresolvable, "node(s) didn't match pod topology spread constraints (missing required label)")
-
-
-def zone_nodes(*zones: str) -> list[dict]:
-    nodes = []
-    for i, z in enumerate(zones):
-        b = make_node(f"n{i}").capacity(cpu="8")
-        if z:
-            b.label(ZONE, z)
-        nodes.append(b.obj())
-    return nodes
-
-
-def app(name: str, node: str, label: str = "x", ns: str = "default") -> dict:
-    return make_pod(name).namespace(ns).label("app", label).node(node).obj()
-
-
-def verdicts(plugin: str, nodes: list[dict], pods: list[dict], pod: dict) -> dict[str, object]:
-    fw = framework(nodes, pods, plugins=only(plugin))
-    out = {}
-    for n in nodes:
-        st = filter_one(fw, pod, n["metadata"]["name"])
-        out[n["metadata"]["name"]] = None if st is None else (st.code, st.message())
-    return out
-
-
-# -- PodTopologySpread: Filter ----------------------------------------------------------------------
-
 SPREAD_POD = make_pod("p").label("app", "x").spread(1, ZONE, {"app": "x"}).obj()
 
 
@@ -88,8 +62,6 @@ def test_spread_prefilter_skips_pods_without_constraints():
     assert "PodTopologySpread" in state.skip_filter_plugins
 
 
-# -- PodTopologySpread: Score ------------------------------------------------------------------------
-
 def test_spread_score_prefers_emptier_hosts():
     nodes = [make_node(f"n{i}").capacity(cpu="8").obj() for i in range(3)]
     existing = [app("a", "n0"), app("b", "n0"), app("c", "n1")]
@@ -117,57 +89,3 @@ def test_system_default_constraints_apply_with_a_selector():
     state = CycleState()
     plain.run_pre_filter_plugins(state, pi, plain.snapshot.list())
     assert "PodTopologySpread" not in plain.prioritize_nodes(state, pi, plain.snapshot.list()).plugin_scores
-
-
-# -- InterPodAffinity --------------------------------------------------------------------------------
-
-AFF = (Code.UnschedulableAndUnresolvable, "node(s) didn't match pod affinity rules")
-ANTI = (Code.Unschedulable, "node(s) didn't match pod anti-affinity rules")
-EXISTING_ANTI = (Code.Unschedulable, "node(s) didn't satisfy existing pods anti-affinity rules")
-
-
-@pytest.mark.parametrize("existing, pod, want", [
-    pytest.param([app("db", "n0", "db")], make_pod("p").pod_affinity(ZONE, {"app": "db"}).obj(),
-                 {"n0": None, "n1": None, "n2": AFF, "n3": AFF}, id="affinity to a zone"),
-    pytest.param([], make_pod("p").label("app", "web").pod_affinity(ZONE, {"app": "web"}).obj(),
-                 {"n0": None, "n1": None, "n2": None, "n3": AFF}, id="first pod of a self-affine group"),
-    pytest.param([app("w", "n0", "web")], make_pod("p").pod_anti_affinity(HOST, {"app": "web"}).obj(),
-                 {"n0": ANTI, "n1": None, "n2": None, "n3": None}, id="anti-affinity per host"),
-    pytest.param([app("w", "n0", "web")], make_pod("p").pod_anti_affinity(ZONE, {"app": "web"}).obj(),
-                 {"n0": ANTI, "n1": ANTI, "n2": None, "n3": None}, id="anti-affinity per zone"),
-    pytest.param([make_pod("w").label("app", "guard").pod_anti_affinity(HOST, {"app": "web"}).node("n2").obj()],
-                 make_pod("p").label("app", "web").obj(),
-                 {"n0": None, "n1": None, "n2": EXISTING_ANTI, "n3": None}, id="existing pod's anti-affinity"),
-    pytest.param([app("db", "n0", "db", ns="other")], make_pod("p").pod_affinity(ZONE, {"app": "db"}).obj(),
-                 {"n0": AFF, "n1": AFF, "n2": AFF, "n3": AFF}, id="terms default to the pod's namespace"),
-    pytest.param([app("db", "n0", "db", ns="other")],
-                 make_pod("p").pod_affinity(ZONE, {"app": "db"}, namespaces=["other"]).obj(),
-                 {"n0": None, "n1": None, "n2": AFF, "n3": AFF}, id="explicit namespaces"),
-])
-def test_inter_pod_affinity_filter(existing, pod, want):
-    assert verdicts("InterPodAffinity", zone_nodes("a", "a", "b", ""), existing, pod) == want
-
-
-def test_inter_pod_affinity_prefilter_skips_plain_pods():
-    fw = framework(zone_nodes("a"), [app("x", "n0")], plugins=only("InterPodAffinity"))
-    state = CycleState()
-    fw.run_pre_filter_plugins(state, PodInfo(make_pod().obj()), fw.snapshot.list())
-    assert "InterPodAffinity" in state.skip_filter_plugins
-
-
-def test_inter_pod_affinity_score():
-    nodes = zone_nodes("a", "a", "b")
-    existing = [app("db", "n0", "db"), make_pod("cache").label("app", "cache").node("n2").obj()]
-    pod = (make_pod("p").pod_affinity(ZONE, {"app": "db"}, weight=10)
-           .pod_anti_affinity(HOST, {"app": "cache"}, weight=5).obj())
-    fw = framework(nodes, existing, plugins=only("InterPodAffinity", weights={"InterPodAffinity": 1}))
-    # zone a: +10 (n0, n1); n2: -5 -> normalized over [-5, 10]
-    assert scores(fw, pod) == {"n0": 100, "n1": 100, "n2": 0}
-
-
-def test_existing_pods_preferences_and_hard_affinity_count_in_score():
-    nodes = zone_nodes("a", "b")
-    existing = [make_pod("e").label("app", "e").pod_affinity(ZONE, {"app": "web"}).node("n1").obj()]
-    fw = framework(nodes, existing, plugins=only("InterPodAffinity", weights={"InterPodAffinity": 1}))
-    # The existing pod's required affinity matches the incoming pod: hardPodAffinityWeight 1 for zone b.
-    assert scores(fw, make_pod("p").label("app", "web").obj()) == {"n0": 0, "n1": 100}

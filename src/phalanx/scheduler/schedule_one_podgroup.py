@@ -1,0 +1,404 @@
+"""The PodGroup cycle (1.36's workload scheduling cycle; upstream's schedule_one_podgroup.go).
+
+A popped PodGroup runs its queued members, sorted by priority then first-seen time, on one
+snapshot: PlacementGenerate plugins may split the cluster into candidate placements (topology
+domains); on each placement tried, every member is filtered, scored, assumed and reserved in turn
+and PlacementFeasible decides after each pod whether the group can still make `minCount`
+(`PodGroupCycle.try_placement`, a `PlacementOutcome`). PlacementScore picks among the feasible
+placements. All-or-nothing: either the chosen placement's pods are committed (assumed in the
+cache, Permit, one binding task for those Permit allowed) or every assumption is reverted and the
+group goes back to the queue with a summary of why (`PodGroupScheduled=False`, events, a
+diagnosis per member), after workload-aware preemption had its say.
+
+`PodGroupCycle` also gives workload-aware preemption (`grouppreemption.py`) the narrow set of
+operations it needs for its dry runs and evictions (`GroupCycleOps`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import orjson
+
+from phalanx.client.informer import Informer
+from phalanx.machinery.errors import StatusError
+
+from .apicalls import STRATEGIC_MERGE, timestamp
+from .framework.constants import Obj
+from .framework.cycle_state import CycleState
+from .framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
+from .framework.interface import Placement, PlacementProgress, PodGroupAssignments, PodGroupInfo
+from .framework.runtime import Framework
+from .framework.snapshot import Snapshot
+from .framework.status import Code, Status
+from .framework.types import PodInfo, QueuedPodInfo
+from .placement_outcome import Assignment, PlacementOutcome
+from .placementsearch import search_placements
+from .podgroups import PodGroupManager, policy_of
+from .queue import QueuedPodGroup
+from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API, Failures, diagnosis_record, group_summary
+from .schedule_one import CycleContext, PodCycle
+
+if TYPE_CHECKING:
+    from .grouppreemption import GroupPreemption
+
+log = logging.getLogger("phalanx.scheduler")
+
+CLUSTER = "cluster"
+MAX_LISTED_PLACEMENTS = 50
+MAX_LISTED_PODS = 10
+
+
+@dataclass
+class GroupAttempt:
+    """One PodGroup cycle's inputs: the profile, the group, its live members in order."""
+
+    fw: Framework
+    group: QueuedPodGroup
+    pod_group: Obj
+    members: list[QueuedPodInfo]
+    info: PodGroupInfo
+    already: int  # the group's pods already assumed or bound
+    min_count: int
+    state: CycleState
+
+
+class PodGroupCycle:
+    """Scheduling cycles of PodGroups; members bind through the pod cycle's binding cycle."""
+
+    def __init__(self, ctx: CycleContext, pods: PodCycle, groups: PodGroupManager, podgroups: Optional[Informer]):
+        self.ctx = ctx
+        self.pods = pods
+        self.groups = groups
+        self.podgroups = podgroups
+        self.preemption: Optional["GroupPreemption"] = None  # set by the scheduler once built
+        self.groups_scheduled: set[str] = set()  # PodGroups (uid) that had a successful cycle
+
+    # -- what workload-aware preemption uses (GroupCycleOps) ------------------------------------------
+    def live_snapshot(self) -> Snapshot:
+        return self.ctx.snapshot
+
+    def is_assumed(self, pod_key: str) -> bool:
+        return self.ctx.cache.is_assumed(pod_key)
+
+    def is_cached(self, pod_key: str) -> bool:
+        return pod_key in self.ctx.cache.pods
+
+    def count(self, stat: str, n: int = 1) -> None:
+        self.ctx.stats[stat] += n
+
+    async def evict(self, victim: Obj, message: str, preemptor: Obj) -> None:
+        await self.ctx.evict(victim, message, preemptor)
+
+    async def patch_pod_status(self, pod: Obj, patch: dict) -> None:
+        await self.ctx.patch_pod_status(pod, patch)
+
+    def forget_group(self, pod_group: Obj) -> None:
+        """The PodGroup is gone: a new one of the same name starts afresh."""
+        self.groups_scheduled.discard(pod_group["metadata"].get("uid") or "")
+
+    # -- the cycle ------------------------------------------------------------------------------------
+    async def schedule_pod_group(self, group: QueuedPodGroup) -> None:
+        ctx = self.ctx
+        pg = self.groups.get(group.key)
+        members = self._live_members(group)
+        if pg is None or not members:
+            self._send_back(group, members)
+            return
+        members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
+        if self.preemption is not None:
+            self.preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
+        fw = ctx.framework_for(members[0].pod)
+        ctx.refresh_snapshot()
+        _, min_count = policy_of(pg)
+        attempt = GroupAttempt(fw, group, pg, members,
+                               PodGroupInfo(group.namespace, group.name, pg, [q.pod_info for q in members]),
+                               len(ctx.cache.scheduled_in_group(group.key)), min_count, CycleState())
+        parent = Placement(CLUSTER, list(ctx.snapshot.list()))
+        # Members that join an already scheduled group stay in its domain (topology placements).
+        placements, st = fw.run_placement_generate_plugins(attempt.state, attempt.info, parent)
+        if st is not None:
+            await self._group_failed(attempt, {}, st.message(), st.plugin and {st.plugin} or set(),
+                                     placements_tried=[], counted=False)
+            return
+        outcomes, skipped = self._search(attempt, placements)
+        feasible = [o for o in outcomes if o.feasible]
+        ctx.stats["group_attempts"] += 1
+        if not feasible:
+            await self._no_placement_fits(attempt, outcomes)
+            return
+        chosen = self._choose(attempt, feasible)
+        self._commit(attempt, chosen)
+        self._scheduled(attempt, chosen, outcomes, skipped)
+
+    def _live_members(self, group: QueuedPodGroup) -> list[QueuedPodInfo]:
+        """The queued members that still need scheduling, with their latest objects."""
+        members: list[QueuedPodInfo] = []
+        for key, qpi in list(group.members.items()):
+            pod = self.ctx.current(qpi)
+            if pod is None:
+                group.members.pop(key, None)
+                continue
+            if qpi.pod_info.pod is not pod:
+                qpi.pod_info = PodInfo(pod)
+            members.append(qpi)
+        return members
+
+    def _send_back(self, group: QueuedPodGroup, members: list[QueuedPodInfo]) -> None:
+        """The group vanished: its pods go back through PreEnqueue (they will be gated)."""
+        pods = [q.pod for q in members]
+        group.members.clear()
+        self.ctx.queue.done(group)
+        for p in pods:
+            self.ctx.queue.add(p)
+
+    def _search(self, attempt: GroupAttempt, placements: list[Placement]) -> tuple[list[PlacementOutcome], int]:
+        """Try the placements (ranks, capacity pruning and score bounds: the same choice as trying
+        every placement); each try is reverted, except a lone feasible placement's, whose
+        assumptions and reservations stay for the commit instead of being undone and redone."""
+        fw, ctx = attempt.fw, self.ctx
+        single = len(placements) == 1
+
+        def try_one(placement: Placement) -> PlacementOutcome:
+            outcome = self.try_placement(fw, placement, attempt.members, attempt.info, attempt.already)
+            if single and outcome.feasible:
+                outcome.kept = True
+            else:
+                self.revert(fw, outcome)
+            return outcome
+        outcomes, skipped = search_placements(fw, attempt.state, attempt.info, placements, try_one,
+                                              already=attempt.already)
+        fw.set_snapshot(ctx.snapshot)  # placements ran on node subsets; plugins see the whole cluster again
+        ctx.stats["placements_tried"] += sum(1 for o in outcomes if o.tried)
+        ctx.stats["placements_skipped"] += skipped + sum(1 for o in outcomes if not o.tried)
+        return outcomes, skipped
+
+    def _choose(self, attempt: GroupAttempt, feasible: list[PlacementOutcome]) -> PlacementOutcome:
+        """The feasible placement PlacementScore prefers (the first of equals); the first without scores."""
+        if len(feasible) == 1:
+            return feasible[0]
+        assignments = [PodGroupAssignments(o.placement, {a.pod_info.key: a.node for a in o.assigned})
+                       for o in feasible]
+        totals, _, st = attempt.fw.run_placement_score_plugins(attempt.state, attempt.info, assignments)
+        if st is None and totals:
+            return feasible[max(range(len(feasible)), key=lambda i: totals[i])]
+        return feasible[0]
+
+    # -- one placement ----------------------------------------------------------------------------------
+    def try_placement(self, fw: Framework, placement: Placement, members: Sequence[QueuedPodInfo],
+                      pg_info: PodGroupInfo, already: int) -> PlacementOutcome:
+        """Run the group algorithm on one placement; assumptions stay on its view until `revert`."""
+        view = self.ctx.snapshot if placement.name == CLUSTER else Snapshot(placement.nodes)
+        outcome = PlacementOutcome(placement, view)
+        feasible_status: Optional[Status] = None
+        evaluated = 0
+        for qpi in members:
+            evaluated += 1
+            pstate = CycleState()
+            self._place_member(fw, outcome, qpi, pstate)
+            progress = PlacementProgress(scheduled=already + len(outcome.assigned), remaining=len(members) - evaluated)
+            feasible_status = fw.run_placement_feasible_plugins(pstate, pg_info, progress)
+            if feasible_status is not None and feasible_status.is_rejected():
+                if feasible_status.plugin:
+                    outcome.plugins.add(feasible_status.plugin)
+                break
+        if not fw.placement_feasible_plugins:
+            feasible = bool(outcome.assigned)
+        else:
+            feasible = feasible_status is None or feasible_status.is_success()
+        if feasible_status is not None and not feasible:
+            outcome.status_message = feasible_status.message()
+        outcome.feasible = feasible and bool(outcome.assigned) or (feasible and already > 0 and not members)
+        return outcome
+
+    def _place_member(self, fw: Framework, outcome: PlacementOutcome, qpi: QueuedPodInfo, pstate: CycleState) -> None:
+        """Filter, score, assume and reserve one member on the outcome's view, or record why not."""
+        pi = qpi.pod_info
+        view = outcome.view
+        assert view is not None
+        try:
+            res = fw.schedule_pod(pstate, pi, view)
+        except FitError as fe:
+            outcome.failures[pi.key] = (qpi, fe)
+            outcome.plugins |= set(fe.diagnosis.unschedulable_plugins)
+            return
+        except (NoNodesAvailableError, SchedulingError) as e:
+            outcome.status_message = str(e)
+            return
+        node = res.suggested_host
+        if res.batched:
+            self.ctx.stats["batched"] += 1
+        assumed = pi.assumed_on(node)
+        view.add_pod(assumed, node)
+        st = fw.run_reserve_plugins_reserve(pstate, assumed, node)
+        if st is not None:
+            view.remove_pod(assumed, node)
+            fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+            outcome.status_message = st.message()
+            if st.plugin:
+                outcome.plugins.add(st.plugin)
+            return
+        outcome.assigned.append(Assignment(qpi, pi, node, pstate))
+        outcome.assumed[pi.key] = assumed
+
+    def revert(self, fw: Framework, outcome: PlacementOutcome) -> None:
+        """Unreserve and unassume every member the try placed, last first."""
+        view = outcome.view
+        assert view is not None
+        for _, pi, node, pstate in reversed(outcome.assigned):
+            assumed = pi.assumed_on(node)
+            fw.run_reserve_plugins_unreserve(pstate, assumed, node)
+            view.remove_pod(assumed, node)
+        self.ctx.cache.mark_dirty(a.node for a in outcome.assigned)
+
+    # -- success ------------------------------------------------------------------------------------------
+    def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
+        """Assume the chosen placement's pods in the cache, Reserve again (unless kept), Permit, bind."""
+        ctx, fw, group = self.ctx, attempt.fw, attempt.group
+        ctx.queue.done(group)
+        committed: list[tuple[QueuedPodInfo, PodInfo, str, CycleState, PodInfo]] = []
+        for qpi, pi, node, pstate in chosen.assigned:
+            assumed = ctx.cache.assume(pi, node, chosen.assumed.get(pi.key))
+            if not chosen.kept:
+                fw.run_reserve_plugins_reserve(pstate, assumed, node)
+            group.members.pop(pi.key, None)
+            committed.append((qpi, pi, node, pstate, assumed))
+        ctx.cache.mark_dirty(a.node for a in chosen.assigned)
+        allowed: list[tuple[CycleState, PodInfo, str, QueuedPodInfo]] = []
+        for qpi, pi, node, pstate, assumed_pi in committed:
+            st = fw.run_permit_plugins(pstate, assumed_pi, node)
+            waiting = st is not None and st.code == Code.Wait
+            if st is not None and not waiting:
+                fw.run_reserve_plugins_unreserve(pstate, assumed_pi, node)
+                ctx.cache.forget(pi, node)
+                ctx.queue.activate([pi.pod])
+                continue
+            if waiting:
+                self.pods.spawn_binding(fw, pstate, assumed_pi, node, qpi, waiting=True, group=group)
+            else:
+                allowed.append((pstate, assumed_pi, node, qpi))
+        if allowed:  # one task binds the members Permit allowed, in order (as their own tasks would run)
+            ctx.calls.spawn(self.pods.binding_cycles(fw, allowed, group))
+
+    def _scheduled(self, attempt: GroupAttempt, chosen: PlacementOutcome, outcomes: list[PlacementOutcome],
+                   skipped: int) -> None:
+        ctx, group = self.ctx, attempt.group
+        ctx.stats["groups_scheduled"] += 1
+        self.groups_scheduled.add(attempt.pod_group["metadata"].get("uid") or group.key)
+        # the status write and the event are API calls off the scheduling cycle (as upstream's
+        # asynchronous API calls): the next cycle does not wait for them
+        ctx.calls.spawn(self._report_group_scheduled(attempt, chosen.placement.name, len(chosen.assigned)))
+        ctx.last_diagnosis["group:" + group.key] = {
+            "result": "Scheduled", "placement": chosen.placement.name,
+            "podsPlaced": len(chosen.assigned), "podsInCycle": len(attempt.members), "minCount": attempt.min_count,
+            "alreadyScheduled": attempt.already,
+            "placementsTried": [o.record(o.message) for o in outcomes[:MAX_LISTED_PLACEMENTS]],
+            "placementsSkipped": skipped}  # could not outscore the chosen one (placementsearch)
+        if group.members:  # members this cycle could not place: retry them later as late members
+            plugins: set[str] = set().union(*[set(f[1].diagnosis.unschedulable_plugins)
+                                              for f in chosen.failures.values()]) if chosen.failures else set()
+            ctx.queue.requeue(group, plugins)
+
+    async def _report_group_scheduled(self, attempt: GroupAttempt, placement: str, placed_now: int) -> None:
+        first = await self._set_group_condition(attempt.pod_group, "True", "Scheduled", "")
+        ann = {DIAGNOSIS_ANNOTATION: orjson.dumps({"result": "Scheduled", "placement": placement,
+                                                   "podsPlaced": placed_now,
+                                                   "minCount": attempt.min_count}).decode()}
+        where = f" in {placement}" if placement != CLUSTER else ""
+        verb = "Successfully placed" if first else "Placed late members:"
+        await attempt.fw.event_recorder().eventf(
+            attempt.pod_group, "Scheduled", f"{verb} {placed_now} pod(s) of pod group {attempt.group.key}{where}",
+            annotations=ann)
+
+    # -- failure ------------------------------------------------------------------------------------------
+    async def _no_placement_fits(self, attempt: GroupAttempt, outcomes: list[PlacementOutcome]) -> None:
+        best = max(outcomes, key=lambda o: len(o.assigned)) if outcomes else None
+        # requeue on events that could help any of the domains, not just the best one
+        plugins: set[str] = set().union(*(o.plugins for o in outcomes))
+        await self._group_failed(attempt, best.failures if best else {},
+                                 best.status_message if best else "no placement", plugins,
+                                 placements_tried=outcomes, best=best)
+
+    async def _group_failed(self, attempt: GroupAttempt, failures: Failures, status_message: str,
+                            plugins: set[str], *, placements_tried: list[PlacementOutcome],
+                            best: Optional[PlacementOutcome] = None, counted: bool = True) -> None:
+        """`counted`: the cycle got as far as trying placements (minCount and the scheduled pods
+        are part of the summary); a PlacementGenerate failure reports neither."""
+        ctx, group, members = self.ctx, attempt.group, attempt.members
+        min_count = attempt.min_count if counted else 0
+        already = attempt.already if counted else 0
+        ctx.stats["groups_unschedulable"] += 1
+        preemption_message, preemption_diagnosis = "", None
+        if self.preemption is not None:  # workload-aware preemption: evict victims and nominate, or say why not
+            result = await self.preemption.on_group_unschedulable(
+                attempt.fw, group, attempt.pod_group, members, placements_tried, min_count=min_count, already=already)
+            preemption_message, preemption_diagnosis = result.message, result.diagnosis
+        placed = len(best.assigned) if best else 0
+        summary = group_summary(placed, len(members), min_count, already, failures, status_message,
+                                ctx.snapshot.num_nodes(), placements_tried)
+        if preemption_message:
+            summary += "; " + preemption_message
+        ctx.queue.requeue(group, plugins)
+        diag = {"result": "Unschedulable", "podsPlaced": placed, "podsInCycle": len(members), "minCount": min_count,
+                "alreadyScheduled": already, "message": summary,
+                "pods": {qpi.pod_info.name: diagnosis_record(fe, str(fe))
+                         for qpi, fe in list(failures.values())[:MAX_LISTED_PODS]},
+                "placementsTried": [o.record(o.message or o.status_message)
+                                    for o in placements_tried[:MAX_LISTED_PLACEMENTS]]}
+        if preemption_diagnosis:
+            diag["preemption"] = preemption_diagnosis
+        ctx.last_diagnosis["group:" + group.key] = diag
+        ctx.calls.spawn(self._report_group_unschedulable(attempt.fw, attempt.pod_group, members, failures,
+                                                         summary, diag))
+
+    async def _report_group_unschedulable(self, fw: Framework, pg: Obj, members: list[QueuedPodInfo],
+                                          failures: Failures, summary: str, diag: dict) -> None:
+        """The failed group cycle's API writes, off the cycle: condition, events, pod conditions."""
+        recorder = fw.event_recorder()
+        await self._set_group_condition(pg, "False", "Unschedulable", summary)
+        await recorder.eventf(pg, "FailedScheduling", summary, type="Warning",
+                              annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})
+        for qpi in members:
+            fe = failures.get(qpi.pod_info.key)
+            msg = str(fe[1]) if fe else f"pod group is unschedulable: {summary}"
+            rec = diagnosis_record(fe[1], msg) if fe else {"result": "Unschedulable", "message": msg,
+                                                           "podGroup": summary}
+            await self.ctx.write_pod_unschedulable(qpi.pod, "Unschedulable", msg)
+            await recorder.eventf(qpi.pod, "FailedScheduling", msg, type="Warning",
+                                  annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(rec).decode()})
+
+    async def _set_group_condition(self, pg: Obj, status: str, reason: str, message: str) -> bool:
+        """Set PodGroupScheduled; False when nothing changed (the condition keeps the first success)."""
+        key = f"{pg['metadata'].get('namespace', '')}/{pg['metadata']['name']}"
+        if status != "True" and (pg["metadata"].get("uid") or key) in self.groups_scheduled:
+            return False  # scheduled once (its True condition may still be on its way)
+        current = self.podgroups.get(key) if self.podgroups is not None else None
+        if not _condition_would_change(current or pg, status, reason, message):
+            return False
+        cond = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message,
+                "lastTransitionTime": timestamp(self.ctx.clock),
+                "observedGeneration": pg["metadata"].get("generation", 1)}
+        md = pg["metadata"]
+        try:
+            await self.ctx.client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md["name"],
+                                        {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+                                        subresource="status")
+        except StatusError as e:
+            if e.code != 404:
+                log.warning("updating PodGroup %s status: %s", key, e.message)
+            return False
+        return True
+
+
+def _condition_would_change(pg: Obj, status: str, reason: str, message: str) -> bool:
+    """Whether PodGroupScheduled would change: not when it says the same already, and never after
+    it was True (the condition records the initial decision only, upstream's documented limit)."""
+    for c in (pg.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodGroupScheduled":
+            if c.get("status") == status and c.get("reason") == reason and c.get("message") == message:
+                return False
+            if c.get("status") == "True":
+                return False
+    return True
