@@ -41,7 +41,7 @@ IMPERSONATE_UID = "Impersonate-Uid"
 IMPERSONATE_EXTRA = "Impersonate-Extra-"
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/healthz/", "/livez/", "/readyz/",
                              "/version/"})
-USER_KEY = "phalanx.user"  # where the authenticated (or impersonated) UserInfo is kept on the request
+USER_KEY = web.RequestKey("phalanx.user", UserInfo)  # the authenticated (or impersonated) user of a request
 
 
 def _json_response(body: Any, status: int) -> web.Response:
