@@ -219,3 +219,29 @@ async def test_bootstrap_policy_is_idempotent_and_fills_aggregated_roles(env):
     admin = env.store.get("rbac.authorization.k8s.io/clusterroles", "", "admin")
     assert any("rolebindings" in r.get("resources", []) for r in admin["rules"])
     assert any(r.get("verbs") == ["impersonate"] for r in admin["rules"])  # from edit, aggregated into admin
+
+
+async def test_namespace_admin_cannot_escalate(env):
+    async with serving(env) as srv:
+        await srv.create(RBAC + "/namespaces/default/rolebindings", rolebinding("a", "default", "admin", "alice"))
+        alice = srv.token_for("alice")
+        bindings = RBAC + "/namespaces/default/rolebindings"
+        status, body = await srv.call("POST", bindings, token=alice,
+                                      body=rolebinding("root", "default", "cluster-admin", "bob"))
+        assert status == 403
+        assert body["message"].startswith('rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "alice" '
+                                          '(groups=["system:authenticated"]) is attempting to grant RBAC permissions '
+                                          'not currently held:\n{APIGroups:["*"], Resources:["*"], Verbs:["*"]}')
+        assert (await srv.call("POST", bindings, token=alice, body=rolebinding("v", "default", "view", "bob")))[0] == 201
+
+        roles = RBAC + "/namespaces/default/roles"
+        small = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "small"},
+                 "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+        assert (await srv.call("POST", roles, token=alice, body=small))[0] == 201
+        grow = {"rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["delete"]}]}
+        status, body = await srv.call("PATCH", roles + "/small", token=alice, body=grow,
+                                      headers={"Content-Type": "application/merge-patch+json"})
+        assert status == 403 and 'Resources:["nodes"], Verbs:["delete"]' in body["message"]
+        status, body = await srv.call("PATCH", roles + "/small", body=grow,
+                                      headers={"Content-Type": "application/merge-patch+json"})
+        assert status == 200 and body["rules"] == grow["rules"]

@@ -44,18 +44,23 @@ class Attributes:
         return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
-def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[str, str]) -> Attributes:
+def _group_version_rest(path: str) -> tuple[str, str, list[str]] | None:
+    """(group, version, the parts after them) of a resource path; None for a non-resource path."""
     parts = [p for p in path.strip("/").split("/") if p]
-    non_resource = Attributes(user, method.lower(), False, path=path)
     if len(parts) < 3 or parts[0] not in ("api", "apis"):
-        return non_resource
-    rest = parts[1:]
-    group = ""
-    if parts[0] == "apis":
-        if len(rest) < 3:
-            return non_resource
-        group, rest = rest[0], rest[1:]
-    version, rest = rest[0], rest[1:]
+        return None
+    if parts[0] == "api":
+        return "", parts[1], parts[2:]
+    if len(parts) < 4:
+        return None
+    return parts[1], parts[2], parts[3:]
+
+
+def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[str, str]) -> Attributes:
+    split = _group_version_rest(path)
+    if split is None:
+        return Attributes(user, method.lower(), False, path=path)
+    group, version, rest = split
     if rest[0] == "watch" and len(rest) > 1:
         verb, rest = "watch", rest[1:]
     else:

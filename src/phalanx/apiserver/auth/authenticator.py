@@ -125,5 +125,5 @@ class TokenAuthenticator:
                 bound = self.lookup(key, "" if field == "node" else namespace, ref.get("name", ""))
                 if bound is None or bound["metadata"].get("uid", "") != ref.get("uid", ""):
                     return None
-        extra = {CREDENTIAL_ID_EXTRA: (f"JTI={claims['jti']}",)} if claims.get("jti") else {}
+        extra: dict[str, tuple[str, ...]] = {CREDENTIAL_ID_EXTRA: (f"JTI={claims['jti']}",)} if claims.get("jti") else {}
         return service_account_user(namespace, sa.get("name", ""), stored["metadata"].get("uid", ""), extra)

@@ -14,7 +14,8 @@ handler chain (`WithAuthentication` → `WithImpersonation` → `WithAuthorizati
    `userextras/<key>`; the request then runs as that user, in `system:authenticated`.
 3. Authorization: the RBAC authorizer on the request's attributes; a denial is upstream's 403
    (`pods is forbidden: User "alice" cannot create resource "pods" in API group "" in the
-   namespace "default"`).
+   namespace "default"`). Writes of Roles and bindings are then checked for escalation
+   (`escalation`): nobody grants what they do not hold.
 4. The reviews and TokenRequests (`reviews.Reviews`) are answered here, from the user's identity.
 """
 
@@ -28,6 +29,7 @@ from aiohttp import web
 
 from ...machinery import errors
 from ..rest import API
+from . import escalation
 from .attributes import Attributes, forbidden_error, request_attributes
 from .authenticator import TokenAuthenticator
 from .rbac import RBACAuthorizer
@@ -80,6 +82,10 @@ class RequestAuth:
         decision = self.authorizer.authorize(attrs)
         if not decision.allowed:
             raise forbidden_error(attrs, decision.reason)
+        if escalation.guards(attrs) and not self._privileged(user):
+            written = await self._written_object(request, attrs)
+            if written is not None:
+                escalation.check_rbac_write(self.authorizer, user, attrs.resource, attrs.namespace, written)
         if not self.reviews.handles(attrs):
             return None
         body = await self._body(request)
@@ -138,6 +144,24 @@ class RequestAuth:
         if sa is not None:
             return Attributes(requestor, "impersonate", True, namespace=sa[0], resource="serviceaccounts", name=sa[1])
         return Attributes(requestor, "impersonate", True, resource=resource, name=username)
+
+    def _privileged(self, user: UserInfo) -> bool:
+        return any(g in user.groups for g in self.authorizer.privileged_groups)
+
+    async def _written_object(self, request: web.Request, attrs: Attributes) -> dict | None:
+        """The Role or binding a create, update or patch would store (a patch is tried as a dry
+        run); None when the request is malformed, so that the handler reports that."""
+        try:
+            if attrs.verb != "patch":
+                return await self._body(request)
+            rt = self.api.resource(attrs.api_group, attrs.api_version, attrs.resource)
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            obj, _ = self.api.patch(rt, attrs.namespace, attrs.name, content_type, await request.read(),
+                                    dry_run=True, field_manager=request.query.get("fieldManager") or "escalation-check",
+                                    force=request.query.get("force") in ("1", "true", "True"))
+            return obj
+        except errors.StatusError:
+            return None
 
     @staticmethod
     async def _body(request: web.Request) -> dict:

@@ -145,9 +145,10 @@ class RBACAuthorizer:
             subject = next((s for s in binding.get("subjects") or () if isinstance(s, dict)
                             and subject_applies(s, user, binding_namespace)), None)
             if subject is not None:
-                yield binding, subject, self._role_rules(binding.get("roleRef") or {}, binding_namespace)
+                yield binding, subject, self.role_rules(binding.get("roleRef") or {}, binding_namespace)
 
-    def _role_rules(self, ref: Obj, binding_namespace: str) -> list[Obj]:
+    def role_rules(self, ref: Obj, binding_namespace: str) -> list[Obj]:
+        """The rules of the Role (in `binding_namespace`) or ClusterRole a roleRef names."""
         if ref.get("kind") == "Role":
             role = self.lookup(ROLES, binding_namespace, ref.get("name", "")) if binding_namespace else None
             return list((role or {}).get("rules") or ())
