@@ -82,7 +82,7 @@ def cli() -> None:
 
 @cli.group()
 def create() -> None:
-    """Create a cluster."""
+    """Create a cluster, or a kubeconfig for another user of one."""
 
 
 @cli.group()
