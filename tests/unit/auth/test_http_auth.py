@@ -4,7 +4,6 @@ TokenRequest endpoints, against the real aiohttp app on a loopback port."""
 from __future__ import annotations
 
 import contextlib
-import time
 
 import aiohttp
 import pytest
@@ -26,7 +25,7 @@ class Served:
         self.base = f"http://127.0.0.1:{port}"
 
     def token_for(self, user: str, *groups: str) -> str:
-        return self.auth.authenticator.key.sign(user_token_claims(user, groups, 600, time.time()))
+        return self.auth.authenticator.key.sign(user_token_claims(user, groups, 600, self.auth.authenticator.now()))
 
     async def call(self, method: str, path: str, token: str | None = ADMIN_TOKEN, body=None,
                    headers: dict | list | None = None):

@@ -68,7 +68,7 @@ class RequestAuth:
         """The cluster's chain: tokens signed with the state dir's key (a process key without one);
         without an admin token every request is the admin's, as before authorization existed."""
         key = signing_key(state_dir) if state_dir else SigningKey.generate()
-        authenticator = TokenAuthenticator(admin_token, key, api.ctx.lookup)
+        authenticator = TokenAuthenticator(admin_token, key, api.ctx.lookup, now=lambda: api.now().timestamp())
         return cls(api, authenticator, RBACAuthorizer(api.ctx.lookup, api.ctx.list_objects),
                    require_token=admin_token is not None, anonymous_paths=anonymous_paths)
 
