@@ -101,3 +101,20 @@ def test_binding_printer_columns(env):
     strategy = rbac.ROLE_BINDING_STRATEGY
     assert [c.name for c in strategy.columns] == ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
     assert strategy.row(b, env.api.ctx) == ["b", "ClusterRole/view", "<unknown>", "alice", "dev", "ns/sa"]
+
+
+@pytest.mark.parametrize("autoupdate,restored", [("true", True), ("false", False)])
+def test_bootstrap_policy_restores_missing_rules_unless_told_not_to(env, autoupdate, restored):
+    from phalanx.apiserver.auth.policy import AUTOUPDATE, ensure_bootstrap_policy
+    from phalanx.machinery.meta import deep_copy
+    env.bootstrap()
+    ensure_bootstrap_policy(env.api)
+    rt = env.api.resource(G, "v1", "clusterroles")
+    basic = deep_copy(env.store.get(rt.key, "", "system:basic-user"))
+    full = basic["rules"]
+    basic["rules"] = full[:1]
+    basic["metadata"]["annotations"][AUTOUPDATE] = autoupdate
+    env.api.update(rt, "", "system:basic-user", basic)
+    ensure_bootstrap_policy(env.api)
+    rules = env.store.get(rt.key, "", "system:basic-user")["rules"]
+    assert rules == (full if restored else full[:1])
