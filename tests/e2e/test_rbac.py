@@ -138,3 +138,19 @@ def test_create_token_authenticates_as_the_service_account(cluster: Cluster, ns:
 
     r = cluster.kubectl("create", "token", "builder", "-n", ns)
     assert r.returncode != 0 and 'serviceaccounts "builder" not found' in r.stderr
+
+
+TYPO_ROLE = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: typo}
+rule:
+- {apiGroups: [""], resources: [pods], verbs: [get]}
+"""
+
+
+def test_rbac_kinds_have_schemas(cluster: Cluster, ns: str):
+    r = cluster.kubectl("apply", "-n", ns, "-f", "-", input=TYPO_ROLE)
+    assert r.returncode != 0 and 'strict decoding error: unknown field "rule"' in r.stderr
+    out = cluster.kubectl("explain", "rolebinding.roleRef").check().out
+    assert "kind\t<string> -required-" in out and "name\t<string> -required-" in out
