@@ -107,6 +107,9 @@ IMPERSONATION = [
     ("group", [("Impersonate-User", "bob"), ("Impersonate-Group", "ops")], ["users"],
      'groups "ops" is forbidden: User "alice" cannot impersonate resource "groups" in API group "" at the cluster '
      'scope'),
+    ("uid", [("Impersonate-User", "bob"), ("Impersonate-Uid", "1234")], ["users"],
+     'uids.authentication.k8s.io "1234" is forbidden: User "alice" cannot impersonate resource "uids" in API group '
+     '"authentication.k8s.io" at the cluster scope'),
     ("service account", [("Impersonate-User", "system:serviceaccount:default:robot")], ["users", "groups"],
      'serviceaccounts "robot" is forbidden: User "alice" cannot impersonate resource "serviceaccounts" in API '
      'group "" in the namespace "default"'),
@@ -116,7 +119,7 @@ IMPERSONATION = [
 async def grant_impersonation(srv: Served, name: str, resources: list[str]) -> None:
     await srv.create(RBAC + "/clusterroles", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-        "rules": [{"apiGroups": [""], "resources": resources, "verbs": ["impersonate"]}]})
+        "rules": [{"apiGroups": ["", "authentication.k8s.io"], "resources": resources, "verbs": ["impersonate"]}]})
     await srv.create(RBAC + "/clusterrolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
@@ -132,7 +135,7 @@ async def test_impersonation_is_authorized_per_header(env, case, headers, grante
         status, body = await srv.call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", token=alice,
                                       headers=headers, body={})
         assert (status, body["message"]) == (403, message)
-        await grant_impersonation(srv, "fully", ["users", "groups", "serviceaccounts"])
+        await grant_impersonation(srv, "fully", ["users", "groups", "serviceaccounts", "uids"])
         status, body = await srv.call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", token=alice,
                                       headers=headers, body={})
         assert status == 201

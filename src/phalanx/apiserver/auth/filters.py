@@ -35,7 +35,8 @@ from .authenticator import TokenAuthenticator
 from .rbac import RBACAuthorizer
 from .reviews import Reviews
 from .tokens import SigningKey, signing_key
-from .user import ADMIN, ALL_AUTHENTICATED, ANONYMOUS, UserInfo, service_account_groups, split_service_account
+from .user import (ADMIN, ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo, service_account_groups,
+                   split_service_account)
 
 IMPERSONATE_USER = "Impersonate-User"
 IMPERSONATE_GROUP = "Impersonate-Group"
@@ -123,7 +124,8 @@ class RequestAuth:
         asked = [self._impersonation_attributes(requestor, "users", username)]
         asked += [Attributes(requestor, "impersonate", True, resource="groups", name=g) for g in groups]
         if uid:
-            asked.append(Attributes(requestor, "impersonate", True, resource="uids", name=uid))
+            asked.append(Attributes(requestor, "impersonate", True, api_group="authentication.k8s.io",
+                                    resource="uids", name=uid))
         for key, values in extra.items():
             asked += [Attributes(requestor, "impersonate", True, api_group="authentication.k8s.io",
                                  resource="userextras", subresource=key, name=v) for v in values]
@@ -134,8 +136,9 @@ class RequestAuth:
         sa = split_service_account(username)
         if sa is not None and not groups:
             groups = service_account_groups(sa[0])
-        if username != ANONYMOUS and ALL_AUTHENTICATED not in groups:
-            groups = (*groups, ALL_AUTHENTICATED)
+        implied = ALL_UNAUTHENTICATED if username == ANONYMOUS else ALL_AUTHENTICATED
+        if implied not in groups:
+            groups = (*groups, implied)
         return UserInfo(username, uid, groups, extra)
 
     @staticmethod
