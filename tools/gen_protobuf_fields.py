@@ -66,6 +66,9 @@ PACKAGE_GROUPS = {
     "k8s.io/api/scheduling/v1": "scheduling.k8s.io",
     "k8s.io/api/scheduling/v1alpha2": "scheduling.k8s.io",
     "k8s.io/api/resource/v1": "resource.k8s.io",
+    "k8s.io/api/rbac/v1": "rbac.authorization.k8s.io",
+    "k8s.io/api/authorization/v1": "authorization.k8s.io",
+    "k8s.io/api/authentication/v1": "authentication.k8s.io",
     "k8s.io/apimachinery/pkg/apis/meta/v1": None,  # kinds valid in every group-version
 }
 META_PKG = "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -352,6 +355,11 @@ class TableBuilder:
         if t.kind == POINTER:
             entry["pointer"] = True
             t = t.elem
+        if t.kind == MAP and t.elem.kind == SLICE and t.elem.name and t.elem.elem.kind != UINT8:
+            # map[string]ExtraValue (the `extra` of UserInfo and SubjectAccessReviewSpec): values are
+            # wrapper messages the decoder does not read; the field is skipped on the wire, as an
+            # unknown field is.
+            return None, []
         if t.kind == MAP:
             key, _ = self.value_type(t.key, where)
             value, nxt = self.value_type(t.elem, where)

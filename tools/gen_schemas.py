@@ -69,6 +69,7 @@ PKG = {
     "schedulingalpha": "io.k8s.api.scheduling.v1alpha2",
     "resource": "io.k8s.api.resource.v1",
     "jobset": "io.x-k8s.jobset.v1alpha2",
+    "rbac": "io.k8s.api.rbac.v1",
 }
 
 
@@ -106,6 +107,10 @@ SERVED_KINDS = [
     ("resource.k8s.io", "v1", "ResourceSlice", "V1ResourceSlice"),
     ("resource.k8s.io", "v1", "ResourceClaim", "ResourceV1ResourceClaim"),
     ("resource.k8s.io", "v1", "ResourceClaimTemplate", "V1ResourceClaimTemplate"),
+    ("rbac.authorization.k8s.io", "v1", "Role", "V1Role"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRole", "V1ClusterRole"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding", "V1RoleBinding"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "V1ClusterRoleBinding"),
 ]
 # Kinds with no List of their own (subresource bodies).
 NO_LIST = {"Binding", "Scale", "Eviction"}
@@ -136,6 +141,8 @@ CLASS_PACKAGE_BY_KIND = {
     "policy": {"PodDisruptionBudget", "PodDisruptionBudgetList", "PodDisruptionBudgetSpec",
                "PodDisruptionBudgetStatus", "Eviction"},
     "autoscaling": {"Scale", "ScaleSpec", "ScaleStatus"},
+    "rbac": {"AggregationRule", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBindingList", "ClusterRoleList",
+             "PolicyRule", "Role", "RoleBinding", "RoleBindingList", "RoleList", "RoleRef"},
     "coordination": {"Lease", "LeaseList", "LeaseSpec"},
     "scheduling": {"PriorityClass", "PriorityClassList"},
     "resource": {"AllocatedDeviceStatus", "AllocationResult", "CELDeviceSelector", "CapacityRequestPolicy",
@@ -156,6 +163,7 @@ CLASS_NAME_OVERRIDES = {
     "EventsV1Event": N("events.Event"), "EventsV1EventList": N("events.EventList"),
     "EventsV1EventSeries": N("events.EventSeries"),
     "ResourceV1ResourceClaim": N("resource.ResourceClaim"),
+    "RbacV1Subject": N("rbac.Subject"),
 }
 
 
@@ -336,13 +344,21 @@ LIST_FACTS: dict[str, dict[str, str]] = {
     "resource.Device": {"consumesCounters": "atomic", "taints": "atomic", "bindingConditions": "atomic",
                         "bindingFailureConditions": "atomic"},
     "resource.DeviceAttribute": {"bools": "atomic", "ints": "atomic", "strings": "atomic", "versions": "atomic"},
+    # rbac/v1
+    "rbac.Role": {"rules": "atomic"},
+    "rbac.ClusterRole": {"rules": "atomic"},
+    "rbac.AggregationRule": {"clusterRoleSelectors": "atomic"},
+    "rbac.PolicyRule": {"apiGroups": "atomic", "nonResourceURLs": "atomic", "resourceNames": "atomic",
+                        "resources": "atomic", "verbs": "atomic"},
+    "rbac.RoleBinding": {"subjects": "atomic"},
+    "rbac.ClusterRoleBinding": {"subjects": "atomic"},
 }
 
 # Struct-level and map-level facts (x-kubernetes-map-type, patch strategies on non-lists).
 ATOMIC_STRUCTS = {"meta.LabelSelector", "core.NodeSelector", "core.NodeSelectorTerm", "core.ObjectReference",
                   "core.LocalObjectReference", "core.TypedLocalObjectReference", "core.ConfigMapKeySelector",
                   "core.SecretKeySelector", "core.ObjectFieldSelector", "core.ResourceFieldSelector",
-                  "core.FileKeySelector", "core.ClusterTrustBundleProjection"}
+                  "core.FileKeySelector", "core.ClusterTrustBundleProjection", "rbac.RoleRef"}
 FIELD_EXTENSIONS: dict[tuple[str, str], dict] = {
     ("core.PodSpec", "nodeSelector"): {"x-kubernetes-map-type": "atomic"},
     ("core.ServiceSpec", "selector"): {"x-kubernetes-map-type": "atomic"},
@@ -504,6 +520,11 @@ GO_TYPES = {
 # Our own descriptions (kubectl explain), for the top-level kinds and their spec/status.
 # ---------------------------------------------------------------------------------------------
 KIND_DESCRIPTIONS = {
+    "rbac.Role": "A Role is a namespaced set of rules: what may be done to which resources of its namespace.",
+    "rbac.ClusterRole": "A ClusterRole is a set of rules for the whole cluster, or aggregated from other ClusterRoles.",
+    "rbac.RoleBinding": "A RoleBinding grants the rules of a Role or ClusterRole to subjects, in its namespace.",
+    "rbac.ClusterRoleBinding": "A ClusterRoleBinding grants the rules of a ClusterRole to subjects, cluster-wide.",
+    "rbac.PolicyRule": "One rule: verbs on resources of API groups (optionally by name), or on non-resource URLs.",
     "core.Namespace": "A Namespace is a named scope that groups namespaced objects.",
     "core.NamespaceSpec": "What a namespace asks for: the finalizers that must run before it is removed.",
     "core.NamespaceStatus": "The observed state of a namespace: its phase and conditions.",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy"]
+GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
+                 "rbac", "authorization", "authentication"]
 _loaded = False
 
 

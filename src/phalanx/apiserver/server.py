@@ -10,14 +10,14 @@
   namespace `finalize` subresources;
 - Tables for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 
-Every request but the anonymous ones must carry `Authorization: Bearer <token>`. Errors are
+Every request but the anonymous ones must carry `Authorization: Bearer <token>`; `auth.filters`
+authenticates, impersonates and authorizes it (RBAC) and answers the access reviews. Errors are
 `metav1.Status` bodies. The handlers only translate HTTP to `rest.API` calls and back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import time
 from typing import Any
@@ -31,6 +31,7 @@ from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from . import discovery, protobuf, tables
+from .auth.filters import RequestAuth
 from .rest import API
 
 log = logging.getLogger("phalanx.apiserver")
@@ -59,9 +60,11 @@ def _status_response(err: StatusError) -> web.Response:
 
 
 class Server:
-    def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443"):
+    def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443",
+                 auth: RequestAuth | None = None):
         self.api = api
         self.token = token
+        self.auth = auth or RequestAuth.for_cluster(api, token, anonymous_paths=PUBLIC_PATHS)
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
@@ -70,12 +73,9 @@ class Server:
     @web.middleware
     async def middleware(self, request: web.Request, handler):
         try:
-            if self.token is not None and request.path not in PUBLIC_PATHS:
-                auth = request.headers.get("Authorization", "")
-                ok = auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].strip().encode(),
-                                                                         self.token.encode())
-                if not ok:
-                    return _status_response(errors.unauthorized())
+            answered = await self.auth.check(request)  # authentication, impersonation, RBAC; reviews
+            if answered is not None:
+                return answered
             if request.content_length is not None and request.content_length > MAX_BODY:
                 return _status_response(errors.too_large())
             return await handler(request)

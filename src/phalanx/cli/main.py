@@ -1,6 +1,7 @@
 """The `phalanx` command: kind's cluster verbs for a Python control plane.
 
     phalanx create cluster [--name NAME] [--config FILE] [--wait 60s] [--kubeconfig PATH]
+    phalanx create kubeconfig --user USER [--group GROUP...] [--namespace NS]   (RBAC users)
     phalanx delete cluster [--name NAME]        phalanx delete clusters [NAME...] [--all]
     phalanx stop cluster [--name NAME]          phalanx start cluster [--name NAME] [--wait 60s]
     phalanx get clusters                        phalanx get kubeconfig [--name NAME]
@@ -81,7 +82,7 @@ def cli() -> None:
 
 @cli.group()
 def create() -> None:
-    """Create a cluster."""
+    """Create a cluster, or a kubeconfig for another user of one."""
 
 
 @cli.group()
@@ -426,8 +427,10 @@ def version() -> None:
 
 
 from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
+from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
 
 cli.add_command(bench)
+create.add_command(create_kubeconfig)
 
 
 def main(argv: list[str] | None = None) -> None:

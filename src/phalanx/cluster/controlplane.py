@@ -22,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..apiserver.auth.filters import RequestAuth
+from ..apiserver.auth.policy import ensure_bootstrap_policy
 from ..apiserver.rest import API
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
@@ -57,8 +59,10 @@ class ControlPlane:
 
     async def start(self) -> int:
         bootstrap(self.api, self.spec)
+        ensure_bootstrap_policy(self.api)
         host = self.spec.listen_address or "127.0.0.1"
-        self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}")
+        self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}",
+                             auth=RequestAuth.for_cluster(self.api, self.token, self.state_dir))
         app = self.server.app()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
