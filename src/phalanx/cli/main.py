@@ -26,7 +26,7 @@ import click
 import phalanx
 from phalanx.cluster import lifecycle
 from phalanx.cluster.config import ClusterConfigError, load_cluster_config
-from phalanx.cluster.featuregates import KNOWN_GATES, FeatureGates
+from phalanx.machinery.featuregates import KNOWN_GATES, FeatureGates
 from phalanx.cluster.kubeconfig import KubeconfigError, context_name
 
 MAX_IGNORED_SHOWN = 12
@@ -64,7 +64,7 @@ def _resolve_name(name: str | None) -> str:
 
 def _parse_wait(value: str) -> float:
     try:
-        return lifecycle.parse_duration(value)
+        return lifecycle.parse_wait(value)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
 
@@ -329,7 +329,6 @@ def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gate
     import yaml
 
     from phalanx.client import HTTPClient, InformerFactory
-    from phalanx.cluster.featuregates import FeatureGates
     from phalanx.scheduler.framework.config import load_configuration
     from phalanx.scheduler.scheduler import Scheduler
 

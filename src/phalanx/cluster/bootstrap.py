@@ -91,7 +91,7 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
 
 
 def _cond(t: str, s: str, reason: str, message: str) -> dict:
-    from ..machinery.meta import now_rfc3339
+    from ..machinery.timestamps import now_rfc3339
     now = now_rfc3339()
     return {"type": t, "status": s, "reason": reason, "message": message,
             "lastHeartbeatTime": now, "lastTransitionTime": now}

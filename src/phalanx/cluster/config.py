@@ -33,7 +33,8 @@ from typing import Any, Callable
 
 import yaml
 
-from phalanx.cluster.featuregates import FeatureGates, UnknownFeatureGate
+from phalanx.machinery.durations import parse_duration
+from phalanx.machinery.featuregates import FeatureGates, UnknownFeatureGate
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.names import (dns1123_label_errors, dns1123_subdomain_errors,
                                      label_value_errors, qualified_name_errors)
@@ -586,8 +587,11 @@ def _duration_seconds(value: Any) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value) if value >= 0 else None
-    from ..nodes.kubelet import parse_duration
-    return parse_duration(str(value))
+    try:
+        seconds = parse_duration(str(value))
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 def _check_address(value: str, path: str, reader: _Reader) -> bool:

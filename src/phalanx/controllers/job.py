@@ -38,11 +38,12 @@ from ..client.informer import object_key, split_key
 from ..client.interface import STRATEGIC_MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
+from ..machinery.timestamps import rfc3339_seconds
 from .base import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, BatchError, ControllerExpectations, PodControl,
                          active_pods_deletion_order, add_workload_indexers, candidates_for, claim_objects,
                          controller_ref, fnv32a, is_namespace_terminating, is_pod_active, is_pod_ready,
-                         is_pod_terminating, parse_time, pod_condition, pod_phase, rfc3339, safe_encode_string,
+                         is_pod_terminating, pod_condition, pod_phase, rfc3339, safe_encode_string,
                          selector_of, slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE)
 
 Obj = dict[str, Any]
@@ -104,7 +105,7 @@ def is_job_finished(job: Obj) -> bool:
 def finish_time(job: Obj) -> float | None:
     for c in (job.get("status") or {}).get("conditions") or []:
         if c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True":
-            return parse_time(c.get("lastTransitionTime"))
+            return rfc3339_seconds(c.get("lastTransitionTime"))
     return None
 
 
@@ -339,7 +340,7 @@ def pod_finished_time(pod: Obj) -> float:
     statuses = st.get("containerStatuses") or []
     for cs in statuses:
         term = (cs.get("state") or {}).get("terminated")
-        t = parse_time((term or {}).get("finishedAt"))
+        t = rfc3339_seconds((term or {}).get("finishedAt"))
         if t is None:
             latest = None
             break
@@ -348,14 +349,14 @@ def pod_finished_time(pod: Obj) -> float:
         return latest
     ready = pod_condition(pod, "Ready")
     if ready and ready.get("status") == "False":
-        t = parse_time(ready.get("lastTransitionTime"))
+        t = rfc3339_seconds(ready.get("lastTransitionTime"))
         if t is not None:
             return t
     md = pod.get("metadata") or {}
-    t = parse_time(md.get("deletionTimestamp"))
+    t = rfc3339_seconds(md.get("deletionTimestamp"))
     if t is not None:
         return t - (md.get("deletionGracePeriodSeconds") or 0)
-    return parse_time(md.get("creationTimestamp")) or 0.0
+    return rfc3339_seconds(md.get("creationTimestamp")) or 0.0
 
 
 @dataclass
@@ -504,7 +505,7 @@ class JobController(Controller):
             self._cleanup_pod_finalizers(cur)
         status, spec = cur.get("status") or {}, cur.get("spec") or {}
         ads = spec.get("activeDeadlineSeconds")
-        start = parse_time(status.get("startTime"))
+        start = rfc3339_seconds(status.get("startTime"))
         if start is not None and ads is not None and (old.get("spec") or {}).get("activeDeadlineSeconds") != ads:
             self.enqueue_after(key, max(0.0, ads - (self.clock.now() - start)))
 
@@ -691,7 +692,7 @@ class JobController(Controller):
             elif self._past_active_deadline(job):
                 ctx.finished = self._new_condition(FAILURE_TARGET, REASON_DEADLINE, MSG_DEADLINE)
             elif spec.get("activeDeadlineSeconds") is not None and not job_suspended(job):
-                started = parse_time(status.get("startTime")) or now
+                started = rfc3339_seconds(status.get("startTime")) or now
                 self.enqueue_after(key, max(0.0, spec["activeDeadlineSeconds"] - (now - started)))
 
         if is_indexed(job):
@@ -821,7 +822,7 @@ class JobController(Controller):
 
     def _past_active_deadline(self, job: Obj) -> bool:
         ads = (job.get("spec") or {}).get("activeDeadlineSeconds")
-        start = parse_time((job.get("status") or {}).get("startTime"))
+        start = rfc3339_seconds((job.get("status") or {}).get("startTime"))
         if ads is None or start is None or job_suspended(job):
             return False
         return self.clock.now() - start >= ads

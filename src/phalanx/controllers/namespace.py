@@ -24,14 +24,15 @@ backoff.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
+from ..client.clock import to_datetime
 from ..client.informer import InformerFactory
 from ..client.interface import ResourceInfo
 from ..client.workqueue import ItemExponentialFailureRateLimiter
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy, now_rfc3339
+from ..machinery.meta import deep_copy
+from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from .base import Controller
 
 Obj = dict[str, Any]
@@ -56,12 +57,6 @@ OK_MESSAGES = {
     "NamespaceContentRemaining": "All content successfully removed",
     "NamespaceFinalizersRemaining": "All content-preserving finalizers finished",
 }
-
-
-def _parse_time(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    return datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
 class NamespaceController(Controller):
@@ -126,7 +121,7 @@ class NamespaceController(Controller):
         errors: list[str] = []
         remaining: dict[str, int] = {}
         finalizers_remaining: dict[str, int] = {}
-        deleted_at = _parse_time(ns["metadata"].get("deletionTimestamp")) or now
+        deleted_at = rfc3339_seconds(ns["metadata"].get("deletionTimestamp")) or now
         for info in resources:
             try:
                 est = await self._delete_resource(info, name, deleted_at, now)
@@ -190,7 +185,6 @@ class NamespaceController(Controller):
     # -- status ------------------------------------------------------------------------------
     @staticmethod
     def _condition(type_: str, status: str, reason: str, message: str, now: float) -> dict:
-        from ..client.clock import to_datetime
         return {"type": type_, "status": status, "lastTransitionTime": now_rfc3339(to_datetime(now)),
                 "reason": reason, "message": message}
 

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..client.clock import to_datetime
 from ..client.informer import index_pod_by_node_name, object_key
 from ..controllers.base import Controller
+from ..machinery.durations import parse_duration
 from ..machinery.errors import StatusError
-from ..machinery.meta import now_rfc3339
+from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
 
 log = logging.getLogger("phalanx.nodes.kubelet")
 
@@ -38,21 +39,17 @@ EXIT_CODE = "phalanx.dev/exit-code"
 PROVIDER_PREFIX = "phalanx://"
 FIELD_MANAGER = "kubelet"
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float | None:
-    """Go-style durations: `30s`, `1m30s`, `500ms`, `2h`."""
-    text = (text or "").strip()
+def run_for_seconds(pod: dict) -> float | None:
+    """The pod's `phalanx.dev/run-for` annotation in seconds; None when absent, negative or not a Go
+    duration (`30s`, `1m30s`, `500ms`)."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUN_FOR)
     if not text:
         return None
-    pos, total = 0, 0.0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos:
-            return None
-        pos = m.end()
-        total += float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-    return total if pos == len(text) else None
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 @dataclass
@@ -157,21 +154,20 @@ class SimulatedKubelets(Controller):
         if not running:
             creating_since = status.get("startTime")
             if creating_since and self.delays.container_creating > 0:
-                from ..api.registry import parse_time
-                started = parse_time(creating_since)
-                if started is not None and now < started.timestamp() + self.delays.container_creating:
-                    self.enqueue_after(key, started.timestamp() + self.delays.container_creating - now)
+                started = rfc3339_seconds(creating_since)
+                if started is not None and now < started + self.delays.container_creating:
+                    self.enqueue_after(key, started + self.delays.container_creating - now)
                     return
             await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
-            run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
+            run_for = run_for_seconds(pod)
             if run_for is not None:
                 self.enqueue_after(key, run_for)
             return
         # Running: has a run time elapsed?
-        run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
+        run_for = run_for_seconds(pod)
         if run_for is None:
             return
-        started_at = max((self._parse_ts(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+        started_at = max((rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt"))
                           for c in statuses), default=None)
         if started_at is None:
             return
@@ -181,14 +177,7 @@ class SimulatedKubelets(Controller):
             return
         await self._containers_exited(pod, key, node_name)
 
-    @staticmethod
-    def _parse_ts(ts: str | None) -> float | None:
-        from ..api.registry import parse_time
-        t = parse_time(ts)
-        return t.timestamp() if t is not None else None
-
     def _now(self) -> str:
-        from ..client.clock import to_datetime
         return now_rfc3339(to_datetime(self.clock.now()))
 
     def _host_ip(self, node_name: str) -> str:
@@ -291,7 +280,7 @@ class SimulatedKubelets(Controller):
             restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
             status = self._running_status(pod, node_name, restarts, exit_code=code)
             await self._write_status(pod, status)
-            run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
+            run_for = run_for_seconds(pod)
             if run_for is not None:
                 self.enqueue_after(key, run_for)
             return
@@ -318,11 +307,10 @@ class SimulatedKubelets(Controller):
 
     async def _terminate(self, pod: dict, key: str) -> None:
         md = pod["metadata"]
-        from ..api.registry import parse_time
-        deadline = parse_time(md.get("deletionTimestamp"))
+        deadline = rfc3339_seconds(md.get("deletionTimestamp"))
         wait = self.delays.terminating
         if deadline is not None:
-            wait = min(wait, max(0.0, deadline.timestamp() - self.clock.now())) if wait else 0.0
+            wait = min(wait, max(0.0, deadline - self.clock.now())) if wait else 0.0
         if wait > 0:
             self.enqueue_after(key, wait)
             return
@@ -362,8 +350,6 @@ class SimulatedKubelets(Controller):
             await self.clock.sleep(period)
 
     async def _renew_lease(self, node_name: str, period: float) -> None:
-        from ..client.clock import to_datetime
-        from ..machinery.meta import now_rfc3339_micro
         now = now_rfc3339_micro(to_datetime(self.clock.now()))
         try:
             lease = await self.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", node_name)

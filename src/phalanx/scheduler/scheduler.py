@@ -35,7 +35,8 @@ import orjson
 from ..client.clock import REAL_CLOCK, to_datetime
 from ..client.informer import InformerFactory
 from ..machinery.errors import StatusError
-from ..machinery.meta import now_rfc3339
+from ..machinery.featuregates import FeatureGates
+from ..machinery.timestamps import now_rfc3339
 from .cache import SchedulerCache
 from .framework import (ActionType, ClusterEvent, Code, CycleState, EventResource, FitError, Framework,
                         KubeSchedulerConfiguration, Nominator, PodInfo, QueuedPodInfo, Snapshot, Status)
@@ -64,7 +65,6 @@ class Scheduler:
     def __init__(self, client: Any, factory: InformerFactory | None = None, *,
                  config: KubeSchedulerConfiguration | None = None, gates: Any = None, clock: Any = None,
                  permit_timeout: float | None = None, registry: Any = None, pod_group_cycles: bool = True):
-        from ..cluster.featuregates import FeatureGates
         self.client = client
         self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
         self.factory = factory or InformerFactory(client, clock=self.clock)

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from phalanx.api import resource
 from phalanx.api.registry import StrategyContext
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 

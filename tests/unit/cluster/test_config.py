@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from phalanx.cluster.config import ClusterConfigError, compile_template, load_cluster_config, parse_cluster_config
-from phalanx.cluster.featuregates import KNOWN_GATES, WAS_GATES, FeatureGates, UnknownFeatureGate
+from phalanx.machinery.featuregates import KNOWN_GATES, WAS_GATES, FeatureGates, UnknownFeatureGate
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "clusters"
 

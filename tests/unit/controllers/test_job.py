@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.job import (Intervals, JobController, TTLAfterFinishedController, compute_pod_group_name,

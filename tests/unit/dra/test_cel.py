@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.dra import cel as dracel
 from phalanx.dra.cel import (CELCompileError, CELDevice, CELFeatures, CELRuntimeError, SelectorCache,
                              check_expression, compile_selector)

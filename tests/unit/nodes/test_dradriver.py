@@ -11,7 +11,7 @@ from phalanx.apiserver.rest import API
 from phalanx.client import InformerFactory, InProcessClient
 from phalanx.cluster.bootstrap import node_object
 from phalanx.cluster.config import ClusterConfigError, build_kind_nodes
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.dra.allocator import allocate

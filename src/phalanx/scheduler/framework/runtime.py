@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 from .config import KubeSchedulerProfile, PluginRef, default_plugins, default_profile
 from .cycle_state import CycleState

@@ -76,7 +76,9 @@ from phalanx.dra.allocator import ClaimsAllocator, NodeAnswer
 from phalanx.dra import claims as draclaims
 from phalanx.dra.devices import DeviceID, DevicesInUse, consumed_capacity
 from phalanx.machinery.errors import StatusError
-from phalanx.machinery.meta import deep_copy, now_rfc3339
+from phalanx.machinery.featuregates import FeatureGates
+from phalanx.machinery.meta import deep_copy
+from phalanx.machinery.timestamps import now_rfc3339
 from phalanx.machinery.selectors import compile_node_selector_term
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.interface import (
@@ -539,7 +541,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def __init__(self, tracker: ClaimTracker, client: Any = None, *, gates: Any = None,
                  pod_group_of: Optional[Callable[[Obj], Optional[Obj]]] = None, clock: Any = None,
                  handle: Any = None):
-        from phalanx.cluster.featuregates import FeatureGates
         self.tracker = tracker
         self.handle = handle
         self.client = client
