@@ -20,7 +20,7 @@ from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
-from ..nodes.dradriver import SimulatedDRADrivers
+from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..scheduler.scheduler import Scheduler
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable
 
 from phalanx.cluster import kubeconfig as kubeconfigs
-from phalanx.cluster.config import DEFAULT_CLUSTER_NAME
+from phalanx.cluster.configparse import DEFAULT_CLUSTER_NAME
 from phalanx.cluster.pki import ClusterPKI, ensure_pki, pki_paths
 from phalanx.cluster.spec import ClusterSpec
 from phalanx.machinery.durations import format_duration, parse_duration

@@ -37,7 +37,7 @@ from ..client.interface import MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
-from .base import Controller
+from ..client.controller import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, add_workload_indexers, candidates_for, claim_objects, controller_ref,
                          fnv32a, rfc3339, safe_encode_string, selector_of)
 

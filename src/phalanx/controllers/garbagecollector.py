@@ -38,7 +38,7 @@ from typing import Any
 from ..client.informer import InformerFactory
 from ..client.interface import ResourceInfo
 from ..machinery.errors import StatusError
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

@@ -39,7 +39,7 @@ from ..client.interface import STRATEGIC_MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
-from .base import Controller
+from ..client.controller import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, BatchError, ControllerExpectations, PodControl,
                          active_pods_deletion_order, add_workload_indexers, candidates_for, claim_objects,
                          controller_ref, fnv32a, is_namespace_terminating, is_pod_active, is_pod_ready,

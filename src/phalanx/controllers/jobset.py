@@ -42,7 +42,7 @@ from ..client.informer import object_key, split_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
-from .base import Controller
+from ..client.controller import Controller
 from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, rfc3339
 
 Obj = dict[str, Any]

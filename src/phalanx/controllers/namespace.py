@@ -33,7 +33,7 @@ from ..client.workqueue import ItemExponentialFailureRateLimiter
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
 from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..client.informer import object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
-from .base import Controller
+from ..client.controller import Controller
 from .podcontrol import (BatchError, ControllerExpectations, PodControl, active_pods_deletion_order,
                          add_workload_indexers, candidates_for, claim_objects, is_namespace_terminating,
                          is_pod_active, is_pod_available, is_pod_ready, rfc3339, selector_of, slow_start_batch,

@@ -49,7 +49,7 @@ from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..client.clock import to_datetime
 from ..client.informer import index_pod_by_node_name, object_key
-from ..controllers.base import Controller
+from ..client.controller import Controller
 from ..machinery.durations import parse_duration
 from ..machinery.errors import StatusError
 from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
