@@ -15,9 +15,8 @@ from typing import Any
 
 from ..machinery.errors import FieldError, invalid, not_supported, required, too_long
 from ..machinery.names import dns1123_label_errors, qualified_name_errors
-from ..machinery.timestamps import parse_rfc3339
 from . import podspec
-from .core import creation_age
+from .core import creation_age, parse_timestamp
 from .podspec import _dict, _list, to_json
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, human_duration, register
 
@@ -413,7 +412,7 @@ class JobStrategy(Strategy):
         else:
             par = spec.get("parallelism") or 0
             completions = f"{succeeded}/1 of {par}" if par > 1 else f"{succeeded}/1"
-        start, end = parse_rfc3339(status.get("startTime")), parse_rfc3339(status.get("completionTime"))
+        start, end = parse_timestamp(status.get("startTime")), parse_timestamp(status.get("completionTime"))
         if start is None:
             duration = ""
         elif end is None:

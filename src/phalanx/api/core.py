@@ -21,7 +21,6 @@ from typing import Any, Callable
 
 from ..machinery import errors
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid, not_supported, required, too_long
-from ..machinery.timestamps import parse_rfc3339
 from ..machinery.names import (dns1123_label_errors, dns1123_subdomain_errors, label_value_errors,
                                qualified_name_errors, validate_labels)
 from . import podspec
@@ -33,9 +32,29 @@ Obj = dict[str, Any]
 
 # --- time helpers (Time and MicroTime) ----------------------------------------------------------
 
+_TS_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def parse_timestamp(ts: Any) -> datetime | None:
+    """An RFC 3339 `metav1.Time` or `MicroTime` as an aware datetime; None when unset or malformed."""
+    if not ts or not isinstance(ts, str):
+        return None
+    m = _TS_RE.match(ts)
+    if not m:
+        return None
+    base, frac, tz = m.groups()
+    tz = "+00:00" if tz == "Z" else tz
+    micro = int((frac[1:] + "000000")[:6]) if frac else 0
+    try:
+        t = datetime.strptime(base + tz, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return None
+    return t.replace(microsecond=micro)
+
+
 def since(ts: Any, ctx: StrategyContext) -> str:
     """`translateTimestampSince`: `<unknown>` for a zero time, else a human duration."""
-    t = parse_rfc3339(ts)
+    t = parse_timestamp(ts)
     if t is None:
         return "<unknown>"
     return human_duration((ctx.now() - t).total_seconds())
@@ -351,7 +370,7 @@ def _condition_true(conditions: Any, ctype: str) -> bool:
 
 
 def _later(a: datetime | None, b: Any) -> datetime | None:
-    t = parse_rfc3339(b)
+    t = parse_timestamp(b)
     if t is None:
         return a
     if a is None or a < t:
@@ -1164,9 +1183,9 @@ def format_event_source(source: Any, reporting_controller: str, reporting_instan
 
 def core_event_row(ev: Obj, ctx: StrategyContext) -> list[Any]:
     """printEvent's cells for a core/v1-shaped Event."""
-    first = since(ev.get("firstTimestamp"), ctx) if parse_rfc3339(ev.get("firstTimestamp")) else \
+    first = since(ev.get("firstTimestamp"), ctx) if parse_timestamp(ev.get("firstTimestamp")) else \
         since(ev.get("eventTime"), ctx)
-    last = since(ev.get("lastTimestamp"), ctx) if parse_rfc3339(ev.get("lastTimestamp")) else first
+    last = since(ev.get("lastTimestamp"), ctx) if parse_timestamp(ev.get("lastTimestamp")) else first
     count = int(ev.get("count") or 0)
     series = ev.get("series")
     if isinstance(series, dict):
@@ -1217,7 +1236,7 @@ def legacy_event_errors(ev: Obj, reporting_field: str) -> list[FieldError]:
     errs: list[FieldError] = []
     ns = _dict(ev.get("metadata")).get("namespace", "")
     inv_ns = _dict(ev.get("involvedObject")).get("namespace", "")
-    if not parse_rfc3339(ev.get("eventTime")):
+    if not parse_timestamp(ev.get("eventTime")):
         if not inv_ns:
             if ns not in ("", "default"):
                 errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))

@@ -33,6 +33,7 @@ fields; the strategy must still restore them).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Iterable, Optional
 
 import orjson
@@ -40,7 +41,6 @@ import yaml
 
 from .errors import StatusError, bad_request, go_repr
 from .patchmeta import PatchMeta
-from .timestamps import rfc3339_seconds
 
 Path = tuple
 PathSet = set
@@ -805,6 +805,15 @@ def decode_managed_fields(entries: Any) -> tuple[dict, dict]:
     return managers, times
 
 
+def _time_seconds(t: Optional[str]) -> float:
+    if not t:
+        return 0
+    try:
+        return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0
+
+
 def encode_managed_fields(managers: dict, times: dict) -> list:
     entries = []
     for key, entry in managers.items():
@@ -819,7 +828,7 @@ def encode_managed_fields(managers: dict, times: dict) -> list:
         if subresource:
             e["subresource"] = subresource
         entries.append(e)
-    entries.sort(key=lambda e: (e["operation"], (rfc3339_seconds(e.get("time")) or 0), e["manager"], e["apiVersion"],
+    entries.sort(key=lambda e: (e["operation"], _time_seconds(e.get("time")), e["manager"], e["apiVersion"],
                                 e.get("subresource", "")))
     return entries
 
@@ -957,7 +966,7 @@ def _cap_update_managers(managers: dict, times: dict) -> None:
     updaters = [k for k, e in managers.items() if not e.applied]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
-    updaters.sort(key=lambda k: ((rfc3339_seconds(times.get(k)) or 0), _identifier(k)))
+    updaters.sort(key=lambda k: (_time_seconds(times.get(k)), _identifier(k)))
     first_by_version: dict = {}
     length = len(updaters)
     for key in updaters:
