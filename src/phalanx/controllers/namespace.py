@@ -34,6 +34,7 @@ from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
 from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from ..client.controller import Controller
+from ..client.retry import retry_on_conflict
 
 Obj = dict[str, Any]
 
@@ -220,22 +221,15 @@ class NamespaceController(Controller):
             raise  # a conflict retries the whole sync with fresh state
 
     async def _finalize(self, ns: Obj) -> None:
-        for _ in range(10):
-            fins = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES]
-            body = deep_copy(ns)
-            body.setdefault("spec", {})["finalizers"] = sorted(set(fins))
+        async def attempt(conflicted: bool) -> None:
             try:
+                latest = await self.client.get("v1", "Namespace", None, ns["metadata"]["name"]) if conflicted else ns
+                fins = [f for f in (latest.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES]
+                body = deep_copy(latest)
+                body.setdefault("spec", {})["finalizers"] = sorted(set(fins))
                 await self.client.finalize(body)
-                return
             except StatusError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
+                if e.code != 404:
                     raise
-            try:
-                ns = await self.client.get("v1", "Namespace", None, ns["metadata"]["name"])
-            except StatusError as e:
-                if e.code == 404:
-                    return
-                raise
-        raise StatusError(409, "Conflict", f"could not finalize namespace {ns['metadata']['name']}")
+
+        await retry_on_conflict(attempt, steps=10)
