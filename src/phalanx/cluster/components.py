@@ -22,6 +22,7 @@ from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
+from ..scheduler.framework.config import load_configuration
 from ..scheduler.scheduler import Scheduler
 
 log = logging.getLogger("phalanx.components")
@@ -45,7 +46,6 @@ def _scheduler_config(cp: Any) -> Any:
     raw = cp.spec.scheduler.get("config")
     if not raw:
         return None
-    from ..scheduler.framework.config import load_configuration
     return load_configuration(raw, cp.gates)
 
 

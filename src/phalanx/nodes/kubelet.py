@@ -131,39 +131,41 @@ class SimulatedKubelets(Controller):
         if pod is None:
             self._release_ip(key)
             return
-        spec = pod.get("spec") or {}
-        node_name = spec.get("nodeName")
+        node_name = (pod.get("spec") or {}).get("nodeName")
         if not self._simulated(node_name):
             return
-        md = pod["metadata"]
         status = pod.get("status") or {}
         phase = status.get("phase", "Pending")
-        now = self.clock.now()
-        if md.get("deletionTimestamp"):
+        if pod["metadata"].get("deletionTimestamp"):
             await self._terminate(pod, key)
-            return
-        if phase in ("Succeeded", "Failed"):
+        elif phase in ("Succeeded", "Failed"):
             self._release_ip(key)
-            return
-        statuses = status.get("containerStatuses") or []
-        running = phase == "Running" and statuses and all("running" in (c.get("state") or {}) for c in statuses)
-        if not running and not statuses and self.delays.container_creating > 0:
+        else:
+            statuses = status.get("containerStatuses") or []
+            if phase == "Running" and statuses and all("running" in (c.get("state") or {}) for c in statuses):
+                await self._check_run_time(pod, key, node_name, statuses)
+            else:
+                await self._start(pod, key, node_name, status)
+
+    async def _start(self, pod: dict, key: str, node_name: str, status: dict) -> None:
+        """Pending → ContainerCreating (when that stage takes time) → Running."""
+        creating = self.delays.container_creating
+        if not status.get("containerStatuses") and creating > 0:
             await self._write_status(pod, self._creating_status(pod))
-            self.enqueue_after(key, self.delays.container_creating)
+            self.enqueue_after(key, creating)
             return
-        if not running:
-            creating_since = status.get("startTime")
-            if creating_since and self.delays.container_creating > 0:
-                started = rfc3339_seconds(creating_since)
-                if started is not None and now < started + self.delays.container_creating:
-                    self.enqueue_after(key, started + self.delays.container_creating - now)
-                    return
-            await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
-            run_for = run_for_seconds(pod)
-            if run_for is not None:
-                self.enqueue_after(key, run_for)
+        started = rfc3339_seconds(status.get("startTime")) if creating > 0 else None
+        now = self.clock.now()
+        if started is not None and now < started + creating:
+            self.enqueue_after(key, started + creating - now)
             return
-        # Running: has a run time elapsed?
+        await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
+        run_for = run_for_seconds(pod)
+        if run_for is not None:
+            self.enqueue_after(key, run_for)
+
+    async def _check_run_time(self, pod: dict, key: str, node_name: str, statuses: list[dict]) -> None:
+        """Running: once the `phalanx.dev/run-for` time has elapsed, the containers exit."""
         run_for = run_for_seconds(pod)
         if run_for is None:
             return
@@ -171,7 +173,7 @@ class SimulatedKubelets(Controller):
                           for c in statuses), default=None)
         if started_at is None:
             return
-        remaining = started_at + run_for - now
+        remaining = started_at + run_for - self.clock.now()
         if remaining > 0:
             self.enqueue_after(key, remaining)
             return

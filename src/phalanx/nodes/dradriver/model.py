@@ -225,47 +225,66 @@ def make_attribute(name: str, raw: Any) -> AttributeSpec:
     if isinstance(raw, str):
         t = ValueTemplate(raw)
         if t.literal:
-            return AttributeSpec(name, "string", t.render(DeviceContext("", "")))
+            return AttributeSpec(name, "string", _literal(t))
         return AttributeSpec(name, "int" if t.index_only else "string", t)
     if isinstance(raw, dict):
         keys = list(raw)
         if len(keys) != 1 or keys[0] not in ATTRIBUTE_TYPES:
             raise ValueError("a typed attribute is a mapping with exactly one of int, bool, string, version; got "
                              + (", ".join(str(k) for k in keys) or "an empty mapping"))
-        kind, v = keys[0], raw[keys[0]]
-        if kind == "bool":
-            if not isinstance(v, bool):
-                raise ValueError(f"bool: expected a boolean, got {got(v)}")
-            return AttributeSpec(name, kind, v)
-        if kind == "int":
-            if isinstance(v, int) and not isinstance(v, bool):
-                return AttributeSpec(name, kind, v)
-            if isinstance(v, str):
-                t = ValueTemplate(v)
-                if t.literal:
-                    try:
-                        return AttributeSpec(name, kind, int(t.render(DeviceContext("", ""))))
-                    except ValueError:
-                        raise ValueError(f"int: {quote(v)} is not an integer")
-                return AttributeSpec(name, kind, t)
-            raise ValueError(f"int: expected an integer or a template, got {got(v)}")
-        if kind == "string":
-            if isinstance(v, bool) or not isinstance(v, (str, int)):
-                raise ValueError(f"string: expected a string, got {got(v)}")
-            t = ValueTemplate(str(v))
-            return AttributeSpec(name, kind, t.render(DeviceContext("", "")) if t.literal else t)
-        if not isinstance(v, str):  # version
-            raise ValueError(f"version: expected a string such as \"1.0.0\", got {got(v)}")
-        t = ValueTemplate(v)
-        if t.literal:
-            text = t.render(DeviceContext("", ""))
-            if not is_semver(text):
-                raise ValueError(f"version: invalid version {quote(text)}: must be a string compatible with "
-                                 "semver.org spec 2.0.0")
-            return AttributeSpec(name, kind, text)
-        return AttributeSpec(name, kind, t)
+        return _TYPED_ATTRIBUTES[keys[0]](name, raw[keys[0]])
     raise ValueError(f"expected an integer, a boolean, a string or a typed mapping ({{int: ...}}, {{bool: ...}}, "
                      f"{{string: ...}}, {{version: ...}}), got {got(raw)}")
+
+
+def _literal(template: ValueTemplate) -> str:
+    """The text of a template without placeholders."""
+    return template.render(DeviceContext("", ""))
+
+
+def _bool_attribute(name: str, v: Any) -> AttributeSpec:
+    if not isinstance(v, bool):
+        raise ValueError(f"bool: expected a boolean, got {got(v)}")
+    return AttributeSpec(name, "bool", v)
+
+
+def _int_attribute(name: str, v: Any) -> AttributeSpec:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return AttributeSpec(name, "int", v)
+    if not isinstance(v, str):
+        raise ValueError(f"int: expected an integer or a template, got {got(v)}")
+    t = ValueTemplate(v)
+    if not t.literal:
+        return AttributeSpec(name, "int", t)
+    try:
+        return AttributeSpec(name, "int", int(_literal(t)))
+    except ValueError:
+        raise ValueError(f"int: {quote(v)} is not an integer") from None
+
+
+def _string_attribute(name: str, v: Any) -> AttributeSpec:
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise ValueError(f"string: expected a string, got {got(v)}")
+    t = ValueTemplate(str(v))
+    return AttributeSpec(name, "string", _literal(t) if t.literal else t)
+
+
+def _version_attribute(name: str, v: Any) -> AttributeSpec:
+    if not isinstance(v, str):
+        raise ValueError(f"version: expected a string such as \"1.0.0\", got {got(v)}")
+    t = ValueTemplate(v)
+    if not t.literal:
+        return AttributeSpec(name, "version", t)
+    text = _literal(t)
+    if not is_semver(text):
+        raise ValueError(f"version: invalid version {quote(text)}: must be a string compatible with "
+                         "semver.org spec 2.0.0")
+    return AttributeSpec(name, "version", text)
+
+
+_TYPED_ATTRIBUTES: dict[str, Callable[[str, Any], AttributeSpec]] = {
+    "bool": _bool_attribute, "int": _int_attribute, "string": _string_attribute, "version": _version_attribute,
+}
 
 
 def make_capacity(name: str, raw: Any) -> CapacitySpec:

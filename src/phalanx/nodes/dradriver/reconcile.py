@@ -88,6 +88,37 @@ class _WriteCache:
 # the controller
 
 
+def _pool_of(slice_obj: Obj) -> dict:
+    return (slice_obj.get("spec") or {}).get("pool") or {}
+
+
+def _match_slices(plan: PoolPlan, existing: list[Obj], generation: int, owner_uid: str | None
+                  ) -> tuple[dict[int, Obj], list[Obj]]:
+    """Existing slices by the index in their name, and the ones to delete: another pool, an older
+    generation, an index out of range or taken, another owner."""
+    count = len(plan.slices)
+    length = index_length(count)
+    matched: dict[int, Obj] = {}
+    obsolete: list[Obj] = []
+    for s in existing:
+        pool = _pool_of(s)
+        index = decode_index(s["metadata"]["name"], length)
+        if (pool.get("name") != plan.name or (pool.get("generation") or 0) < generation or index is None
+                or index >= count or index in matched or _controller_uid(s) != owner_uid):
+            obsolete.append(s)
+        else:
+            matched[index] = s
+    return matched, obsolete
+
+
+def _new_slice_metadata(index: int, count: int, driver: str, plan: PoolPlan, owner_uid: str | None) -> dict[str, Any]:
+    md: dict[str, Any] = {"generateName": generate_name(index, count, driver, plan.owner_name)}
+    if plan.owner is not None:
+        md["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": plan.owner_name,
+                                  "uid": owner_uid, "controller": True}]
+    return md
+
+
 class SimulatedDRADrivers(Controller):
     """Publishes DeviceClasses and ResourceSlices for simulated DRA drivers (see the package doc)."""
 
@@ -235,31 +266,17 @@ class SimulatedDRADrivers(Controller):
                 await self._delete(s)
             return
         count = len(plan.slices)
-        length = index_length(count)
         owner_uid = plan.owner["metadata"].get("uid") if plan.owner else None
-        same_pool = [s for s in existing if ((s.get("spec") or {}).get("pool") or {}).get("name") == plan.name]
-        generation = max((((s.get("spec") or {}).get("pool") or {}).get("generation") or 0 for s in same_pool),
-                         default=0)
-        matched: dict[int, Obj] = {}
-        obsolete: list[Obj] = []
-        for s in existing:
-            spec = s.get("spec") or {}
-            pool = spec.get("pool") or {}
-            index = decode_index(s["metadata"]["name"], length)
-            if (pool.get("name") != plan.name or (pool.get("generation") or 0) < generation or index is None
-                    or index >= count or index in matched or _controller_uid(s) != owner_uid):
-                obsolete.append(s)
-            else:
-                matched[index] = s
+        same_pool = [s for s in existing if _pool_of(s).get("name") == plan.name]
+        generation = max((_pool_of(s).get("generation") or 0 for s in same_pool), default=0)
+        matched, obsolete = _match_slices(plan, existing, generation, owner_uid)
         dropped = frozenset(self._dropped)
 
         def desired(i: int, gen: int) -> dict:
-            spec = {"driver": driver, "pool": {"name": plan.name, "generation": gen, "resourceSliceCount": count},
+            return {"driver": driver, "pool": {"name": plan.name, "generation": gen, "resourceSliceCount": count},
                     **plan.placement, **plan.slices[i]}
-            return spec
 
-        changed = {i for i, s in matched.items()
-                   if not self._same(s, desired(i, generation), dropped)}
+        changed = {i for i, s in matched.items() if not self._same(s, desired(i, generation), dropped)}
         if not same_pool:
             generation = 1
         elif changed or obsolete or len(matched) < count:
@@ -268,20 +285,16 @@ class SimulatedDRADrivers(Controller):
         for s in obsolete:
             await self._delete(s)
         for i, s in sorted(matched.items()):
-            if i in changed or (((s.get("spec") or {}).get("pool") or {}).get("generation") != generation):
+            if i in changed or _pool_of(s).get("generation") != generation:
                 new = {"apiVersion": RESOURCE_API, "kind": "ResourceSlice", "metadata": dict(s["metadata"]),
                        "spec": self._strip(desired(i, generation))}
                 await self._write(new, desired(i, generation), update=True)
         for i in range(count):
-            if i in matched:
-                continue
-            md: dict[str, Any] = {"generateName": generate_name(i, count, driver, plan.owner_name)}
-            if plan.owner is not None:
-                md["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": plan.owner_name,
-                                          "uid": owner_uid, "controller": True}]
-            obj = {"apiVersion": RESOURCE_API, "kind": "ResourceSlice", "metadata": md,
-                   "spec": self._strip(desired(i, generation))}
-            await self._write(obj, desired(i, generation), update=False)
+            if i not in matched:
+                obj = {"apiVersion": RESOURCE_API, "kind": "ResourceSlice",
+                       "metadata": _new_slice_metadata(i, count, driver, plan, owner_uid),
+                       "spec": self._strip(desired(i, generation))}
+                await self._write(obj, desired(i, generation), update=False)
 
     def _strip(self, spec: dict) -> dict:
         """The desired spec without the field families the API server was found to drop."""
