@@ -16,8 +16,6 @@ from phalanx.cluster.configparse import (DEFAULT_CAPACITY, DEFAULT_ROLES, ROLES,
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.names import dns1123_label_errors, label_value_errors, qualified_name_errors
 from phalanx.machinery.strictyaml import DocumentReader, key_path, quote
-from phalanx.nodes.dradriver.config import read_dra_drivers
-from phalanx.scheduler.framework.config import load_configuration
 
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "featureGates", "runtimeConfig",
@@ -42,6 +40,9 @@ def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None) 
     if "scheduler" in doc and reader.expect(doc["scheduler"], "scheduler", "mapping"):
         _parse_scheduler(doc["scheduler"], reader, spec)
     if "draDrivers" in doc and doc["draDrivers"] is not None:
+        # Imported here, not at the top: the DRA validators load the CEL library (about a second),
+        # which every `phalanx` command would pay for otherwise.
+        from phalanx.nodes.dradriver.config import read_dra_drivers
         disabled_gates = {g for g, (enabled, _) in gates.items() if not enabled}
         problems_before = len(reader.problems)
         read_dra_drivers(doc["draDrivers"], "draDrivers", reader, disabled_gates)
@@ -94,6 +95,7 @@ def _parse_scheduler(section: dict, reader: DocumentReader, spec: ClusterSpec) -
             else:
                 spec.scheduler["permitWaitingTimeout"] = seconds
         elif reader.expect(v, "scheduler.config", "mapping"):
+            from phalanx.scheduler.framework.config import load_configuration  # only for this section (CLI start-up)
             try:
                 load_configuration(v)
             except (ValueError, TypeError, KeyError) as e:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -149,7 +149,7 @@ class DocumentReader:
             self.error(path, f"expected {article} {kind}, got {got(value)}")
         return ok
 
-    def fields(self, obj: dict, path: str, allowed: tuple[str, ...]) -> None:
+    def fields(self, obj: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
         """A problem for every key of `obj` not in `allowed`."""
         for key in obj:
             if key not in allowed:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client.clock import to_datetime
-from ..client.informer import index_pod_by_node_name, object_key
+from ..client.informer import InformerFactory, index_pod_by_node_name, object_key
+from ..client.interface import Client
 from ..client.controller import Controller
 from ..machinery.durations import parse_duration
 from ..machinery.errors import StatusError
@@ -86,8 +87,8 @@ class SimulatedKubelets(Controller):
     name = "kubelet"
     workers = 4
 
-    def __init__(self, client: Any, factory: Any = None, *, delays: StageDelays | None = None,
-                 lease_period: float | None = None, **kw):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, delays: StageDelays | None = None,
+                 lease_period: float | None = None, **kw: Any):
         super().__init__(client, factory, **kw)
         self.delays = delays or StageDelays()
         self.lease_period = lease_period
@@ -131,7 +132,7 @@ class SimulatedKubelets(Controller):
         if pod is None:
             self._release_ip(key)
             return
-        node_name = (pod.get("spec") or {}).get("nodeName")
+        node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._simulated(node_name):
             return
         status = pod.get("status") or {}

@@ -64,13 +64,13 @@ class _WriteCache:
             self.deleted.pop(next(iter(self.deleted)))
 
     def observed(self, obj: Obj) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        name: str = (obj.get("metadata") or {}).get("name", "")
         mine = self.written.get(name)
         if mine is not None and _rv(obj) >= _rv(mine):
             del self.written[name]
 
     def observed_delete(self, obj: Obj) -> None:
-        name = (obj.get("metadata") or {}).get("name")
+        name: str = (obj.get("metadata") or {}).get("name", "")
         self.written.pop(name, None)
         self.deleted.pop(name, None)
 
@@ -164,7 +164,7 @@ class SimulatedDRADrivers(Controller):
 
     def _slice_key(self, obj: Obj) -> str | None:
         spec = obj.get("spec") or {}
-        driver = self.by_name.get(spec.get("driver"))
+        driver = self.by_name.get(spec.get("driver", ""))
         if driver is None:
             return None
         node = spec.get("nodeName")
