@@ -65,7 +65,7 @@ def _resolve_name(name: str | None) -> str:
 
 def _parse_wait(value: str) -> float:
     try:
-        return lifecycle.parse_wait(value)
+        return lifecycle.parse_duration(value)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
 

@@ -45,7 +45,8 @@ from phalanx.cluster import kubeconfig as kubeconfigs
 from phalanx.cluster.configparse import DEFAULT_CLUSTER_NAME
 from phalanx.cluster.pki import ClusterPKI, ensure_pki, pki_paths
 from phalanx.cluster.spec import ClusterSpec
-from phalanx.machinery.durations import format_duration, parse_duration
+from phalanx.machinery import durations
+from phalanx.machinery.durations import format_duration
 from phalanx.machinery.names import dns1123_subdomain_errors
 
 HOME_ENV = "PHALANX_HOME"
@@ -635,13 +636,13 @@ def _record_kubeconfig(paths: ClusterPaths, target: Path) -> None:
         _write_bookkeeping(paths, data)
 
 
-def parse_wait(text: str) -> float:
+def parse_duration(text: str) -> float:
     """kind's `--wait`: a Go duration ("60s", "5m", "1m30s", "0") or a bare number of seconds."""
     text = text.strip()
     if re.fullmatch(r"\d+(\.\d*)?", text):
         return float(text)
     try:
-        seconds = parse_duration(text)
+        seconds = durations.parse_duration(text)
     except ValueError:
         seconds = -1.0
     if seconds < 0:

@@ -411,14 +411,14 @@ def test_python_dash_m_phalanx_runs_the_cli():
 @pytest.mark.parametrize("text, seconds", [
     ("60s", 60), ("1m30s", 90), ("5m", 300), ("500ms", 0.5), ("0", 0), ("2h", 7200), ("45", 45), ("1.5s", 1.5),
 ])
-def test_parse_wait(text, seconds):
-    assert lifecycle.parse_wait(text) == seconds
+def test_parse_duration(text, seconds):
+    assert lifecycle.parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["-5s", "5 minutes", "", "1x"])
-def test_parse_wait_rejects(text):
+def test_parse_duration_rejects(text):
     with pytest.raises(ValueError, match="invalid duration"):
-        lifecycle.parse_wait(text)
+        lifecycle.parse_duration(text)
 
 
 def test_cluster_json_round_trips_the_spec(env, tmp_path):
