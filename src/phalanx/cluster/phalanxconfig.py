@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 from phalanx.cluster.configparse import (DEFAULT_CAPACITY, DEFAULT_ROLES, ROLES, WORKER, apply_feature_gates,
                                          check_address, duration_seconds, finish_nodes, kind_named_nodes,
@@ -16,6 +16,7 @@ from phalanx.cluster.configparse import (DEFAULT_CAPACITY, DEFAULT_ROLES, ROLES,
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.names import dns1123_label_errors, label_value_errors, qualified_name_errors
 from phalanx.machinery.strictyaml import DocumentReader, key_path, quote
+from phalanx.machinery.templates import IndexExpression, parse_index_expression, scan_placeholders
 
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "featureGates", "runtimeConfig",
@@ -238,62 +239,33 @@ def _parse_taint(raw: dict, where: str, reader: DocumentReader) -> dict[str, str
 # ---------------------------------------------------------------------------------------------
 # label templates: "rack-{i//16}", "gpu-{i:03}", "zone-{n//1024%4}"
 
-_PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-_EXPR_RE = re.compile(r"^\s*([in])\s*((?:(?://|%|\+|-|\*)\s*\d+\s*)*)(?::(\d+))?\s*$")
-_OP_RE = re.compile(r"(//|%|\+|-|\*)\s*(\d+)")
-_OPS: dict[str, Callable[[int, int], int]] = {
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-}
-
 TEMPLATE_HELP = ("placeholders are {i} (index in the pool) or {n} (index in the cluster), optionally "
                  "followed by integer operations applied left to right (//, %, +, -, *) and a zero-padded "
                  "width, e.g. {i//16}, {n%8}, {i//4%2}, {i:03}; write {{ and }} for literal braces")
 
-# A compiled template: literal text, or (variable, [(operator, operand)], zero-padded width).
-_Part = Union[str, tuple[str, list[tuple[str, int]], int]]
-
 
 def compile_template(template: str) -> Callable[[int, int], str]:
     """Compile a label template into `render(i, n) -> str`; ValueError explains a bad template."""
-    parts: list[_Part] = []
-    pos = 0
-    for m in _PLACEHOLDER_RE.finditer(template):
-        parts.append(template[pos:m.start()])
-        pos = m.end()
-        token = m.group(0)
-        if token in ("{{", "}}"):
-            parts.append(token[0])
+    parts: list[str | IndexExpression] = []
+    for piece in scan_placeholders(template):
+        if isinstance(piece, str):
+            parts.append(piece)
             continue
-        if m.group(1) is None:
-            raise ValueError(f"unbalanced {quote(token)} in template {quote(template)}; {TEMPLATE_HELP}")
-        expr = _EXPR_RE.match(m.group(1))
-        if not expr:
-            raise ValueError(f"invalid placeholder {quote(token)} in template {quote(template)}; {TEMPLATE_HELP}")
-        var, ops_text, width = expr.group(1), expr.group(2), expr.group(3)
-        ops = [(op, int(arg)) for op, arg in _OP_RE.findall(ops_text)]
-        for op, arg in ops:
-            if op in ("//", "%") and arg == 0:
-                raise ValueError(f"division by zero in placeholder {quote(token)} of template {quote(template)}")
-        parts.append((var, ops, int(width) if width else 0))
-    parts.append(template[pos:])
+        if piece.inner is None:
+            raise ValueError(f"unbalanced {quote(piece.token)} in template {quote(template)}; {TEMPLATE_HELP}")
+        expr = parse_index_expression(piece.inner, "in")
+        if expr is None:
+            raise ValueError(f"invalid placeholder {quote(piece.token)} in template {quote(template)}; {TEMPLATE_HELP}")
+        if expr.divides_by_zero:
+            raise ValueError(f"division by zero in placeholder {quote(piece.token)} of template {quote(template)}")
+        parts.append(expr)
 
     if all(isinstance(p, str) for p in parts):
         text = "".join(p for p in parts if isinstance(p, str))
         return lambda i, n: text
 
     def render(i: int, n: int) -> str:
-        out = []
-        for p in parts:
-            if isinstance(p, str):
-                out.append(p)
-                continue
-            var, ops, width = p
-            value = i if var == "i" else n
-            for op, arg in ops:
-                value = _OPS[op](value, arg)
-            out.append(str(value).zfill(width) if width else str(value))
-        return "".join(out)
+        return "".join(p if isinstance(p, str) else p.render(i if p.variable == "i" else n) for p in parts)
 
     return render
 

@@ -8,7 +8,6 @@ ResourceSlice contents by `render`. Defaults are dra-example-driver's `gpu` prof
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from math import floor
@@ -19,6 +18,7 @@ from ...dra.semver import is_semver
 from ...machinery.names import dns1123_label_errors, dns1123_subdomain_errors
 from ...machinery.quantity import canonicalize, format_quantity, parse_quantity_format
 from ...machinery.strictyaml import got, quote
+from ...machinery.templates import IndexExpression, parse_index_expression, scan_placeholders
 
 RESOURCE_API = "resource.k8s.io/v1"
 PROVIDER_PREFIX = "phalanx://"
@@ -59,13 +59,6 @@ def default_attributes(prefix: str = DEFAULT_DEVICE_PREFIX) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # value templates: "{i}", "{i*2+1}", "{i:02}", "{pool}", "{uuid}", "{value}"
 
-_TOKEN_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-_INDEX_EXPR_RE = re.compile(r"^\s*i\s*((?:(?://|%|\+|-|\*)\s*\d+\s*)*)(?::(\d+))?\s*$")
-_OP_RE = re.compile(r"(//|%|\+|-|\*)\s*(\d+)")
-_OPS: dict[str, Callable[[int, int], int]] = {
-    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-}
 NAMED_PLACEHOLDERS = ("pool", "uuid", "value")
 TEMPLATE_HELP = ("placeholders are {i} (the device index, optionally with integer operations applied left to "
                  "right, //, %, +, -, *, and a zero-padded width: {i+1}, {i//2}, {i:02}), {pool} (the pool: the "
@@ -102,47 +95,37 @@ class ValueTemplate:
 
     def __init__(self, text: str):
         self.text = text
-        self.parts: list[Any] = []
+        self.parts: list[str | IndexExpression | tuple[str]] = []
         self.uses: set[str] = set()
-        pos = 0
-        for m in _TOKEN_RE.finditer(text):
-            self.parts.append(text[pos:m.start()])
-            pos = m.end()
-            token = m.group(0)
-            if token in ("{{", "}}"):
-                self.parts.append(token[0])
+        for piece in scan_placeholders(text):
+            if isinstance(piece, str):
+                if piece:
+                    self.parts.append(piece)
                 continue
-            if m.group(1) is None:
-                raise ValueError(f"unbalanced {quote(token)} in {quote(text)}; {TEMPLATE_HELP}")
-            inner = m.group(1).strip()
+            if piece.inner is None:
+                raise ValueError(f"unbalanced {quote(piece.token)} in {quote(text)}; {TEMPLATE_HELP}")
+            inner = piece.inner.strip()
             if inner in NAMED_PLACEHOLDERS:
                 self.parts.append((inner,))
                 self.uses.add(inner)
                 continue
-            expr = _INDEX_EXPR_RE.match(m.group(1))
-            if not expr:
-                raise ValueError(f"invalid placeholder {quote(token)} in {quote(text)}; {TEMPLATE_HELP}")
-            ops = [(op, int(arg)) for op, arg in _OP_RE.findall(expr.group(1))]
-            if any(op in ("//", "%") and arg == 0 for op, arg in ops):
-                raise ValueError(f"division by zero in placeholder {quote(token)} of {quote(text)}")
-            width = int(expr.group(2)) if expr.group(2) else 0
-            self.parts.append(("i", ops, width))
+            expr = parse_index_expression(piece.inner, "i")
+            if expr is None:
+                raise ValueError(f"invalid placeholder {quote(piece.token)} in {quote(text)}; {TEMPLATE_HELP}")
+            if expr.divides_by_zero:
+                raise ValueError(f"division by zero in placeholder {quote(piece.token)} of {quote(text)}")
+            self.parts.append(expr)
             self.uses.add("i")
-        self.parts.append(text[pos:])
-        self.parts = [p for p in self.parts if p != ""]
         self.literal = not self.uses
-        self.index_only = len(self.parts) == 1 and isinstance(self.parts[0], tuple) and self.parts[0][0] == "i"
+        self.index_only = len(self.parts) == 1 and isinstance(self.parts[0], IndexExpression)
 
     def render(self, ctx: DeviceContext) -> str:
         out = []
         for p in self.parts:
             if isinstance(p, str):
                 out.append(p)
-            elif p[0] == "i":
-                v = ctx.index
-                for op, arg in p[1]:
-                    v = _OPS[op](v, arg)
-                out.append(str(v).zfill(p[2]) if p[2] else str(v))
+            elif isinstance(p, IndexExpression):
+                out.append(p.render(ctx.index))
             elif p[0] == "pool":
                 out.append(ctx.pool)
             elif p[0] == "uuid":
