@@ -25,7 +25,7 @@ import orjson
 
 from phalanx.apiserver.rest import API
 from phalanx.cluster.controlplane import ControlPlane
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import ClusterSpec, default_nodes
 from phalanx.store import MemoryStore, SQLiteStore
 

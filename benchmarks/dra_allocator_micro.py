@@ -34,7 +34,7 @@ import statistics
 import time
 
 from phalanx.dra import AllocatorCache, allocate, device_id
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 DRIVER = "gpu.example.com"
 

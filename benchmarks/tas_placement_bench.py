@@ -32,7 +32,7 @@ async def run(args: argparse.Namespace) -> dict[str, str]:
     from phalanx.apiserver.rest import API
     from phalanx.client import InformerFactory, InProcessClient, VirtualClock
     from phalanx.cluster.bootstrap import bootstrap
-    from phalanx.cluster.featuregates import FeatureGates
+    from phalanx.machinery.featuregates import FeatureGates
     from phalanx.cluster.spec import ClusterSpec, NodeSpec
     from phalanx.scheduler import placementsearch
     from phalanx.scheduler.scheduler import Scheduler

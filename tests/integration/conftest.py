@@ -10,7 +10,7 @@ import pytest
 
 from phalanx.apiserver.rest import API
 from phalanx.client import InformerFactory, InProcessClient, VirtualClock
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.nodes.kubelet import SimulatedKubelets
 from phalanx.scheduler.scheduler import Scheduler

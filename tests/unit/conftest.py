@@ -14,7 +14,7 @@ import pytest
 
 from phalanx.apiserver.rest import API
 from phalanx.client import InProcessClient, VirtualClock
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.store import MemoryStore
 
 

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from ..machinery.errors import FieldError
+from ..machinery.timestamps import parse_rfc3339
 
 Obj = dict[str, Any]
 
@@ -53,7 +54,7 @@ AGE_COLUMN = Column("Age", "string", "", "CreationTimestamp is a timestamp repre
 class StrategyContext:
     """What a strategy may consult: the feature gates and the clock."""
 
-    gates: Any  # phalanx.cluster.featuregates.FeatureGates
+    gates: Any  # phalanx.machinery.featuregates.FeatureGates
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
     # Read access to other stored objects, for admission: lookup(key, namespace, name) -> obj | None,
     # list_objects(key, namespace | None) -> [obj]; key is ResourceType.key ("core/pods",
@@ -149,15 +150,9 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def parse_time(ts: str | None) -> datetime | None:
-    if not ts:
-        return None
-    return datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
-
-
 def age_since(ts: str | None, ctx: StrategyContext) -> str:
     """`<unknown>` when unset, else the human duration until now (as kubectl's printers do)."""
-    t = parse_time(ts)
+    t = parse_rfc3339(ts)
     if t is None:
         return "<unknown>"
     return human_duration((ctx.now() - t).total_seconds())

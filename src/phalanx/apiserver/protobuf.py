@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from ..machinery import errors
+from ..machinery.durations import format_duration_ns
 from ..machinery.quantity import canonicalize
 
 PROTOBUF_MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -333,34 +334,6 @@ def _format_time(seconds: int, micros: int | None) -> str:
     return f"{text}.{t.microsecond:06d}Z"
 
 
-def go_duration(nanoseconds: int) -> str:
-    """Go's `time.Duration.String()`: `1h2m3.5s`, `1.5ms`, `0s`."""
-    if nanoseconds == 0:
-        return "0s"
-    sign = "-" if nanoseconds < 0 else ""
-    n = abs(nanoseconds)
-    if n < 1_000_000_000:
-        for unit, size in (("ns", 1), ("µs", 1_000), ("ms", 1_000_000)):
-            if n < size * 1000:
-                return sign + _fraction(n, size) + unit
-    hours, rest = divmod(n, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = _fraction(rest, 1_000_000_000) + "s"
-    if hours or minutes:
-        text = f"{minutes}m" + text
-    if hours:
-        text = f"{hours}h" + text
-    return sign + text
-
-
-def _fraction(n: int, unit: int) -> str:
-    whole, frac = divmod(n, unit)
-    if not frac:
-        return str(whole)
-    digits = len(str(unit)) - 1
-    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
-
-
 def _well_known(code: int, buf: bytes, pos: int, end: int) -> Any:
     """Decode the message buf[pos:end] of a well-known type into its JSON value."""
     if code == TIME_V or code == MICRO_TIME_V:
@@ -407,7 +380,7 @@ def _well_known(code: int, buf: bytes, pos: int, end: int) -> Any:
             return _text(raw)
         raise ProtobufError("impossible IntOrString.Type")
     if code == DURATION_V:
-        return go_duration(_int64(_as_int(fields.get(1, 0), "Duration")))
+        return format_duration_ns(_int64(_as_int(fields.get(1, 0), "Duration")))
     raw = fields.get(1)  # RawExtension / FieldsV1: field 1 holds the raw document
     if raw is None or raw == b"":
         return None
@@ -669,5 +642,5 @@ def decode(body: bytes) -> dict:
         raise errors.bad_request("proto: message nested too deeply") from None
 
 
-__all__ = ["PROTOBUF_MEDIA_TYPE", "MAGIC", "ProtobufError", "decode", "decode_object", "go_duration",
+__all__ = ["PROTOBUF_MEDIA_TYPE", "MAGIC", "ProtobufError", "decode", "decode_object",
            "is_protobuf", "table"]

@@ -29,7 +29,8 @@ from ..api import registry
 from ..api.registry import ResourceType, StrategyContext
 from ..machinery import errors
 from ..machinery.errors import FieldError
-from ..machinery.meta import deep_copy, new_uid, now_rfc3339
+from ..machinery.meta import deep_copy, new_uid
+from ..machinery.timestamps import now_rfc3339
 from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
                                qualified_name_errors)
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound

@@ -26,9 +26,10 @@ import click
 
 import phalanx
 from phalanx.cluster import lifecycle
-from phalanx.cluster.config import ClusterConfigError, load_cluster_config
-from phalanx.cluster.featuregates import KNOWN_GATES, FeatureGates
+from phalanx.cluster.config import load_cluster_config
+from phalanx.machinery.featuregates import KNOWN_GATES, FeatureGates
 from phalanx.cluster.kubeconfig import KubeconfigError, context_name
+from phalanx.machinery.strictyaml import ConfigFileError
 
 MAX_IGNORED_SHOWN = 12
 
@@ -128,7 +129,7 @@ def create_cluster(name, config_path, wait, kubeconfig, image, retain, quiet) ->
     cluster_name = name or os.environ.get(lifecycle.CLUSTER_NAME_ENV) or None
     try:
         spec = load_cluster_config(config_path, cluster_name)
-    except ClusterConfigError as e:
+    except ConfigFileError as e:
         _fail("failed to create cluster", f"invalid cluster config\n{e}")
         return
     say(f'Creating cluster "{spec.name}" ...')
@@ -273,7 +274,7 @@ def get_featuregates(name, config_path) -> None:
             spec = load_cluster_config(config_path, None)
         else:
             spec = lifecycle.load_cluster_spec(_resolve_name(name))
-    except (ClusterConfigError, lifecycle.ClusterError) as e:
+    except (ConfigFileError, lifecycle.ClusterError) as e:
         _fail("failed to get feature gates", e)
         return
     gates = FeatureGates(spec.feature_gates)
@@ -330,7 +331,6 @@ def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gate
     import yaml
 
     from phalanx.client import HTTPClient, InformerFactory
-    from phalanx.cluster.featuregates import FeatureGates
     from phalanx.scheduler.framework.config import load_configuration
     from phalanx.scheduler.scheduler import Scheduler
 

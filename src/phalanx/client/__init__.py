@@ -8,6 +8,8 @@
   Kubernetes API server.
 - `Informer` / `InformerFactory`: list+watch caches with indexers and handlers, shared per kind.
 - `WorkQueue`: keyed, deduplicating, rate-limited queue for level-triggered controllers.
+- `Controller` (`controller.py`): the informer → queue → `sync(key)` base of every controller and
+  of the simulated kubelets and DRA drivers.
 - `Clock`, `RealClock`, `VirtualClock`: the time every component reads.
 """
 

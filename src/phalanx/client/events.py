@@ -21,7 +21,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy, now_rfc3339
+from ..machinery.meta import deep_copy
+from ..machinery.timestamps import now_rfc3339
 from .clock import REAL_CLOCK, Clock, to_datetime
 
 if TYPE_CHECKING:  # pragma: no cover

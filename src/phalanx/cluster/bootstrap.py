@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 
+from ..api.scheduling import SYSTEM_PRIORITY_CLASSES
 from ..apiserver.rest import API
 from ..machinery import errors
+from ..machinery.meta import deep_copy
+from ..machinery.timestamps import now_rfc3339
 from .spec import ClusterSpec, NodeSpec
 
 log = logging.getLogger("phalanx.bootstrap")
@@ -35,7 +38,6 @@ def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj
         return existing
     created = api.create(rt, namespace, obj)
     if status is not None and "status" in rt.subresources:
-        from ..machinery.meta import deep_copy
         new = deep_copy(created)
         new["status"] = status
         created = api.update(rt, namespace, name, new, subresource="status")
@@ -91,7 +93,6 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
 
 
 def _cond(t: str, s: str, reason: str, message: str) -> dict:
-    from ..machinery.meta import now_rfc3339
     now = now_rfc3339()
     return {"type": t, "status": s, "reason": reason, "message": message,
             "lastHeartbeatTime": now, "lastTransitionTime": now}
@@ -107,12 +108,7 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
         "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
                  "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
                  "sessionAffinity": "None"}})
-    try:
-        from ..api.scheduling import SYSTEM_PRIORITY_CLASSES
-    except ImportError:
-        SYSTEM_PRIORITY_CLASSES = []  # type: ignore[assignment]
     for pc in SYSTEM_PRIORITY_CLASSES:
-        from ..machinery.meta import deep_copy
         _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
     for i, node in enumerate(spec.nodes):
         obj, status = node_object(node, i)

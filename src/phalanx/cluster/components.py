@@ -21,8 +21,9 @@ from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
-from ..nodes.dradriver import SimulatedDRADrivers
+from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
+from ..scheduler.framework.config import load_configuration
 from ..scheduler.scheduler import Scheduler
 
 log = logging.getLogger("phalanx.components")
@@ -46,7 +47,6 @@ def _scheduler_config(cp: Any) -> Any:
     raw = cp.spec.scheduler.get("config")
     if not raw:
         return None
-    from ..scheduler.framework.config import load_configuration
     return load_configuration(raw, cp.gates)
 
 

@@ -28,7 +28,7 @@ from ..apiserver.rest import API
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
 from .bootstrap import bootstrap
-from .featuregates import FeatureGates
+from ..machinery.featuregates import FeatureGates
 from .spec import ClusterSpec
 
 log = logging.getLogger("phalanx.controlplane")

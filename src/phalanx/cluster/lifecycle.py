@@ -42,9 +42,11 @@ from pathlib import Path
 from typing import Callable
 
 from phalanx.cluster import kubeconfig as kubeconfigs
-from phalanx.cluster.config import DEFAULT_CLUSTER_NAME
+from phalanx.cluster.configparse import DEFAULT_CLUSTER_NAME
 from phalanx.cluster.pki import ClusterPKI, ensure_pki, pki_paths
 from phalanx.cluster.spec import ClusterSpec
+from phalanx.machinery import durations
+from phalanx.machinery.durations import format_duration
 from phalanx.machinery.names import dns1123_subdomain_errors
 
 HOME_ENV = "PHALANX_HOME"
@@ -634,38 +636,15 @@ def _record_kubeconfig(paths: ClusterPaths, target: Path) -> None:
         _write_bookkeeping(paths, data)
 
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(text: str) -> float:
-    """Go's duration syntax as kind's `--wait` takes it ("60s", "5m", "1m30s", "0"); seconds.
-
-    A bare number is taken as seconds.
-    """
+    """kind's `--wait`: a Go duration ("60s", "5m", "1m30s", "0") or a bare number of seconds."""
     text = text.strip()
     if re.fullmatch(r"\d+(\.\d*)?", text):
         return float(text)
-    pos, total = 0, 0.0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
+    try:
+        seconds = durations.parse_duration(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0:
         raise ValueError(f"invalid duration {json.dumps(text)}: use a number with a unit, e.g. 60s, 5m, 1m30s")
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """Go's Duration.String for whole seconds and above: 60 → "1m0s", 5 → "5s", 3600 → "1h0m0s"."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    total = int(round(seconds))
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    if h:
-        return f"{h}h{m}m{s}s"
-    if m:
-        return f"{m}m{s}s"
-    return f"{s}s"
+    return seconds

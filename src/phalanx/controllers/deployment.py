@@ -36,9 +36,10 @@ from ..client.informer import object_key
 from ..client.interface import MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
-from .base import Controller
+from ..machinery.timestamps import rfc3339_seconds
+from ..client.controller import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, add_workload_indexers, candidates_for, claim_objects, controller_ref,
-                         fnv32a, parse_time, rfc3339, safe_encode_string, selector_of)
+                         fnv32a, rfc3339, safe_encode_string, selector_of)
 
 Obj = dict[str, Any]
 
@@ -140,7 +141,7 @@ def max_unavailable(d: Obj) -> int:
 # -- ReplicaSet lists ------------------------------------------------------------------------------------
 def _created(rs: Obj) -> tuple[float, str]:
     md = rs["metadata"]
-    return (parse_time(md.get("creationTimestamp")) or 0.0, md.get("name", ""))
+    return (rfc3339_seconds(md.get("creationTimestamp")) or 0.0, md.get("name", ""))
 
 
 def by_creation(rss: list[Obj]) -> list[Obj]:
@@ -794,7 +795,7 @@ class DeploymentController(Controller):
             return False
         if cond.get("reason") == TIMED_OUT:
             return True
-        updated = parse_time(cond.get("lastUpdateTime"))
+        updated = rfc3339_seconds(cond.get("lastUpdateTime"))
         return updated is not None and updated + d["spec"]["progressDeadlineSeconds"] < self.clock.now()
 
     def _requeue_stuck(self, d: Obj, status: Obj) -> None:
@@ -803,7 +804,7 @@ class DeploymentController(Controller):
         if cond is None or not has_progress_deadline(d) or deployment_complete(d, status) or \
                 cond.get("reason") == TIMED_OUT:
             return
-        updated = parse_time(cond.get("lastUpdateTime"))
+        updated = rfc3339_seconds(cond.get("lastUpdateTime"))
         if updated is None:
             return
         after = updated + d["spec"]["progressDeadlineSeconds"] - self.clock.now()

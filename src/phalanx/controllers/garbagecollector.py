@@ -38,7 +38,8 @@ from typing import Any
 from ..client.informer import InformerFactory
 from ..client.interface import ResourceInfo
 from ..machinery.errors import StatusError
-from .base import Controller
+from ..client.controller import Controller
+from ..client.retry import retry_on_conflict
 
 Obj = dict[str, Any]
 
@@ -358,19 +359,17 @@ class GarbageCollector(Controller):
     async def _mutate(self, node: _Node, change) -> None:
         """Read-modify-write of one object, retried on conflict; `change(obj)` returns False when
         there is nothing to change. A vanished object is not an error."""
-        for _ in range(10):
+        async def attempt(conflicted: bool) -> None:
             obj = await self._get(node)
             if obj is None or not change(obj):
                 return
             try:
                 await self.client.update(obj)
-                return
             except StatusError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
+                if e.code != 404:
                     raise
-        raise StatusError(409, "Conflict", f"giving up on {node.info.kind} {node.namespace}/{node.name} after conflicts")
+
+        await retry_on_conflict(attempt, steps=10)
 
 
 def _propagation_for(finalizers: list[str]) -> str:

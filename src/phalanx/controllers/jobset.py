@@ -41,8 +41,9 @@ from ..api.jobset import GROUP, VERSION
 from ..client.informer import object_key, split_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
-from .base import Controller
-from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, parse_time, rfc3339
+from ..machinery.timestamps import rfc3339_seconds
+from ..client.controller import Controller
+from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, rfc3339
 
 Obj = dict[str, Any]
 
@@ -279,7 +280,7 @@ class StatusUpdate:
 
 def _failure_time(job: Obj) -> float:
     c = job_failure_condition(job)
-    t = parse_time((c or {}).get("lastTransitionTime"))
+    t = rfc3339_seconds((c or {}).get("lastTransitionTime"))
     return t if t is not None else float("inf")
 
 
@@ -675,7 +676,7 @@ class JobSetController(Controller):
         finished_at = None
         for c in js["status"].get("conditions") or []:
             if c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True":
-                finished_at = parse_time(c.get("lastTransitionTime"))
+                finished_at = rfc3339_seconds(c.get("lastTransitionTime"))
                 break
         if finished_at is None:
             return None

@@ -24,15 +24,17 @@ backoff.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
+from ..client.clock import to_datetime
 from ..client.informer import InformerFactory
 from ..client.interface import ResourceInfo
 from ..client.workqueue import ItemExponentialFailureRateLimiter
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy, now_rfc3339
-from .base import Controller
+from ..machinery.meta import deep_copy
+from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
+from ..client.controller import Controller
+from ..client.retry import retry_on_conflict
 
 Obj = dict[str, Any]
 
@@ -56,12 +58,6 @@ OK_MESSAGES = {
     "NamespaceContentRemaining": "All content successfully removed",
     "NamespaceFinalizersRemaining": "All content-preserving finalizers finished",
 }
-
-
-def _parse_time(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    return datetime.strptime(ts.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
 class NamespaceController(Controller):
@@ -126,7 +122,7 @@ class NamespaceController(Controller):
         errors: list[str] = []
         remaining: dict[str, int] = {}
         finalizers_remaining: dict[str, int] = {}
-        deleted_at = _parse_time(ns["metadata"].get("deletionTimestamp")) or now
+        deleted_at = rfc3339_seconds(ns["metadata"].get("deletionTimestamp")) or now
         for info in resources:
             try:
                 est = await self._delete_resource(info, name, deleted_at, now)
@@ -190,7 +186,6 @@ class NamespaceController(Controller):
     # -- status ------------------------------------------------------------------------------
     @staticmethod
     def _condition(type_: str, status: str, reason: str, message: str, now: float) -> dict:
-        from ..client.clock import to_datetime
         return {"type": type_, "status": status, "lastTransitionTime": now_rfc3339(to_datetime(now)),
                 "reason": reason, "message": message}
 
@@ -226,22 +221,15 @@ class NamespaceController(Controller):
             raise  # a conflict retries the whole sync with fresh state
 
     async def _finalize(self, ns: Obj) -> None:
-        for _ in range(10):
-            fins = [f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES]
-            body = deep_copy(ns)
-            body.setdefault("spec", {})["finalizers"] = sorted(set(fins))
+        async def attempt(conflicted: bool) -> None:
             try:
+                latest = await self.client.get("v1", "Namespace", None, ns["metadata"]["name"]) if conflicted else ns
+                fins = [f for f in (latest.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES]
+                body = deep_copy(latest)
+                body.setdefault("spec", {})["finalizers"] = sorted(set(fins))
                 await self.client.finalize(body)
-                return
             except StatusError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
+                if e.code != 404:
                     raise
-            try:
-                ns = await self.client.get("v1", "Namespace", None, ns["metadata"]["name"])
-            except StatusError as e:
-                if e.code == 404:
-                    return
-                raise
-        raise StatusError(409, "Conflict", f"could not finalize namespace {ns['metadata']['name']}")
+
+        await retry_on_conflict(attempt, steps=10)

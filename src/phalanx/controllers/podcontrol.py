@@ -26,13 +26,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Awaitable, Callable, Iterable
 
 from ..client.clock import Clock, to_datetime
 from ..client.interface import MERGE_PATCH
 from ..machinery.errors import StatusError
-from ..machinery.meta import controller_of, deep_copy, now_rfc3339
+from ..machinery.meta import controller_of, deep_copy
+from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from ..machinery.names import dns1123_subdomain_errors
 from ..machinery.selectors import LabelSelector, label_selector_from_object
 
@@ -67,17 +67,6 @@ def safe_encode_string(s: str) -> str:
 
 def rfc3339(clock: Clock) -> str:
     return now_rfc3339(to_datetime(clock.now()))
-
-
-def parse_time(ts: str | None) -> float | None:
-    """An RFC 3339 timestamp (seconds or fractional) as epoch seconds, or None."""
-    if not ts:
-        return None
-    text = ts.replace("Z", "+00:00")
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
 
 
 # -- indexers ---------------------------------------------------------------------------------------
@@ -141,7 +130,7 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
         return False
     if not min_ready_seconds:
         return True
-    since = parse_time(c.get("lastTransitionTime"))
+    since = rfc3339_seconds(c.get("lastTransitionTime"))
     return since is not None and since + min_ready_seconds <= now
 
 
@@ -159,8 +148,8 @@ def active_pods_deletion_order(pods: Iterable[Obj]) -> list[Obj]:
     def key(p: Obj) -> tuple:
         spec, md = p.get("spec") or {}, p.get("metadata") or {}
         ready = is_pod_ready(p)
-        ready_since = parse_time((pod_condition(p, "Ready") or {}).get("lastTransitionTime")) if ready else None
-        created = parse_time(md.get("creationTimestamp")) or 0.0
+        ready_since = rfc3339_seconds((pod_condition(p, "Ready") or {}).get("lastTransitionTime")) if ready else None
+        created = rfc3339_seconds(md.get("creationTimestamp")) or 0.0
         return (1 if spec.get("nodeName") else 0, phase_rank.get(pod_phase(p), 3), 1 if ready else 0,
                 -(ready_since or 0.0), -_restart_count(p), -created, md.get("name", ""))
 

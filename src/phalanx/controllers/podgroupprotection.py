@@ -22,7 +22,7 @@ from typing import Any
 from ..client.informer import InformerFactory, index_pod_by_pod_group, object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

@@ -20,7 +20,8 @@ from typing import Any
 from ..client.informer import object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
-from .base import Controller
+from ..client.controller import Controller
+from ..client.retry import retry_on_conflict
 from .podcontrol import (BatchError, ControllerExpectations, PodControl, active_pods_deletion_order,
                          add_workload_indexers, candidates_for, claim_objects, is_namespace_terminating,
                          is_pod_active, is_pod_available, is_pod_ready, rfc3339, selector_of, slow_start_batch,
@@ -238,19 +239,18 @@ class ReplicaSetController(Controller):
         written = _status_for_write(status)
         if written == _status_for_write(rs.get("status") or {}):
             return status
-        rs["status"] = written
-        try:
-            await self.client.update_status(rs)
-        except StatusError as e:
-            if e.code != 409:
-                raise
-            # the Deployment controller changed the spec meanwhile: write onto the latest version
-            md = rs["metadata"]
-            fresh = await self.client.get("apps/v1", "ReplicaSet", md.get("namespace", ""), md["name"])
-            if fresh["metadata"].get("uid") != md.get("uid"):
-                return status
-            fresh["status"] = written
-            await self.client.update_status(fresh)
+        md = rs["metadata"]
+
+        async def attempt(conflicted: bool) -> None:
+            # after a conflict (the Deployment controller changed the spec): write onto the latest version
+            latest = await self.client.get("apps/v1", "ReplicaSet", md.get("namespace", ""), md["name"]) \
+                if conflicted else rs
+            if latest["metadata"].get("uid") != md.get("uid"):
+                return
+            latest["status"] = written
+            await self.client.update_status(latest)
+
+        await retry_on_conflict(attempt, steps=2)
         return status
 
 

@@ -45,11 +45,11 @@ import copy
 from typing import Any
 
 from ..client.informer import Informer, InformerFactory, index_pod_by_pod_group, object_key, split_key
-from ..cluster.featuregates import FeatureGates
+from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

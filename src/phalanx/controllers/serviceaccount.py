@@ -14,7 +14,7 @@ from typing import Any
 
 from ..client.informer import InformerFactory
 from ..machinery.errors import StatusError
-from .base import Controller
+from ..client.controller import Controller
 
 Obj = dict[str, Any]
 

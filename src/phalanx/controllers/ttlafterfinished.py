@@ -13,7 +13,7 @@ from ..client.clock import Clock
 from ..client.informer import InformerFactory, object_key, split_key
 from ..client.interface import Client
 from ..machinery.errors import StatusError
-from .base import Controller
+from ..client.controller import Controller
 from .job.conditions import finish_time, is_job_finished
 
 Obj = dict[str, Any]

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 
 Obj = dict[str, Any]
-
-
-def now_rfc3339(now: datetime | None = None) -> str:
-    t = now or datetime.now(timezone.utc)
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def now_rfc3339_micro(now: datetime | None = None) -> str:
-    t = now or datetime.now(timezone.utc)
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def new_uid() -> str:

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..client.informer import index_pod_by_node_name, object_key
-from ..controllers.base import Controller
+from ..client.clock import to_datetime
+from ..client.informer import InformerFactory, index_pod_by_node_name, object_key
+from ..client.interface import Client
+from ..client.controller import Controller
+from ..machinery.durations import parse_duration
 from ..machinery.errors import StatusError
-from ..machinery.meta import now_rfc3339
+from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
 
 log = logging.getLogger("phalanx.nodes.kubelet")
 
@@ -38,21 +40,17 @@ EXIT_CODE = "phalanx.dev/exit-code"
 PROVIDER_PREFIX = "phalanx://"
 FIELD_MANAGER = "kubelet"
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float | None:
-    """Go-style durations: `30s`, `1m30s`, `500ms`, `2h`."""
-    text = (text or "").strip()
+def run_for_seconds(pod: dict) -> float | None:
+    """The pod's `phalanx.dev/run-for` annotation in seconds; None when absent, negative or not a Go
+    duration (`30s`, `1m30s`, `500ms`)."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUN_FOR)
     if not text:
         return None
-    pos, total = 0, 0.0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos:
-            return None
-        pos = m.end()
-        total += float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-    return total if pos == len(text) else None
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 @dataclass
@@ -89,8 +87,8 @@ class SimulatedKubelets(Controller):
     name = "kubelet"
     workers = 4
 
-    def __init__(self, client: Any, factory: Any = None, *, delays: StageDelays | None = None,
-                 lease_period: float | None = None, **kw):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, delays: StageDelays | None = None,
+                 lease_period: float | None = None, **kw: Any):
         super().__init__(client, factory, **kw)
         self.delays = delays or StageDelays()
         self.lease_period = lease_period
@@ -134,61 +132,55 @@ class SimulatedKubelets(Controller):
         if pod is None:
             self._release_ip(key)
             return
-        spec = pod.get("spec") or {}
-        node_name = spec.get("nodeName")
+        node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._simulated(node_name):
             return
-        md = pod["metadata"]
         status = pod.get("status") or {}
         phase = status.get("phase", "Pending")
-        now = self.clock.now()
-        if md.get("deletionTimestamp"):
+        if pod["metadata"].get("deletionTimestamp"):
             await self._terminate(pod, key)
-            return
-        if phase in ("Succeeded", "Failed"):
+        elif phase in ("Succeeded", "Failed"):
             self._release_ip(key)
-            return
-        statuses = status.get("containerStatuses") or []
-        running = phase == "Running" and statuses and all("running" in (c.get("state") or {}) for c in statuses)
-        if not running and not statuses and self.delays.container_creating > 0:
+        else:
+            statuses = status.get("containerStatuses") or []
+            if phase == "Running" and statuses and all("running" in (c.get("state") or {}) for c in statuses):
+                await self._check_run_time(pod, key, node_name, statuses)
+            else:
+                await self._start(pod, key, node_name, status)
+
+    async def _start(self, pod: dict, key: str, node_name: str, status: dict) -> None:
+        """Pending → ContainerCreating (when that stage takes time) → Running."""
+        creating = self.delays.container_creating
+        if not status.get("containerStatuses") and creating > 0:
             await self._write_status(pod, self._creating_status(pod))
-            self.enqueue_after(key, self.delays.container_creating)
+            self.enqueue_after(key, creating)
             return
-        if not running:
-            creating_since = status.get("startTime")
-            if creating_since and self.delays.container_creating > 0:
-                from ..api.registry import parse_time
-                started = parse_time(creating_since)
-                if started is not None and now < started.timestamp() + self.delays.container_creating:
-                    self.enqueue_after(key, started.timestamp() + self.delays.container_creating - now)
-                    return
-            await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
-            run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
-            if run_for is not None:
-                self.enqueue_after(key, run_for)
+        started = rfc3339_seconds(status.get("startTime")) if creating > 0 else None
+        now = self.clock.now()
+        if started is not None and now < started + creating:
+            self.enqueue_after(key, started + creating - now)
             return
-        # Running: has a run time elapsed?
-        run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
+        await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
+        run_for = run_for_seconds(pod)
+        if run_for is not None:
+            self.enqueue_after(key, run_for)
+
+    async def _check_run_time(self, pod: dict, key: str, node_name: str, statuses: list[dict]) -> None:
+        """Running: once the `phalanx.dev/run-for` time has elapsed, the containers exit."""
+        run_for = run_for_seconds(pod)
         if run_for is None:
             return
-        started_at = max((self._parse_ts(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+        started_at = max((rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt"))
                           for c in statuses), default=None)
         if started_at is None:
             return
-        remaining = started_at + run_for - now
+        remaining = started_at + run_for - self.clock.now()
         if remaining > 0:
             self.enqueue_after(key, remaining)
             return
         await self._containers_exited(pod, key, node_name)
 
-    @staticmethod
-    def _parse_ts(ts: str | None) -> float | None:
-        from ..api.registry import parse_time
-        t = parse_time(ts)
-        return t.timestamp() if t is not None else None
-
     def _now(self) -> str:
-        from ..client.clock import to_datetime
         return now_rfc3339(to_datetime(self.clock.now()))
 
     def _host_ip(self, node_name: str) -> str:
@@ -291,7 +283,7 @@ class SimulatedKubelets(Controller):
             restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
             status = self._running_status(pod, node_name, restarts, exit_code=code)
             await self._write_status(pod, status)
-            run_for = parse_duration((md.get("annotations") or {}).get(RUN_FOR, ""))
+            run_for = run_for_seconds(pod)
             if run_for is not None:
                 self.enqueue_after(key, run_for)
             return
@@ -318,11 +310,10 @@ class SimulatedKubelets(Controller):
 
     async def _terminate(self, pod: dict, key: str) -> None:
         md = pod["metadata"]
-        from ..api.registry import parse_time
-        deadline = parse_time(md.get("deletionTimestamp"))
+        deadline = rfc3339_seconds(md.get("deletionTimestamp"))
         wait = self.delays.terminating
         if deadline is not None:
-            wait = min(wait, max(0.0, deadline.timestamp() - self.clock.now())) if wait else 0.0
+            wait = min(wait, max(0.0, deadline - self.clock.now())) if wait else 0.0
         if wait > 0:
             self.enqueue_after(key, wait)
             return
@@ -362,8 +353,6 @@ class SimulatedKubelets(Controller):
             await self.clock.sleep(period)
 
     async def _renew_lease(self, node_name: str, period: float) -> None:
-        from ..client.clock import to_datetime
-        from ..machinery.meta import now_rfc3339_micro
         now = now_rfc3339_micro(to_datetime(self.clock.now()))
         try:
             lease = await self.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", node_name)

@@ -16,7 +16,7 @@ from typing import Coroutine, Any
 from phalanx.client.clock import Clock, to_datetime
 from phalanx.client.interface import Client
 from phalanx.machinery.errors import StatusError
-from phalanx.machinery.meta import now_rfc3339
+from phalanx.machinery.timestamps import now_rfc3339
 
 from .framework.constants import Obj
 

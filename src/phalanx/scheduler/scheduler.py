@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..client.clock import REAL_CLOCK, Clock
 from ..client.informer import Informer, InformerFactory
 from ..client.interface import Client
 from .apicalls import BackgroundCalls
+from ..machinery.featuregates import FeatureGates
 from .cache import SchedulerCache
 from .framework.config import KubeSchedulerConfiguration, KubeSchedulerProfile, PluginConfig, default_profile
 from .framework.constants import Obj
@@ -49,9 +50,6 @@ from .reporting import POD_GROUP_API
 from .schedule_one import CycleContext, PodCycle, is_terminal
 from .schedule_one_podgroup import PodGroupCycle
 
-if TYPE_CHECKING:
-    from ..cluster.featuregates import FeatureGates
-
 log = logging.getLogger("phalanx.scheduler")
 
 RESOURCE_API_VERSION = "resource.k8s.io/v1"
@@ -62,7 +60,6 @@ class Scheduler:
                  config: KubeSchedulerConfiguration | None = None, gates: Optional["FeatureGates"] = None,
                  clock: Optional[Clock] = None, permit_timeout: float | None = None,
                  registry: Optional[Registry] = None, pod_group_cycles: bool = True):
-        from ..cluster.featuregates import FeatureGates
         self.client = client
         self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
         self.factory = factory or InformerFactory(client, clock=self.clock)

@@ -39,7 +39,7 @@ import yaml
 from ..apiserver.rest import API
 from ..client import InformerFactory, InProcessClient
 from ..client.clock import REAL_CLOCK
-from ..cluster.featuregates import KNOWN_GATES, FeatureGates
+from ..machinery.featuregates import KNOWN_GATES, FeatureGates
 from ..machinery.errors import StatusError
 from ..store import MemoryStore
 from . import checks as checks_mod

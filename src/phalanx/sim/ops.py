@@ -390,7 +390,7 @@ class AllocResourceClaims(Op):
     async def run(self, ctx):
         from ..dra.allocator import AllocatorCache, allocate
         from ..dra.devices import devices_in_use
-        from ..machinery.meta import now_rfc3339
+        from ..machinery.timestamps import now_rfc3339
         from ..client.clock import to_datetime
 
         claims, _ = await ctx.client.list(RESOURCE_V1, "ResourceClaim", self.namespace)

@@ -33,6 +33,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from ..machinery import durations
+
 DEFAULT_LABEL_FILTER = "performance"
 
 
@@ -232,21 +234,11 @@ def resolve_ops(tc: TestCase, w: Workload) -> list[dict[str, Any]]:
     return ops
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(value: Any) -> float:
     """Go's duration syntax (`10s`, `1m30s`, `500ms`) or a number of seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    text = str(value).strip()
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise WorkloadError(f"invalid duration {value!r}")
-    return total
+    try:
+        return durations.parse_duration(str(value))
+    except ValueError:
+        raise WorkloadError(f"invalid duration {value!r}") from None

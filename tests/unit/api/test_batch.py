@@ -9,7 +9,7 @@ import pytest
 
 from phalanx.api import load_all, registry
 from phalanx.api.registry import StrategyContext
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 load_all()
 

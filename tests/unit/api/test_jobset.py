@@ -9,7 +9,7 @@ import pytest
 
 from phalanx.api import jobset
 from phalanx.api.registry import StrategyContext
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.machinery.errors import StatusError
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)

@@ -8,7 +8,7 @@ import pytest
 
 from phalanx.api import podspec
 from phalanx.api.registry import StrategyContext
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 CTX = StrategyContext(gates=FeatureGates())
 CTX_NO_WAS = StrategyContext(gates=FeatureGates({"GenericWorkload": False}))

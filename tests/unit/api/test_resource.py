@@ -11,7 +11,7 @@ from fractions import Fraction
 from phalanx.api.resource import strategies
 from phalanx.api.resource.fields import parse_quantity
 from phalanx.api.registry import StrategyContext
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -28,7 +28,8 @@ import orjson
 import pytest
 
 from phalanx.apiserver import protobuf
-from phalanx.apiserver.protobuf import decode, go_duration, is_protobuf
+from phalanx.apiserver.protobuf import decode, is_protobuf
+from phalanx.machinery.durations import format_duration_ns
 from phalanx.machinery.errors import StatusError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -270,7 +271,7 @@ def test_delete_options_for_any_group_version():
     (0, "0s"), (1, "1ns"), (1500, "1.5µs"), (2_000_000, "2ms"), (1_500_000_000, "1.5s"),
     (3_723_000_000_000, "1h2m3s"), (3_600_000_000_000, "1h0m0s"), (-90_000_000_000, "-1m30s")])
 def test_go_duration(nanoseconds, text):
-    assert go_duration(nanoseconds) == text
+    assert format_duration_ns(nanoseconds) == text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +346,7 @@ class CaptureServer:
         from phalanx.api import openapi
         from phalanx.apiserver.rest import API
         from phalanx.apiserver.server import build_app
-        from phalanx.cluster.featuregates import FeatureGates
+        from phalanx.machinery.featuregates import FeatureGates
         from phalanx.store import MemoryStore
 
         self.api = API(MemoryStore(), FeatureGates())

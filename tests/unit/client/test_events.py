@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from phalanx.client.clock import to_datetime
-from phalanx.machinery.meta import now_rfc3339
+from phalanx.machinery.timestamps import now_rfc3339
 
 
 def ts(clock):

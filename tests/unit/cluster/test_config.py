@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from phalanx.cluster.config import ClusterConfigError, compile_template, load_cluster_config, parse_cluster_config
-from phalanx.cluster.featuregates import KNOWN_GATES, WAS_GATES, FeatureGates, UnknownFeatureGate
+from phalanx.cluster.config import load_cluster_config, parse_cluster_config
+from phalanx.cluster.phalanxconfig import compile_template
+from phalanx.machinery.strictyaml import ConfigFileError
+from phalanx.nodes.dradriver.config import resolve_drivers
+from phalanx.machinery.featuregates import KNOWN_GATES, WAS_GATES, FeatureGates, UnknownFeatureGate
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "clusters"
 
@@ -25,7 +28,7 @@ def write(tmp_path: Path, text: str, name: str = "kind.yaml") -> str:
 
 
 def problems(text: str, source: str = "kind.yaml") -> str:
-    with pytest.raises(ClusterConfigError) as info:
+    with pytest.raises(ConfigFileError) as info:
         parse_cluster_config(text, source)
     return str(info.value)
 
@@ -270,13 +273,13 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_missing_file_is_named(tmp_path):
-    with pytest.raises(ClusterConfigError) as info:
+    with pytest.raises(ConfigFileError) as info:
         load_cluster_config(str(tmp_path / "nope.yaml"), None)
     assert str(info.value).startswith(f"{tmp_path / 'nope.yaml'}: cannot read config")
 
 
 def test_invalid_name_flag_is_an_error(tmp_path):
-    with pytest.raises(ClusterConfigError) as info:
+    with pytest.raises(ConfigFileError) as info:
         load_cluster_config(write(tmp_path, KIND_HEAD), "Bad_Name")
     assert str(info.value).startswith('--name: invalid cluster name "Bad_Name"')
 
@@ -475,7 +478,6 @@ def test_dra_drivers_are_kept_as_written():
 
 
 def test_dra_drivers_example_parses():
-    from phalanx.nodes.dradriver import resolve_drivers
     spec = load_cluster_config(str(EXAMPLES / "phalanx-dra-drivers.yaml"), None)
     gpu, nic = resolve_drivers(spec.dra_drivers)
     assert gpu.partitions is not None and gpu.partitions.count == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from phalanx.controllers.base import Controller
+from phalanx.client.controller import Controller
 from phalanx.machinery.errors import StatusError
 
 from .harness import shared_factory

@@ -11,7 +11,7 @@ import pytest
 
 from phalanx.apiserver.rest import API
 from phalanx.client import InProcessClient
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.podgroupprotection import PodGroupProtectionController
 from phalanx.controllers.resourceclaim import ResourceClaimController

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.dra import (AllocationError, AllocatorCache, SelectorError, allocate, consumed_capacity, device_id,
                          devices_in_use)
 from phalanx.dra.pools import Inventory

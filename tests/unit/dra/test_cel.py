@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.dra.cel.compiler import SelectorCache, compile_selector
 from phalanx.dra.cel.device import CELDevice
 from phalanx.dra.cel.environment import COST_LIMIT, CELCompileError, CELFeatures, CELRuntimeError

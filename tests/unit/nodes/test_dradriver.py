@@ -10,14 +10,17 @@ import pytest
 from phalanx.apiserver.rest import API
 from phalanx.client import InformerFactory, InProcessClient
 from phalanx.cluster.bootstrap import node_object
-from phalanx.cluster.config import ClusterConfigError, build_kind_nodes
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.cluster.configparse import build_kind_nodes
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.dra.allocator import allocate
 from phalanx.dra.testing import claim, device_class, request
-from phalanx.nodes.dradriver import (PartitionSpec, SimulatedDRADrivers, device_uuid, generate_name,
-                                     make_attribute, make_capacity, parse_drivers, render_node_pool, resolve_drivers)
+from phalanx.machinery.strictyaml import ConfigFileError
+from phalanx.nodes.dradriver.config import parse_dra_drivers, resolve_drivers
+from phalanx.nodes.dradriver.model import DeviceContext, PartitionSpec, device_uuid, make_attribute, make_capacity
+from phalanx.nodes.dradriver.reconcile import SimulatedDRADrivers
+from phalanx.nodes.dradriver.render import generate_name, render_node_pool
 
 API_V = "resource.k8s.io/v1"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -434,7 +437,6 @@ async def test_many_nodes_one_controller(env):
     ({"bool": False}, {"bool": False}),
 ])
 def test_attribute_typing(raw, expected):
-    from phalanx.nodes.dradriver import DeviceContext
     assert make_attribute("a", raw).render(DeviceContext("d.example.com", "node-a", 5)) == expected
 
 
@@ -454,7 +456,6 @@ def test_attribute_errors(raw, message):
 
 
 def test_capacities_are_canonical_quantities():
-    from phalanx.nodes.dradriver import DeviceContext
     ctx = DeviceContext("d", "p", 2)
     assert make_capacity("m", "1024Mi").render(ctx) == {"value": "1Gi"}
     assert make_capacity("m", 100).render(ctx) == {"value": "100"}
@@ -480,12 +481,12 @@ def test_slice_names_follow_the_helper_library():
 
 
 def test_large_pools_are_split_within_api_limits():
-    [driver] = parse_drivers([{"name": "d.example.com", "devicesPerNode": 200}])
+    [driver] = parse_dra_drivers([{"name": "d.example.com", "devicesPerNode": 200}])
     assert [len(s["devices"]) for s in render_node_pool(driver, "n")] == [128, 72]
-    [tainted] = parse_drivers([{"name": "d.example.com", "devicesPerNode": 100,
+    [tainted] = parse_dra_drivers([{"name": "d.example.com", "devicesPerNode": 100,
                                 "taints": [{"key": "k", "effect": "NoExecute"}]}])
     assert [len(s["devices"]) for s in render_node_pool(tainted, "n")] == [64, 36]
-    [parts] = parse_drivers([{"name": "d.example.com", "devicesPerNode": 10, "partitions": 1}])
+    [parts] = parse_dra_drivers([{"name": "d.example.com", "devicesPerNode": 10, "partitions": 1}])
     rendered = render_node_pool(parts, "n")
     assert [len(s.get("sharedCounters", [])) for s in rendered] == [8, 2, 0]
     assert len(rendered[2]["devices"]) == 20
@@ -496,5 +497,5 @@ def test_resolve_drivers():
     assert resolve_drivers([]) == []
     [d] = resolve_drivers([{"name": "x.example.com", "devicesPerNode": 1}])
     assert (d.name, d.devices_per_node, d.device_prefix) == ("x.example.com", 1, "gpu")
-    with pytest.raises(ClusterConfigError, match=r"draDrivers\[0\]\.devicesPerNode: expected an integer"):
+    with pytest.raises(ConfigFileError, match=r"draDrivers\[0\]\.devicesPerNode: expected an integer"):
         resolve_drivers([{"name": "x.example.com", "devicesPerNode": "1"}])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from phalanx.client import InformerFactory
 from phalanx.cluster.spec import NodeSpec
-from phalanx.nodes.kubelet import SimulatedKubelets, StageDelays, parse_duration
+from phalanx.nodes.kubelet import SimulatedKubelets, StageDelays, run_for_seconds
 
 
 def pod(name, node=None, annotations=None, restart="Never"):
@@ -29,11 +31,12 @@ async def stop(k, factory):
     await factory.stop()
 
 
-def test_parse_duration():
-    assert parse_duration("30s") == 30
-    assert parse_duration("1m30s") == 90
-    assert parse_duration("500ms") == 0.5
-    assert parse_duration("x") is None
+@pytest.mark.parametrize("annotation, seconds", [
+    ("30s", 30), ("1m30s", 90), ("500ms", 0.5), ("0", 0), (None, None), ("x", None), ("-5s", None), ("30", None),
+])
+def test_run_for_annotation(annotation, seconds):
+    annotations = {} if annotation is None else {"phalanx.dev/run-for": annotation}
+    assert run_for_seconds({"metadata": {"annotations": annotations}}) == seconds
 
 
 async def test_bound_pod_runs_with_upstream_conditions(env):

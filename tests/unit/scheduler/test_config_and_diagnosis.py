@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.scheduler.framework import Code, Framework, Status
 from phalanx.scheduler.framework.config import (
     ConfigurationError,

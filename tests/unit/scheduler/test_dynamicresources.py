@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.dra import testing as d
 from phalanx.dra.devices import DeviceID
 from phalanx.scheduler.framework import CycleState, Framework, PodInfo

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.scheduler.framework import CycleState, Framework, PodInfo, Snapshot
 from phalanx.scheduler.framework.batch import MAX_BATCH_AGE_SECONDS
 

@@ -5,7 +5,7 @@ members, and events no gating plugin registered for leave gated pods alone."""
 from __future__ import annotations
 
 from phalanx.client.clock import VirtualClock
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.scheduler.framework import Framework
 from phalanx.scheduler.framework.services import HandleServices
 from phalanx.scheduler.framework.registry import in_tree_registry

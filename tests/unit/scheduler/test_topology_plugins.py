@@ -9,7 +9,7 @@ from typing import Optional
 
 import pytest
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.scheduler.framework import CycleState, FitError, Framework, PodInfo, Registry, Snapshot, Status
 from phalanx.scheduler.framework.config import KubeSchedulerProfile, PluginRef, PluginSet, Plugins, set_profile_defaults
 from phalanx.scheduler.framework.interface import (Placement, PlacementFeasiblePlugin, PlacementProgress,

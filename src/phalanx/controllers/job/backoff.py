@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..podcontrol import parse_time, pod_condition, pod_phase
+from ...machinery.timestamps import rfc3339_seconds
+from ..podcontrol import pod_condition, pod_phase
 from .util import int_or
 
 Obj = dict[str, Any]
@@ -25,7 +26,7 @@ def pod_finished_time(pod: Obj) -> float:
     statuses = st.get("containerStatuses") or []
     for cs in statuses:
         term = (cs.get("state") or {}).get("terminated")
-        t = parse_time((term or {}).get("finishedAt"))
+        t = rfc3339_seconds((term or {}).get("finishedAt"))
         if t is None:
             latest = None
             break
@@ -34,14 +35,14 @@ def pod_finished_time(pod: Obj) -> float:
         return latest
     ready = pod_condition(pod, "Ready")
     if ready and ready.get("status") == "False":
-        t = parse_time(ready.get("lastTransitionTime"))
+        t = rfc3339_seconds(ready.get("lastTransitionTime"))
         if t is not None:
             return t
     md = pod.get("metadata") or {}
-    t = parse_time(md.get("deletionTimestamp"))
+    t = rfc3339_seconds(md.get("deletionTimestamp"))
     if t is not None:
         return t - (md.get("deletionGracePeriodSeconds") or 0)
-    return parse_time(md.get("creationTimestamp")) or 0.0
+    return rfc3339_seconds(md.get("creationTimestamp")) or 0.0
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..podcontrol import parse_time
+from ...machinery.timestamps import rfc3339_seconds
 
 Obj = dict[str, Any]
 
@@ -47,7 +47,7 @@ def is_job_finished(job: Obj) -> bool:
 def finish_time(job: Obj) -> float | None:
     for c in (job.get("status") or {}).get("conditions") or []:
         if c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True":
-            return parse_time(c.get("lastTransitionTime"))
+            return rfc3339_seconds(c.get("lastTransitionTime"))
     return None
 
 

@@ -32,10 +32,11 @@ from ...client.informer import InformerFactory, object_key, split_key
 from ...client.interface import STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
 from ...machinery.meta import controller_of, deep_copy
-from ..base import Controller
+from ...client.controller import Controller
+from ...machinery.timestamps import rfc3339_seconds
 from ..podcontrol import (INDEX_CONTROLLER_UID, BatchError, ControllerExpectations, PodControl,
                           active_pods_deletion_order, add_workload_indexers, candidates_for, claim_objects,
-                          is_namespace_terminating, is_pod_active, is_pod_ready, is_pod_terminating, parse_time,
+                          is_namespace_terminating, is_pod_active, is_pod_ready, is_pod_terminating,
                           rfc3339, selector_of, slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE)
 from .backoff import DEFAULT_BACKOFF_LIMIT, BackoffStore, past_backoff_limit_on_failure
 from .conditions import (COMPLETE, FAILED, FAILURE_TARGET, MSG_BACKOFF_LIMIT, MSG_COMPLETIONS_REACHED, MSG_DEADLINE,
@@ -125,7 +126,7 @@ class JobController(Controller):
             self._cleanup_pod_finalizers(cur)
         status, spec = cur.get("status") or {}, cur.get("spec") or {}
         ads = spec.get("activeDeadlineSeconds")
-        start = parse_time(status.get("startTime"))
+        start = rfc3339_seconds(status.get("startTime"))
         if start is not None and ads is not None and (old.get("spec") or {}).get("activeDeadlineSeconds") != ads:
             self.enqueue_after(key, max(0.0, ads - (self.clock.now() - start)))
 
@@ -342,7 +343,7 @@ class JobController(Controller):
         if self._past_active_deadline(job):
             return self._new_condition(FAILURE_TARGET, REASON_DEADLINE, MSG_DEADLINE)
         if spec.get("activeDeadlineSeconds") is not None and not job_suspended(job):
-            started = parse_time(job["status"].get("startTime")) or now
+            started = rfc3339_seconds(job["status"].get("startTime")) or now
             self.enqueue_after(key, max(0.0, spec["activeDeadlineSeconds"] - (now - started)))
         return None
 
@@ -426,7 +427,7 @@ class JobController(Controller):
 
     def _past_active_deadline(self, job: Obj) -> bool:
         ads = (job.get("spec") or {}).get("activeDeadlineSeconds")
-        start = parse_time((job.get("status") or {}).get("startTime"))
+        start = rfc3339_seconds((job.get("status") or {}).get("startTime"))
         if ads is None or start is None or job_suspended(job):
             return False
         return self.clock.now() - start >= ads

@@ -23,7 +23,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

@@ -17,7 +17,7 @@ from .interface import (EXTENSION_POINTS, EnqueueExtensions, PlacementScorePlugi
 from .registry import Registry
 
 if TYPE_CHECKING:
-    from phalanx.cluster.featuregates import FeatureGates
+    from phalanx.machinery.featuregates import FeatureGates
 
     from .interface import Handle
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence
 
+from phalanx.machinery.durations import format_duration
+
 from .cycle_state import CycleState
 from .status import Code, Status
 from .constants import Obj
@@ -442,28 +444,13 @@ class WaitingPod:
         if self.done or not self.pending_plugins:
             return
         plugin, wait = min(self.pending_plugins.items(), key=lambda kv: kv[1])
-        self.reject(plugin, f"rejected due to timeout after waiting {_go_duration(wait)} at plugin {plugin}")
+        self.reject(plugin, f"rejected due to timeout after waiting {format_duration(wait)} at plugin {plugin}")
 
     def _finish(self, status: Optional[Status]) -> None:
         self.done = True
         self.status = status
         for cb in self.on_done:
             cb(status)
-
-
-def _go_duration(seconds: float) -> str:
-    """Go's time.Duration String() for whole and fractional seconds ("5m0s", "1.5s")."""
-    if seconds == 0:
-        return "0s"
-    total = float(seconds)
-    h, rem = divmod(total, 3600)
-    m, s = divmod(rem, 60)
-    s_txt = f"{s:.9f}".rstrip("0").rstrip(".") if s != int(s) else str(int(s))
-    if h:
-        return f"{int(h)}h{int(m)}m{s_txt}s"
-    if m:
-        return f"{int(m)}m{s_txt}s"
-    return f"{s_txt}s"
 
 
 # -- what plugins may ask of the framework ----------------------------------------------------

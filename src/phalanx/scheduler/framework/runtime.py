@@ -43,7 +43,7 @@ import random
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 
 from .batch import OpportunisticBatch
 from .config import KubeSchedulerProfile, default_profile

@@ -72,7 +72,9 @@ from phalanx.dra import AllocationError, SelectorError
 from phalanx.dra.allocator import ClaimsAllocator, NodeAnswer
 from phalanx.dra import claims as draclaims
 from phalanx.machinery.errors import StatusError
-from phalanx.machinery.meta import deep_copy, now_rfc3339
+from phalanx.machinery.featuregates import FeatureGates
+from phalanx.machinery.meta import deep_copy
+from phalanx.machinery.timestamps import now_rfc3339
 from phalanx.scheduler.framework.constants import Obj
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.dra_manager import (
@@ -236,7 +238,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def __init__(self, tracker: DRAManager, client: Optional[Client] = None, *, gates: Any = None,
                  pod_group_of: Optional[Callable[[Obj], Optional[Obj]]] = None, clock: Optional[Clock] = None,
                  handle: Optional[Handle] = None):
-        from phalanx.cluster.featuregates import FeatureGates
         self.tracker = tracker
         self.handle = handle
         self.client = client

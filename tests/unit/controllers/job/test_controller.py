@@ -4,7 +4,7 @@ scheduler: completions, backoffLimit, Indexed jobs, suspend/resume, policies and
 
 from __future__ import annotations
 
-from phalanx.cluster.featuregates import FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
 from phalanx.controllers.garbagecollector import GarbageCollector
 from phalanx.controllers.job.controller import JobController

@@ -1,4 +1,5 @@
-"""The shape every phalanx controller shares: informers -> keyed work queue -> `sync(key)` workers.
+"""The shape every phalanx controller shares: informers -> keyed work queue -> `sync(key)` workers
+(client-go's sample-controller pattern; the Job controller and the simulated kubelet alike build on it).
 
 A controller subclasses `Controller`, asks for the informers it needs in `__init__` and says what
 to enqueue, then writes `sync(key)` to read the current state and converge it:
@@ -34,10 +35,10 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from ..client.clock import REAL_CLOCK, Clock
-from ..client.informer import Informer, InformerFactory, object_key
-from ..client.workqueue import WorkQueue
 from ..machinery.errors import StatusError
+from .clock import REAL_CLOCK, Clock
+from .informer import Informer, InformerFactory, object_key
+from .workqueue import WorkQueue
 
 Obj = dict[str, Any]
 
