@@ -16,8 +16,10 @@ from typing import Any
 from ..machinery.errors import FieldError, invalid, not_supported, required, too_long
 from ..machinery.names import dns1123_label_errors, qualified_name_errors
 from . import podspec
-from .core import creation_age, parse_timestamp
-from .podspec import _dict, _list, to_json
+from .common import _dict, _list, creation_age, parse_timestamp, to_json
+from .fieldchecks import IMMUTABLE_MSG, validate_nonnegative
+from .labelselectors import format_label_selector, label_selector_matches, validate_label_selector
+from .poddefaults import default_pod_template, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, human_duration, register
 
 Obj = dict[str, Any]
@@ -123,7 +125,7 @@ def validate_generated_selector(job: Obj, require_prefixed_labels: bool = True) 
         errs += _has_label(tmd, path, JOB_NAME_LABEL, name)
         expected.update({CONTROLLER_UID_LABEL: uid, JOB_NAME_LABEL: name})
     sel = spec.get("selector")
-    if not podspec.validate_label_selector(sel, "spec.selector") and not podspec.label_selector_matches(sel, expected):
+    if not validate_label_selector(sel, "spec.selector") and not label_selector_matches(sel, expected):
         errs.append(invalid("spec.selector", sel, "`selector` not auto-generated"))
     return errs
 
@@ -195,9 +197,9 @@ def _validate_job_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
     for f in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
               "backoffLimitPerIndex"):
         if spec.get(f) is not None:
-            errs += podspec.validate_nonnegative(spec[f], f"{path}.{f}")
+            errs += validate_nonnegative(spec[f], f"{path}.{f}")
     if spec.get("maxFailedIndexes") is not None:
-        errs += podspec.validate_nonnegative(spec["maxFailedIndexes"], f"{path}.maxFailedIndexes")
+        errs += validate_nonnegative(spec["maxFailedIndexes"], f"{path}.maxFailedIndexes")
         if spec.get("backoffLimitPerIndex") is None:
             errs.append(required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
     mb = spec.get("managedBy")
@@ -272,17 +274,17 @@ def validate_job_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
     if sel is None:
         errs.append(required(f"{path}.selector"))
     else:
-        errs += podspec.validate_label_selector(sel, f"{path}.selector")
-    if sel is not None and not podspec.validate_label_selector(sel, f"{path}.selector"):
+        errs += validate_label_selector(sel, f"{path}.selector")
+    if sel is not None and not validate_label_selector(sel, f"{path}.selector"):
         tlabels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
-        if not podspec.label_selector_matches(sel, tlabels):
+        if not label_selector_matches(sel, tlabels):
             errs.append(invalid(f"{path}.template.metadata.labels", tlabels,
                                 "`selector` does not match template `labels`"))
     return errs
 
 
 def _immutable(new: Any, old: Any, path: str) -> list[FieldError]:
-    return [] if new == old else [invalid(path, new, podspec.IMMUTABLE_MSG)]
+    return [] if new == old else [invalid(path, new, IMMUTABLE_MSG)]
 
 
 class JobStrategy(Strategy):
@@ -327,7 +329,7 @@ class JobStrategy(Strategy):
             spec["podReplacementPolicy"] = "Failed" if has_pfp else "TerminatingOrFailed"
         if spec.get("manualSelector") is None:
             spec["manualSelector"] = False
-        podspec.default_pod_template(spec.get("template"), ctx)
+        default_pod_template(spec.get("template"), ctx)
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
         spec = obj.setdefault("spec", {})
@@ -340,11 +342,11 @@ class JobStrategy(Strategy):
         if not md.get("labels") and tmpl_labels:
             md["labels"] = dict(tmpl_labels)
         obj["status"] = {}
-        podspec.drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
+        drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         super().prepare_for_update(new, old, ctx)
-        podspec.drop_disabled_pod_spec_fields(_dict(_dict(_dict(new.get("spec")).get("template")).get("spec")),
+        drop_disabled_pod_spec_fields(_dict(_dict(_dict(new.get("spec")).get("template")).get("spec")),
                                               _dict(_dict(_dict(old.get("spec")).get("template")).get("spec")), ctx)
 
     def _validate(self, obj: Obj, ctx: StrategyContext, require_prefixed: bool) -> list[FieldError]:
@@ -391,7 +393,7 @@ class JobStrategy(Strategy):
         errs: list[FieldError] = []
         for f in ("active", "succeeded", "failed", "ready", "terminating"):
             if st.get(f) is not None:
-                errs += podspec.validate_nonnegative(st[f], f"status.{f}")
+                errs += validate_nonnegative(st[f], f"status.{f}")
         ost = _dict(old.get("status"))
         for ctype in ("Failed", "Complete", "FailureTarget"):
             if job_condition_true(old, ctype) and not job_condition_true(new, ctype):
@@ -421,7 +423,7 @@ class JobStrategy(Strategy):
             duration = human_duration((end - start).total_seconds())
         names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
         return [_dict(obj.get("metadata")).get("name", ""), job_status_cell(obj), completions, duration,
-                creation_age(obj, ctx), names, images, podspec.format_label_selector(spec.get("selector"))]
+                creation_age(obj, ctx), names, images, format_label_selector(spec.get("selector"))]
 
 
 def _mutable_scheduling_directives(template: Obj, old_template: Obj) -> Obj:

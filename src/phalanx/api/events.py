@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.errors import FieldError, invalid, required
-from .core import EVENT_COLUMNS, EVENT_FIELD_SELECTORS, core_event_row, legacy_event_errors, parse_timestamp
-from .podspec import _dict
+from .common import _dict, parse_timestamp
+from .core import EVENT_COLUMNS, EVENT_FIELD_SELECTORS, core_event_row, legacy_event_errors
 from .registry import ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]
