@@ -8,69 +8,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..machinery import errors
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid
 from ..machinery.names import dns1123_subdomain_errors, qualified_name_errors
 from . import podspec
 from .common import Obj, _col, _dict, _keep_status_from, _list, _name, creation_age, parse_timestamp
 from .computeresources import compute_qos_class
 from .fieldchecks import IMMUTABLE_MSG
+from .podadmission import admit_pod_create
 from .poddefaults import default_pod_only, default_pod_spec, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Strategy, StrategyContext, human_duration
 
-PRIORITY_CLASSES_KEY = "scheduling.k8s.io/priorityclasses"
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
-DEFAULT_SERVICE_ACCOUNT = "default"
-TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
-DEFAULT_TOLERATION_SECONDS = 300
 NODE_UNREACHABLE_POD_REASON = "NodeLost"
-SERVICE_ACCOUNT_VOLUME_PREFIX = "kube-api-access-"
-DEFAULT_API_TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-# Whether ServiceAccount admission mounts the projected API token volume into pods (as upstream
-# does by default); tests that want byte-stable pod specs may turn it off.
-MOUNT_SERVICE_ACCOUNT_TOKEN = True
-
-
-def service_account_token_volume(name: str) -> Obj:
-    """The projected volume ServiceAccount admission adds (`kube-api-access-<random>`)."""
-    return {"name": name, "projected": {"defaultMode": 420, "sources": [
-        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-        {"downwardAPI": {"items": [{"path": "namespace",
-                                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-    ]}}
-
-
-def mount_service_account_token(spec: Obj) -> None:
-    """Upstream `mountServiceAccountToken`: every container not already using the token path
-    mounts the token volume read-only; the volume is added when some container needs it."""
-    volume_name = ""
-    for v in _list(spec.get("volumes")):
-        if _dict(v).get("name", "").startswith(SERVICE_ACCOUNT_VOLUME_PREFIX):
-            volume_name = v["name"]
-            break
-    has_volume = bool(volume_name)
-    if not volume_name:
-        from ..machinery.names import generate_name
-        volume_name = generate_name(SERVICE_ACCOUNT_VOLUME_PREFIX)
-    needs_volume = False
-    for key in ("initContainers", "containers"):
-        for c in _list(spec.get(key)):
-            if not isinstance(c, dict):
-                continue
-            mounts = c.get("volumeMounts")
-            if not isinstance(mounts, list):
-                mounts = []
-            if any(_dict(m).get("mountPath") == DEFAULT_API_TOKEN_MOUNT_PATH for m in mounts):
-                continue
-            mounts.append({"name": volume_name, "readOnly": True, "mountPath": DEFAULT_API_TOKEN_MOUNT_PATH})
-            c["volumeMounts"] = mounts
-            needs_volume = True
-    if needs_volume and not has_volume:
-        volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
-        volumes.append(service_account_token_volume(volume_name))
-        spec["volumes"] = volumes
 
 
 def _restartable(c: Any) -> bool:
@@ -93,106 +41,133 @@ def _later(a: datetime | None, b: Any) -> datetime | None:
     return a
 
 
+class _Restarts:
+    """A restart count and the time of the last restart (a previous run's finish)."""
+
+    __slots__ = ("count", "last")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: datetime | None = None
+
+    def add(self, cs: Obj) -> None:
+        self.count += int(cs.get("restartCount") or 0)
+        last_term = _dict(_dict(cs.get("lastState")).get("terminated"))
+        if last_term:
+            self.last = _later(self.last, last_term.get("finishedAt"))
+
+
 def pod_status_reason(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
     """printPod's STATUS computation: (reason, ready, total, restarts, last restart time)."""
     spec = _dict(pod.get("spec"))
     status = _dict(pod.get("status"))
-    md = _dict(pod.get("metadata"))
-    containers = _list(spec.get("containers"))
     inits = _list(spec.get("initContainers"))
-    total = len(containers)
-    ready = 0
-    restarts = 0
-    restartable_restarts = 0
-    last_restart: datetime | None = None
-    last_restartable: datetime | None = None
-    phase = status.get("phase") or ""
-    reason = phase
-    if status.get("reason"):
-        reason = status["reason"]
+    init_by_name = {_dict(c).get("name", ""): _dict(c) for c in inits}
+    total = len(_list(spec.get("containers"))) + sum(1 for c in inits if _restartable(c))
+    reason = _pod_reason(status)
+    all_restarts, sidecar_restarts = _Restarts(), _Restarts()
+    init_reason, ready = _init_containers_state(_list(status.get("initContainerStatuses")), init_by_name,
+                                                len(inits), all_restarts, sidecar_restarts)
+    restarts = all_restarts
+    if init_reason is not None:
+        reason = init_reason
+    if init_reason is None or _condition_true(status.get("conditions"), "Initialized"):
+        restarts = sidecar_restarts  # the main containers' restarts are added to the sidecars'
+        reason, running_ready = _containers_state(_list(status.get("containerStatuses")), reason, restarts,
+                                                  status.get("conditions"))
+        ready += running_ready
+    reason = _deletion_reason(_dict(pod.get("metadata")), status, reason)
+    return reason, ready, total, restarts.count, restarts.last
+
+
+def _pod_reason(status: Obj) -> str:
+    """The phase, or the status's reason; SchedulingGated while a scheduling gate holds the pod."""
+    reason = status.get("reason") or status.get("phase") or ""
     for cond in _list(status.get("conditions")):
         if _dict(cond).get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-    init_by_name: dict[str, Obj] = {}
-    for c in inits:
-        c = _dict(c)
-        init_by_name[c.get("name", "")] = c
-        if _restartable(c):
-            total += 1
-    initializing = False
-    for i, cs in enumerate(_list(status.get("initContainerStatuses"))):
+    return reason
+
+
+def _init_containers_state(statuses: list, init_by_name: dict[str, Obj], n_inits: int, all_restarts: _Restarts,
+                           sidecar_restarts: _Restarts) -> tuple[str | None, int]:
+    """(the `Init:...` reason of the first init container not done, or None; started sidecars ready)."""
+    ready = 0
+    for i, cs in enumerate(statuses):
         cs = _dict(cs)
-        restarts += int(cs.get("restartCount") or 0)
-        last_term = _dict(_dict(cs.get("lastState")).get("terminated"))
-        if last_term:
-            last_restart = _later(last_restart, last_term.get("finishedAt"))
+        all_restarts.add(cs)
         is_sidecar = _restartable(init_by_name.get(cs.get("name", "")))
         if is_sidecar:
-            restartable_restarts += int(cs.get("restartCount") or 0)
-            if last_term:
-                last_restartable = _later(last_restartable, last_term.get("finishedAt"))
+            sidecar_restarts.add(cs)
         state = _dict(cs.get("state"))
         term = state.get("terminated")
-        waiting = state.get("waiting")
         if isinstance(term, dict) and int(term.get("exitCode") or 0) == 0:
             continue
         if is_sidecar and cs.get("started"):
             if cs.get("ready"):
                 ready += 1
             continue
-        if isinstance(term, dict):
-            if not term.get("reason"):
-                if term.get("signal"):
-                    reason = f"Init:Signal:{term['signal']}"
-                else:
-                    reason = f"Init:ExitCode:{term.get('exitCode', 0)}"
-            else:
-                reason = "Init:" + term["reason"]
-        elif isinstance(waiting, dict) and waiting.get("reason") and waiting["reason"] != "PodInitializing":
-            reason = "Init:" + waiting["reason"]
-        else:
-            reason = f"Init:{i}/{len(inits)}"
-        initializing = True
-        break
-    if not initializing or _condition_true(status.get("conditions"), "Initialized"):
-        restarts = restartable_restarts
-        last_restart = last_restartable
-        has_running = False
-        error_reason = ""
-        for cs in reversed(_list(status.get("containerStatuses"))):
-            cs = _dict(cs)
-            restarts += int(cs.get("restartCount") or 0)
-            last_term = _dict(_dict(cs.get("lastState")).get("terminated"))
-            if last_term:
-                last_restart = _later(last_restart, last_term.get("finishedAt"))
-            state = _dict(cs.get("state"))
-            waiting, term, running = state.get("waiting"), state.get("terminated"), state.get("running")
-            if isinstance(waiting, dict) and waiting.get("reason"):
-                reason = waiting["reason"]
-            elif isinstance(term, dict):
-                if term.get("reason"):
-                    reason = term["reason"]
-                elif term.get("signal"):
-                    reason = f"Signal:{term['signal']}"
-                else:
-                    reason = f"ExitCode:{term.get('exitCode', 0)}"
-                if int(term.get("exitCode") or 0) != 0:
-                    error_reason = reason
-            elif cs.get("ready") and isinstance(running, dict):
-                has_running = True
-                ready += 1
-        if reason == "Completed":
-            if has_running and _condition_true(status.get("conditions"), "Ready"):
-                reason = "Running"
-            elif error_reason:
-                reason = error_reason
-            elif has_running:
-                reason = "NotReady"
-    if md.get("deletionTimestamp") and status.get("reason") == NODE_UNREACHABLE_POD_REASON:
-        reason = "Unknown"
-    elif md.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
-    return reason, ready, total, restarts, last_restart
+        return _init_reason(term, state.get("waiting"), i, n_inits), ready
+    return None, ready
+
+
+def _init_reason(term: Any, waiting: Any, index: int, n_inits: int) -> str:
+    if isinstance(term, dict):
+        if term.get("reason"):
+            return "Init:" + term["reason"]
+        if term.get("signal"):
+            return f"Init:Signal:{term['signal']}"
+        return f"Init:ExitCode:{term.get('exitCode', 0)}"
+    if isinstance(waiting, dict) and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+        return "Init:" + waiting["reason"]
+    return f"Init:{index}/{n_inits}"
+
+
+def _containers_state(statuses: list, reason: str, restarts: _Restarts, conditions: Any) -> tuple[str, int]:
+    """(the reason the main containers give, last container first; how many run ready)."""
+    ready = 0
+    has_running = False
+    error_reason = ""
+    for cs in reversed(statuses):
+        cs = _dict(cs)
+        restarts.add(cs)
+        state = _dict(cs.get("state"))
+        waiting, term, running = state.get("waiting"), state.get("terminated"), state.get("running")
+        if isinstance(waiting, dict) and waiting.get("reason"):
+            reason = waiting["reason"]
+        elif isinstance(term, dict):
+            reason = _terminated_reason(term)
+            if int(term.get("exitCode") or 0) != 0:
+                error_reason = reason
+        elif cs.get("ready") and isinstance(running, dict):
+            has_running = True
+            ready += 1
+    if reason == "Completed":
+        if has_running and _condition_true(conditions, "Ready"):
+            reason = "Running"
+        elif error_reason:
+            reason = error_reason
+        elif has_running:
+            reason = "NotReady"
+    return reason, ready
+
+
+def _terminated_reason(term: Obj) -> str:
+    if term.get("reason"):
+        return term["reason"]
+    if term.get("signal"):
+        return f"Signal:{term['signal']}"
+    return f"ExitCode:{term.get('exitCode', 0)}"
+
+
+def _deletion_reason(md: Obj, status: Obj, reason: str) -> str:
+    if not md.get("deletionTimestamp"):
+        return reason
+    if status.get("reason") == NODE_UNREACHABLE_POD_REASON:
+        return "Unknown"
+    if (status.get("phase") or "") not in ("Succeeded", "Failed"):
+        return "Terminating"
+    return reason
 
 
 def pod_row(pod: Obj, ctx: StrategyContext) -> list[Any]:
@@ -221,23 +196,6 @@ def pod_row(pod: Obj, ctx: StrategyContext) -> list[Any]:
         _name(pod), f"{ready}/{total}", reason, restarts_str, creation_age(pod, ctx),
         pod_ip or "<none>", spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>", gates,
     ]
-
-
-def _priority_class(name: str, ctx: StrategyContext) -> Obj | None:
-    pc = ctx.lookup(PRIORITY_CLASSES_KEY, "", name)
-    if pc is None and name in SYSTEM_PRIORITY_CLASSES:
-        pc = {"metadata": {"name": name}, "value": SYSTEM_PRIORITY_CLASSES[name],
-              "preemptionPolicy": "PreemptLowerPriority"}
-    return pc
-
-
-def _default_priority_class(ctx: StrategyContext) -> Obj | None:
-    best = None
-    for pc in ctx.list_objects(PRIORITY_CLASSES_KEY, None) or []:
-        if _dict(pc).get("globalDefault"):
-            if best is None or pc.get("value", 0) < best.get("value", 0):
-                best = pc
-    return best
 
 
 def _terminal_state_errors(new_statuses: list, old_statuses: list, path: str, restart_policy: str,
@@ -319,7 +277,7 @@ class PodStrategy(Strategy):
         if not status.get("qosClass") and _dict(old.get("status")).get("qosClass"):
             status["qosClass"] = old["status"]["qosClass"]
 
-    # -- admission: ServiceAccount, DefaultTolerationSeconds, Priority
+    # -- admission: ServiceAccount, DefaultTolerationSeconds, Priority (phalanx.api.podadmission)
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
@@ -332,63 +290,7 @@ class PodStrategy(Strategy):
             return
         if operation != "CREATE":
             return
-        # ServiceAccount admission: every pod runs as a service account.
-        if not spec.get("serviceAccountName"):
-            spec["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
-        spec["serviceAccount"] = spec["serviceAccountName"]
-        automount = spec.get("automountServiceAccountToken")
-        if automount is None:
-            sa = ctx.lookup("core/serviceaccounts", _dict(obj.get("metadata")).get("namespace", ""),
-                            spec["serviceAccountName"])
-            automount = _dict(sa).get("automountServiceAccountToken")
-        if MOUNT_SERVICE_ACCOUNT_TOKEN and automount is not False:
-            mount_service_account_token(spec)
-        # DefaultTolerationSeconds admission.
-        tolerations = spec.get("tolerations")
-        if not isinstance(tolerations, list):
-            tolerations = []
-        tolerates = {TAINT_NODE_NOT_READY: False, TAINT_NODE_UNREACHABLE: False}
-        for t in tolerations:
-            t = _dict(t)
-            key, effect = t.get("key") or "", t.get("effect") or ""
-            for taint in tolerates:
-                if (key == taint or not key) and effect in ("NoExecute", ""):
-                    tolerates[taint] = True
-        for taint, ok in tolerates.items():
-            if not ok:
-                tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
-        if tolerations:
-            spec["tolerations"] = tolerations
-        # Priority admission.
-        name = _name(obj)
-        pcn = spec.get("priorityClassName") or ""
-        if pcn:
-            pc = _priority_class(pcn, ctx)
-            if pc is None:
-                raise errors.forbidden_error("pods", "", name, f"no PriorityClass with name {pcn} was found")
-            priority = int(pc.get("value", 0))
-            policy = pc.get("preemptionPolicy") or "PreemptLowerPriority"
-        else:
-            pc = _default_priority_class(ctx)
-            if pc is not None:
-                spec["priorityClassName"] = _name(pc)
-                priority = int(pc.get("value", 0))
-                policy = pc.get("preemptionPolicy") or "PreemptLowerPriority"
-            else:
-                priority, policy = 0, "PreemptLowerPriority"
-        if spec.get("priority") is not None and spec["priority"] != priority:
-            raise errors.forbidden_error(
-                "pods", "", name,
-                f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; priority "
-                f"admission controller computed {priority} from the given PriorityClass name")
-        spec["priority"] = priority
-        if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != policy:
-            raise errors.forbidden_error(
-                "pods", "", name,
-                f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in pod "
-                f"spec; priority admission controller computed {policy} from the given PriorityClass name")
-        spec["preemptionPolicy"] = policy
+        admit_pod_create(obj, spec, ctx)
 
     # -- validation
     def _validate_pod(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
