@@ -62,33 +62,106 @@ def _drop_type_dependent_fields(new: Obj, old: Obj) -> None:
     apply and that the user did not change themselves are cleared (and later released)."""
     ns, os_ = new["spec"], _dict(old.get("spec"))
     if os_.get("type") != "ExternalName" and ns.get("type") == "ExternalName":
-        if ns.get("clusterIP") == os_.get("clusterIP") and ns.get("clusterIPs") == os_.get("clusterIPs"):
-            ns.pop("clusterIP", None)
-            ns.pop("clusterIPs", None)
-        for f in ("ipFamilies", "ipFamilyPolicy"):
-            if ns.get(f) == os_.get(f):
-                ns.pop(f, None)
+        _drop_cluster_ips(ns, os_)
     node_port_types = ("NodePort", "LoadBalancer")
     if os_.get("type") in node_port_types and ns.get("type") not in node_port_types:
-        old_ports = {_dict(p).get("nodePort") for p in _list(os_.get("ports")) if _dict(p).get("nodePort")}
-        new_ports = {_dict(p).get("nodePort") for p in _list(ns.get("ports")) if _dict(p).get("nodePort")}
-        if new_ports <= old_ports:
-            for p in _list(ns.get("ports")):
-                if isinstance(p, dict):
-                    p.pop("nodePort", None)
+        _drop_node_ports(ns, os_)
     if os_.get("type") == "LoadBalancer" and ns.get("type") != "LoadBalancer":
-        if ns.get("healthCheckNodePort") == os_.get("healthCheckNodePort"):
-            ns.pop("healthCheckNodePort", None)
-        if ns.get("allocateLoadBalancerNodePorts") is not None and \
-                ns.get("allocateLoadBalancerNodePorts") == os_.get("allocateLoadBalancerNodePorts"):
-            ns.pop("allocateLoadBalancerNodePorts", None)
-        if ns.get("loadBalancerClass") == os_.get("loadBalancerClass"):
-            ns.pop("loadBalancerClass", None)
+        _drop_load_balancer_fields(ns, os_)
     if _externally_accessible(os_) and not _externally_accessible(ns) and \
             ns.get("externalTrafficPolicy") == os_.get("externalTrafficPolicy"):
         ns.pop("externalTrafficPolicy", None)
     if ns.get("type") != "LoadBalancer" and isinstance(new.get("status"), dict):
         new["status"] = dict(new["status"], loadBalancer={})
+
+
+def _drop_cluster_ips(ns: Obj, os_: Obj) -> None:
+    if ns.get("clusterIP") == os_.get("clusterIP") and ns.get("clusterIPs") == os_.get("clusterIPs"):
+        ns.pop("clusterIP", None)
+        ns.pop("clusterIPs", None)
+    for f in ("ipFamilies", "ipFamilyPolicy"):
+        if ns.get(f) == os_.get(f):
+            ns.pop(f, None)
+
+
+def _drop_node_ports(ns: Obj, os_: Obj) -> None:
+    old_ports = {_dict(p).get("nodePort") for p in _list(os_.get("ports")) if _dict(p).get("nodePort")}
+    new_ports = {_dict(p).get("nodePort") for p in _list(ns.get("ports")) if _dict(p).get("nodePort")}
+    if new_ports <= old_ports:
+        for p in _list(ns.get("ports")):
+            if isinstance(p, dict):
+                p.pop("nodePort", None)
+
+
+def _drop_load_balancer_fields(ns: Obj, os_: Obj) -> None:
+    if ns.get("healthCheckNodePort") == os_.get("healthCheckNodePort"):
+        ns.pop("healthCheckNodePort", None)
+    if ns.get("allocateLoadBalancerNodePorts") is not None and \
+            ns.get("allocateLoadBalancerNodePorts") == os_.get("allocateLoadBalancerNodePorts"):
+        ns.pop("allocateLoadBalancerNodePorts", None)
+    if ns.get("loadBalancerClass") == os_.get("loadBalancerClass"):
+        ns.pop("loadBalancerClass", None)
+
+
+def _keep_allocated_values(ns: Obj, os_: Obj) -> None:
+    """Upstream patchAllocatedValues: a client that omits allocated values keeps them."""
+    if ns.get("type") != "ExternalName" and os_.get("type") != "ExternalName":
+        if not ns.get("clusterIP") and os_.get("clusterIP"):
+            ns["clusterIP"] = os_["clusterIP"]
+        if not ns.get("clusterIPs") and os_.get("clusterIPs") and ns.get("clusterIP") == os_.get("clusterIP"):
+            ns["clusterIPs"] = os_["clusterIPs"]
+        for f in ("ipFamilies", "ipFamilyPolicy"):
+            if not ns.get(f) and os_.get(f):
+                ns[f] = os_[f]
+    if ns.get("type") in ("NodePort", "LoadBalancer") and os_.get("type") in ("NodePort", "LoadBalancer"):
+        old_np = {(_dict(p).get("port"), _dict(p).get("protocol")): _dict(p).get("nodePort")
+                  for p in _list(os_.get("ports"))}
+        for p in _list(ns.get("ports")):
+            if isinstance(p, dict) and not p.get("nodePort"):
+                np_ = old_np.get((p.get("port"), p.get("protocol")))
+                if np_:
+                    p["nodePort"] = np_
+
+
+def _service_port_errors(ports: list, stype: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    names: set[str] = set()
+    for i, p in enumerate(ports):
+        pp = f"spec.ports[{i}]"
+        p = _dict(p)
+        pname = p.get("name") or ""
+        if len(ports) > 1 and not pname:
+            errs.append(required(f"{pp}.name"))
+        elif pname:
+            errs += [invalid(f"{pp}.name", pname, m) for m in dns1123_label_errors(pname)]
+            if pname in names:
+                errs.append(duplicate(f"{pp}.name", pname))
+            names.add(pname)
+        port = p.get("port")
+        if not _valid_port_num(port):
+            errs.append(invalid(f"{pp}.port", port, PORT_RANGE_MSG))
+        proto = p.get("protocol") or ""
+        if not proto:
+            errs.append(required(f"{pp}.protocol"))
+        elif proto not in PORT_PROTOCOLS:
+            errs.append(not_supported(f"{pp}.protocol", proto, PORT_PROTOCOLS))
+        errs += validate_port_num_or_name(p.get("targetPort"), f"{pp}.targetPort")
+        if stype == "ClusterIP" and p.get("nodePort"):
+            errs.append(forbidden(f"{pp}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+    return errs
+
+
+def _external_name_errors(spec: Obj) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if spec.get("clusterIP") not in (None, ""):
+        errs.append(forbidden("spec.clusterIP", "may not be set for ExternalName services"))
+    ename = spec.get("externalName") or ""
+    if not ename:
+        errs.append(required("spec.externalName"))
+    else:
+        errs += [invalid("spec.externalName", ename, m)
+                 for m in dns1123_subdomain_errors(ename[:-1] if ename.endswith(".") else ename)]
+    return errs
 
 
 class ServiceStrategy(Strategy):
@@ -150,23 +223,7 @@ class ServiceStrategy(Strategy):
         _keep_status_from(new, old)
         ns, os_ = new.get("spec"), _dict(old.get("spec"))
         if isinstance(ns, dict):
-            # upstream patchAllocatedValues: a client that omits allocated values keeps them.
-            if ns.get("type") != "ExternalName" and os_.get("type") != "ExternalName":
-                if not ns.get("clusterIP") and os_.get("clusterIP"):
-                    ns["clusterIP"] = os_["clusterIP"]
-                if not ns.get("clusterIPs") and os_.get("clusterIPs") and ns.get("clusterIP") == os_.get("clusterIP"):
-                    ns["clusterIPs"] = os_["clusterIPs"]
-                for f in ("ipFamilies", "ipFamilyPolicy"):
-                    if not ns.get(f) and os_.get(f):
-                        ns[f] = os_[f]
-            if ns.get("type") in ("NodePort", "LoadBalancer") and os_.get("type") in ("NodePort", "LoadBalancer"):
-                old_np = {(_dict(p).get("port"), _dict(p).get("protocol")): _dict(p).get("nodePort")
-                          for p in _list(os_.get("ports"))}
-                for p in _list(ns.get("ports")):
-                    if isinstance(p, dict) and not p.get("nodePort"):
-                        np_ = old_np.get((p.get("port"), p.get("protocol")))
-                        if np_:
-                            p["nodePort"] = np_
+            _keep_allocated_values(ns, os_)
             _drop_type_dependent_fields(new, old)
         if self.ip_allocator is not None:
             self.ip_allocator(new, old)
@@ -181,38 +238,9 @@ class ServiceStrategy(Strategy):
         ports = _list(spec.get("ports"))
         if not ports and not headless and stype != "ExternalName":
             errs.append(required("spec.ports"))
-        names: set[str] = set()
-        for i, p in enumerate(ports):
-            pp = f"spec.ports[{i}]"
-            p = _dict(p)
-            pname = p.get("name") or ""
-            if len(ports) > 1 and not pname:
-                errs.append(required(f"{pp}.name"))
-            elif pname:
-                errs += [invalid(f"{pp}.name", pname, m) for m in dns1123_label_errors(pname)]
-                if pname in names:
-                    errs.append(duplicate(f"{pp}.name", pname))
-                names.add(pname)
-            port = p.get("port")
-            if not _valid_port_num(port):
-                errs.append(invalid(f"{pp}.port", port, PORT_RANGE_MSG))
-            proto = p.get("protocol") or ""
-            if not proto:
-                errs.append(required(f"{pp}.protocol"))
-            elif proto not in PORT_PROTOCOLS:
-                errs.append(not_supported(f"{pp}.protocol", proto, PORT_PROTOCOLS))
-            errs += validate_port_num_or_name(p.get("targetPort"), f"{pp}.targetPort")
-            if stype == "ClusterIP" and p.get("nodePort"):
-                errs.append(forbidden(f"{pp}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+        errs += _service_port_errors(ports, stype)
         if stype == "ExternalName":
-            if spec.get("clusterIP") not in (None, ""):
-                errs.append(forbidden("spec.clusterIP", "may not be set for ExternalName services"))
-            ename = spec.get("externalName") or ""
-            if not ename:
-                errs.append(required("spec.externalName"))
-            else:
-                errs += [invalid("spec.externalName", ename, m)
-                         for m in dns1123_subdomain_errors(ename[:-1] if ename.endswith(".") else ename)]
+            errs += _external_name_errors(spec)
         sa = spec.get("sessionAffinity", "")
         if sa not in SESSION_AFFINITIES:
             errs.append(not_supported("spec.sessionAffinity", sa, SESSION_AFFINITIES))
@@ -242,8 +270,6 @@ class ServiceStrategy(Strategy):
         return [_name(obj), spec.get("type", ""), cluster_ip, service_external_ip(obj), service_ports_cell(obj),
                 creation_age(obj, ctx), format_labels(spec.get("selector"))]
 
-
-# --- ConfigMap and Secret ------------------------------------------------------------------------
 
 
 SERVICE_STRATEGY = ServiceStrategy()
