@@ -492,40 +492,45 @@ NOTE_LIMIT = 1024
 
 def legacy_event_errors(ev: Obj, reporting_field: str) -> list[FieldError]:
     """Upstream's `legacyValidateEvent` (the checks every Event passes, whatever its API version)."""
-    errs: list[FieldError] = []
     ns = _dict(ev.get("metadata")).get("namespace", "")
     inv_ns = _dict(ev.get("involvedObject")).get("namespace", "")
-    if not parse_timestamp(ev.get("eventTime")):
-        if not inv_ns:
-            if ns not in ("", "default"):
-                errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
-        elif ns != inv_ns:
-            errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
-    else:
-        if not inv_ns and ns not in ("default", "kube-system"):
-            errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
-        rc = ev.get("reportingComponent") or ""
-        if not rc:
-            errs.append(required(reporting_field))
-        errs += [invalid(reporting_field, rc, m) for m in qualified_name_errors(rc)]
-        ri = ev.get("reportingInstance") or ""
-        if not ri:
-            errs.append(required("reportingInstance"))
-        if len(ri) > REPORTING_INSTANCE_LIMIT:
-            errs.append(invalid("reportingInstance", "", f"can have at most {REPORTING_INSTANCE_LIMIT} characters"))
-        action = ev.get("action") or ""
-        if not action:
-            errs.append(required("action"))
-        if len(action) > ACTION_LIMIT:
-            errs.append(invalid("action", "", f"can have at most {ACTION_LIMIT} characters"))
-        reason = ev.get("reason") or ""
-        if not reason:
-            errs.append(required("reason"))
-        if len(reason) > REASON_LIMIT:
-            errs.append(invalid("reason", "", f"can have at most {REASON_LIMIT} characters"))
-        if len(ev.get("message") or "") > NOTE_LIMIT:
-            errs.append(invalid("message", "", f"can have at most {NOTE_LIMIT} characters"))
+    has_event_time = bool(parse_timestamp(ev.get("eventTime")))
+    errs: list[FieldError] = []
+    if not _involved_namespace_matches(ns, inv_ns, has_event_time):
+        errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
+    if has_event_time:
+        errs += _reporting_errors(ev, reporting_field)
     errs += [invalid("namespace", ns, m) for m in dns1123_subdomain_errors(ns)] if ns else []
+    return errs
+
+
+def _involved_namespace_matches(ns: str, inv_ns: str, has_event_time: bool) -> bool:
+    """An event lives in its involved object's namespace; one about a cluster-scoped object lives
+    in `default` (or, for a new-style event with eventTime, also `kube-system`)."""
+    if inv_ns:
+        return has_event_time or ns == inv_ns
+    return ns in (("default", "kube-system") if has_event_time else ("", "default"))
+
+
+# The fields a new-style event (one with eventTime) must set, with their length limits.
+_REPORTED_FIELDS = (("reportingInstance", REPORTING_INSTANCE_LIMIT), ("action", ACTION_LIMIT),
+                    ("reason", REASON_LIMIT))
+
+
+def _reporting_errors(ev: Obj, reporting_field: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    rc = ev.get("reportingComponent") or ""
+    if not rc:
+        errs.append(required(reporting_field))
+    errs += [invalid(reporting_field, rc, m) for m in qualified_name_errors(rc)]
+    for field, limit in _REPORTED_FIELDS:
+        value = ev.get(field) or ""
+        if not value:
+            errs.append(required(field))
+        if len(value) > limit:
+            errs.append(invalid(field, "", f"can have at most {limit} characters"))
+    if len(ev.get("message") or "") > NOTE_LIMIT:
+        errs.append(invalid("message", "", f"can have at most {NOTE_LIMIT} characters"))
     return errs
 
 
