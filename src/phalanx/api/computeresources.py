@@ -109,7 +109,6 @@ def validate_resource_requirements(res: Any, claim_names: set[str], path: str) -
     limits = _dict(res.get("limits"))
     requests = _dict(res.get("requests"))
     lim_vals: dict[str, Fraction] = {}
-    lim_cpu_mem = req_cpu_mem = lim_huge = req_huge = False
     for name, q in limits.items():
         fp = f"{lim_path}[{name}]"
         errs += _validate_container_resource_name(name, fp)
@@ -117,8 +116,6 @@ def validate_resource_requirements(res: Any, claim_names: set[str], path: str) -
         errs += qerrs
         if v is not None:
             lim_vals[name] = v
-        lim_huge |= _is_hugepages(name)
-        lim_cpu_mem |= name in QOS_COMPUTE_RESOURCES
     for name, q in requests.items():
         fp = f"{req_path}[{name}]"
         errs += _validate_container_resource_name(name, fp)
@@ -135,12 +132,18 @@ def validate_resource_requirements(res: Any, claim_names: set[str], path: str) -
                                         f"must be less than or equal to {name} limit of {quantity_str(limits[name])}"))
         elif not _overcommit_allowed(name):
             errs.append(required(lim_path, "Limit must be set for non overcommitable resources"))
-        req_huge |= _is_hugepages(name)
-        req_cpu_mem |= name in QOS_COMPUTE_RESOURCES
-    if not lim_cpu_mem and not req_cpu_mem and (req_huge or lim_huge):
+    names = list(limits) + list(requests)
+    if any(_is_hugepages(n) for n in names) and not any(n in QOS_COMPUTE_RESOURCES for n in names):
         errs.append(forbidden(path, "HugePages require cpu or memory"))
+    errs += _container_claim_errors(_list(res.get("claims")), claim_names, path)
+    return errs
+
+
+def _container_claim_errors(claims: list, claim_names: set[str], path: str) -> list[FieldError]:
+    """A container's `resources.claims`: each names one of the pod's resource claims, once."""
+    errs: list[FieldError] = []
     seen: set[str] = set()
-    for i, claim in enumerate(_list(res.get("claims"))):
+    for i, claim in enumerate(claims):
         cp = f"{path}.claims[{i}]"
         name = _dict(claim).get("name") or ""
         if not name:

@@ -196,16 +196,35 @@ def _validate_container_common(c: Obj, volumes: set[str], claim_names: set[str],
         errs.append(not_supported(f"{path}.terminationMessagePolicy", tmp, TERMINATION_MESSAGE_POLICIES))
     errs += _validate_container_ports(_list(c.get("ports")), f"{path}.ports")
     errs += _validate_env(_list(c.get("env")), f"{path}.env")
-    for i, ef in enumerate(_list(c.get("envFrom"))):
+    errs += _env_from_errors(_list(c.get("envFrom")), f"{path}.envFrom")
+    errs += _volume_mount_errors(_list(c.get("volumeMounts")), volumes, f"{path}.volumeMounts")
+    ipp = c.get("imagePullPolicy")
+    if not ipp:
+        errs.append(required(f"{path}.imagePullPolicy"))
+    elif ipp not in PULL_POLICIES:
+        errs.append(not_supported(f"{path}.imagePullPolicy", ipp, PULL_POLICIES))
+    errs += validate_resource_requirements(c.get("resources"), claim_names, f"{path}.resources")
+    errs += _resize_policy_errors(_list(c.get("resizePolicy")), restart_policy, f"{path}.resizePolicy")
+    return errs
+
+
+def _env_from_errors(env_from: list, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for ef in env_from:
         ef = _dict(ef)
         n = sum(1 for k in ("configMapRef", "secretRef") if ef.get(k) is not None)
         if n == 0:
-            errs.append(invalid(f"{path}.envFrom", "", "must specify one of: `configMapRef` or `secretRef`"))
+            errs.append(invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
         elif n > 1:
-            errs.append(invalid(f"{path}.envFrom", "", "may not have more than one field specified at a time"))
+            errs.append(invalid(path, "", "may not have more than one field specified at a time"))
+    return errs
+
+
+def _volume_mount_errors(mounts: list, volumes: set[str], path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
     mount_paths: set[str] = set()
-    for i, m in enumerate(_list(c.get("volumeMounts"))):
-        mp = f"{path}.volumeMounts[{i}]"
+    for i, m in enumerate(mounts):
+        mp = f"{path}[{i}]"
         m = _dict(m)
         mname = m.get("name") or ""
         if not mname:
@@ -218,21 +237,19 @@ def _validate_container_common(c: Obj, volumes: set[str], claim_names: set[str],
         if mpath in mount_paths:
             errs.append(invalid(f"{mp}.mountPath", mpath, "must be unique"))
         mount_paths.add(mpath)
-    ipp = c.get("imagePullPolicy")
-    if not ipp:
-        errs.append(required(f"{path}.imagePullPolicy"))
-    elif ipp not in PULL_POLICIES:
-        errs.append(not_supported(f"{path}.imagePullPolicy", ipp, PULL_POLICIES))
-    errs += validate_resource_requirements(c.get("resources"), claim_names, f"{path}.resources")
-    for i, rp in enumerate(_list(c.get("resizePolicy"))):
+    return errs
+
+
+def _resize_policy_errors(policies: list, restart_policy: Any, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for rp in policies:
         rp = _dict(rp)
         if rp.get("resourceName") not in ("cpu", "memory"):
-            errs.append(not_supported(f"{path}.resizePolicy", rp.get("resourceName", ""), ("cpu", "memory")))
+            errs.append(not_supported(path, rp.get("resourceName", ""), ("cpu", "memory")))
         if rp.get("restartPolicy") not in ("NotRequired", "RestartContainer"):
-            errs.append(not_supported(f"{path}.resizePolicy", rp.get("restartPolicy", ""),
-                                      ("NotRequired", "RestartContainer")))
+            errs.append(not_supported(path, rp.get("restartPolicy", ""), ("NotRequired", "RestartContainer")))
         elif restart_policy == "Never" and rp.get("restartPolicy") != "NotRequired":
-            errs.append(invalid(f"{path}.resizePolicy", rp.get("restartPolicy"),
+            errs.append(invalid(path, rp.get("restartPolicy"),
                                 "must be 'NotRequired' when `restartPolicy` is 'Never'"))
     return errs
 
