@@ -170,20 +170,12 @@ def _merge_list(t: _Type, lhs: list, rhs: list, path: Path) -> list:
     """Upstream's associative-list merge order: live order kept, applied items placed after the
     live items that precede them in the applied order."""
     rhs_order, rhs_items = _index(t, rhs, path, False)
-    lhs_pes = []
-    for i, item in enumerate(lhs):
-        try:
-            lhs_pes.append(_item_pe(t, item))
-        except _TypedError as e:
-            raise _TypedError(f"{_typed_error_prefix(path)}element {i}: {e}") from None
+    lhs_pes = _item_pes(t, lhs, path)
     lhs_first: dict = {}
     for pe, item in zip(lhs_pes, lhs):
         lhs_first.setdefault(pe, item)
-    shared = [pe for pe in rhs_order if pe in lhs_first]
-    shared_i = 0
-    next_shared = shared[0] if shared else None
-    if shared:
-        shared_i = 1
+    shared = iter([pe for pe in rhs_order if pe in lhs_first])  # items in both, in the applied order
+    next_shared = next(shared, None)
     items_meta = t.items()
     merged_rhs: set = set()
     out: list = []
@@ -203,8 +195,7 @@ def _merge_list(t: _Type, lhs: list, rhs: list, path: Path) -> list:
                 emit(pe, lhs_first[pe], rhs_items[pe])
                 li += 1
                 ri += 1
-                next_shared = shared[shared_i] if shared_i < len(shared) else None
-                shared_i += 1
+                next_shared = next(shared, None)
                 continue
             if pe in rhs_items and next_shared is not None and next_shared != pe:
                 li += 1
@@ -223,10 +214,20 @@ def _merge_list(t: _Type, lhs: list, rhs: list, path: Path) -> list:
             merged_rhs.add(pe)
             emit(pe, lhs_first.get(pe, _MISSING), rhs_items[pe])
             ri += 1
-            if next_shared is not None and next_shared == pe:
-                next_shared = shared[shared_i] if shared_i < len(shared) else None
-                shared_i += 1
+            if next_shared == pe:
+                next_shared = next(shared, None)
     return out
+
+
+def _item_pes(t: _Type, items: list, path: Path) -> list:
+    """The path element of each item, in order (duplicates kept)."""
+    pes = []
+    for i, item in enumerate(items):
+        try:
+            pes.append(_item_pe(t, item))
+        except _TypedError as e:
+            raise _TypedError(f"{_typed_error_prefix(path)}element {i}: {e}") from None
+    return pes
 
 
 def remove_items(obj: Any, meta: PatchMeta, paths: Iterable[Path]) -> Any:
