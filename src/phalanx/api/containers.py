@@ -38,13 +38,14 @@ def port_name_errors(name: str) -> list[str]:
     return msgs
 
 
-def _valid_port_num(p: Any) -> bool:
+def valid_port_num(p: Any) -> bool:
+    """An integer port number in 1-65535 (booleans are not numbers)."""
     return isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535
 
 
 def validate_port_num_or_name(port: Any, path: str) -> list[FieldError]:
     if isinstance(port, int) and not isinstance(port, bool):
-        return [] if _valid_port_num(port) else [invalid(path, port, PORT_RANGE_MSG)]
+        return [] if valid_port_num(port) else [invalid(path, port, PORT_RANGE_MSG)]
     if isinstance(port, str):
         return [invalid(path, port, m) for m in port_name_errors(port)]
     return [invalid(path, port, "must be an integer or a port name")]
@@ -68,10 +69,10 @@ def _validate_container_ports(ports: list, path: str) -> list[FieldError]:
         cp = p.get("containerPort")
         if not cp:
             errs.append(required(f"{ip}.containerPort"))
-        elif not _valid_port_num(cp):
+        elif not valid_port_num(cp):
             errs.append(invalid(f"{ip}.containerPort", cp, PORT_RANGE_MSG))
         hp = p.get("hostPort")
-        if hp and not _valid_port_num(hp):
+        if hp and not valid_port_num(hp):
             errs.append(invalid(f"{ip}.hostPort", hp, PORT_RANGE_MSG))
         proto = p.get("protocol")
         if not proto:
@@ -270,8 +271,9 @@ def _host_port_conflicts(containers: list, path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_containers(containers: list, volumes: set[str], claim_names: set[str], grace: Any,
+def validate_containers(containers: list, volumes: set[str], claim_names: set[str], grace: Any,
                          path: str, restart_policy: Any) -> list[FieldError]:
+    """`validateContainers`: each container, unique names, host ports used once."""
     if not containers:
         return [required(path)]
     errs: list[FieldError] = []
@@ -300,8 +302,10 @@ def is_restartable_init_container(c: Any) -> bool:
     return isinstance(c, dict) and c.get("restartPolicy") == "Always"
 
 
-def _validate_init_containers(inits: list, regular: list, volumes: set[str], claim_names: set[str], grace: Any,
+def validate_init_containers(inits: list, regular: list, volumes: set[str], claim_names: set[str], grace: Any,
                               path: str, restart_policy: Any) -> list[FieldError]:
+    """`validateInitContainers`: names unique among all containers; probes and lifecycle only on
+    restartable (sidecar) init containers."""
     errs: list[FieldError] = []
     names = {_dict(c).get("name") for c in regular}
     for i, c in enumerate(inits):

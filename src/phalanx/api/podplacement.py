@@ -150,7 +150,8 @@ def validate_affinity(aff: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_topology_spread(constraints: list, path: str) -> list[FieldError]:
+def validate_topology_spread(constraints: list, path: str) -> list[FieldError]:
+    """`validateTopologySpreadConstraints`."""
     errs: list[FieldError] = []
     seen: set[tuple[str, str]] = set()
     for i, c in enumerate(constraints):

@@ -26,10 +26,10 @@ from ..machinery.names import (
     validate_labels,
 )
 from .common import MAX_INT32, Obj, _dict, _gate, _list, to_json
-from .containers import _validate_containers, _validate_init_containers
+from .containers import validate_containers, validate_init_containers
 from .fieldchecks import IMMUTABLE_MSG
-from .podplacement import _validate_topology_spread, validate_affinity, validate_scheduling_group, validate_tolerations
-from .volumes import _validate_pod_resource_claims, _validate_volumes
+from .podplacement import validate_affinity, validate_scheduling_group, validate_tolerations, validate_topology_spread
+from .volumes import validate_pod_resource_claims, validate_volumes
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
@@ -85,7 +85,7 @@ def validate_pod_spec(spec: Obj, path: str, ctx: Any = None, *, resource_is_pod:
     errs += _validate_dns_config(spec.get("dnsConfig"), spec.get("dnsPolicy"), f"{path}.dnsConfig")
     errs += _readiness_gate_errors(_list(spec.get("readinessGates")), f"{path}.readinessGates")
     errs += _scheduling_gate_errors(_list(spec.get("schedulingGates")), f"{path}.schedulingGates")
-    errs += _validate_topology_spread(_list(spec.get("topologySpreadConstraints")),
+    errs += validate_topology_spread(_list(spec.get("topologySpreadConstraints")),
                                       f"{path}.topologySpreadConstraints")
     errs += _name_field_errors(spec, path, ("serviceAccountName", "nodeName"), dns1123_subdomain_errors)
     errs += _active_deadline_errors(spec.get("activeDeadlineSeconds"), f"{path}.activeDeadlineSeconds")
@@ -107,14 +107,14 @@ def validate_pod_spec(spec: Obj, path: str, ctx: Any = None, *, resource_is_pod:
 def _validate_volumes_and_containers(spec: Obj, path: str) -> list[FieldError]:
     """Volumes and resource claims first: containers refer to them by name."""
     grace = spec.get("terminationGracePeriodSeconds")
-    vols, errs = _validate_volumes(_list(spec.get("volumes")), f"{path}.volumes")
+    vols, errs = validate_volumes(_list(spec.get("volumes")), f"{path}.volumes")
     claims = _list(spec.get("resourceClaims"))
     claim_names = {_dict(c).get("name") for c in claims if _dict(c).get("name")}
-    errs += _validate_pod_resource_claims(claims, f"{path}.resourceClaims")
+    errs += validate_pod_resource_claims(claims, f"{path}.resourceClaims")
     rp = spec.get("restartPolicy")
     containers = _list(spec.get("containers"))
-    errs += _validate_containers(containers, vols, claim_names, grace, f"{path}.containers", rp)
-    errs += _validate_init_containers(_list(spec.get("initContainers")), containers, vols, claim_names, grace,
+    errs += validate_containers(containers, vols, claim_names, grace, f"{path}.containers", rp)
+    errs += validate_init_containers(_list(spec.get("initContainers")), containers, vols, claim_names, grace,
                                       f"{path}.initContainers", rp)
     return errs
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from ..machinery.names import dns1123_label_errors, dns1123_subdomain_errors, validate_labels
 from .common import Obj, _col, _dict, _keep_status_from, _list, _name, creation_age
-from .containers import PORT_PROTOCOLS, PORT_RANGE_MSG, _valid_port_num, validate_port_num_or_name
+from .containers import PORT_PROTOCOLS, PORT_RANGE_MSG, valid_port_num, validate_port_num_or_name
 from .labelselectors import format_labels
 from .registry import AGE_COLUMN, NAME_COLUMN, Strategy, StrategyContext
 
@@ -138,7 +138,7 @@ def _service_port_errors(ports: list, stype: str) -> list[FieldError]:
                 errs.append(duplicate(f"{pp}.name", pname))
             names.add(pname)
         port = p.get("port")
-        if not _valid_port_num(port):
+        if not valid_port_num(port):
             errs.append(invalid(f"{pp}.port", port, PORT_RANGE_MSG))
         proto = p.get("protocol") or ""
         if not proto:

@@ -15,7 +15,8 @@ VOLUME_SOURCES = (
 )
 
 
-def _validate_volumes(volumes: list, path: str) -> tuple[set[str], list[FieldError]]:
+def validate_volumes(volumes: list, path: str) -> tuple[set[str], list[FieldError]]:
+    """The volume names (for the containers' mounts) and what is wrong with the volumes."""
     errs: list[FieldError] = []
     names: set[str] = set()
     for i, v in enumerate(volumes):
@@ -44,7 +45,8 @@ def _validate_volumes(volumes: list, path: str) -> tuple[set[str], list[FieldErr
     return names, errs
 
 
-def _validate_pod_resource_claims(claims: list, path: str) -> list[FieldError]:
+def validate_pod_resource_claims(claims: list, path: str) -> list[FieldError]:
+    """`spec.resourceClaims`: unique DNS-label names, each naming a claim or a claim template."""
     errs: list[FieldError] = []
     names: set[str] = set()
     for i, claim in enumerate(claims):
