@@ -318,7 +318,8 @@ def _string_member(op: dict, name: str) -> str | None:
 
 def _apply_operation(doc: _Document, op: dict | None) -> None:
     op = op or {}
-    kind = op.get("op") if isinstance(op.get("op"), str) else "unknown"
+    name = op.get("op")
+    kind = name if isinstance(name, str) else "unknown"
     apply = _OPERATIONS.get(kind)
     if apply is None:
         raise _OpError(f"Unexpected kind: {kind}")
