@@ -56,11 +56,6 @@ def _index(t: _Type, items: list, path: Path, allow_duplicates: bool) -> tuple[l
     return order, observed
 
 
-def _mistyped(v: Any, container: type) -> bool:
-    """A value present and not null, yet not of the container type its schema gives it."""
-    return v is not _MISSING and v is not None and not isinstance(v, container)
-
-
 def _compare(l: Any, r: Any, meta: PatchMeta, path: Path, c: Comparison) -> None:
     if l is r and l is not _MISSING:
         return  # the same object: nothing added, removed or modified below
@@ -85,8 +80,10 @@ def _compare_maps(t: _Type, l: Any, r: Any, path: Path, c: Comparison) -> bool:
     one is not a map, or neither has entries."""
     lm = l if isinstance(l, dict) else None
     rm = r if isinstance(r, dict) else None
-    if _mistyped(l, dict) or _mistyped(r, dict) or (not lm and not rm):
+    if not lm and not rm:
         return False
+    if (lm is None and l is not _MISSING and l is not None) or (rm is None and r is not _MISSING and r is not None):
+        return False  # one side is not a map: they compare as leaves
     lm = lm or {}
     rm = rm or {}
     for key, lv in lm.items():
@@ -101,8 +98,10 @@ def _compare_lists(t: _Type, l: Any, r: Any, path: Path, c: Comparison) -> bool:
     """Compare two associative lists item by item; False when they compare as leaves instead."""
     ll = l if isinstance(l, list) else None
     rl = r if isinstance(r, list) else None
-    if _mistyped(l, list) or _mistyped(r, list) or (not ll and not rl):
+    if not ll and not rl:
         return False
+    if (ll is None and l is not _MISSING and l is not None) or (rl is None and r is not _MISSING and r is not None):
+        return False  # one side is not a list: they compare as leaves
     _, rhs_items = _index(t, rl or [], path, True)
     lhs_order, lhs_items = _index(t, ll or [], path, True)
     items = t.items()
@@ -123,17 +122,15 @@ def merge(lhs: Any, rhs: Any, meta: PatchMeta) -> Any:
 def _merge(l: Any, r: Any, meta: PatchMeta, path: Path) -> Any:
     t = _classify(meta, r if r is not _MISSING else l)
     kind = t.kind
-    if kind == _MAP and _mergeable(l, r, dict):
-        return _merge_maps(t, l, r, path)
-    if kind == _LIST and _mergeable(l, r, list):
-        return _merge_lists(t, l, r, path)
+    if kind == _MAP or kind == _LIST:
+        # Merged entry by entry when one side has entries and neither is of another type.
+        container = dict if kind == _MAP else list
+        lc = l if isinstance(l, container) else None
+        rc = r if isinstance(r, container) else None
+        if (lc or rc) and (lc is not None or l is _MISSING or l is None) and \
+                (rc is not None or r is _MISSING or r is None):
+            return _merge_maps(t, l, r, path) if kind == _MAP else _merge_lists(t, l, r, path)
     return r if r is not _MISSING else l
-
-
-def _mergeable(l: Any, r: Any, container: type) -> bool:
-    """Merged entry by entry: one side has entries and neither is of another type."""
-    has_entries = (isinstance(l, container) and bool(l)) or (isinstance(r, container) and bool(r))
-    return has_entries and not (_mistyped(l, container) or _mistyped(r, container))
 
 
 def _merge_maps(t: _Type, l: Any, r: Any, path: Path) -> Any:
