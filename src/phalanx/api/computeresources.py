@@ -135,7 +135,8 @@ def validate_resource_requirements(res: Any, claim_names: set[str], path: str) -
     names = list(limits) + list(requests)
     if any(_is_hugepages(n) for n in names) and not any(n in QOS_COMPUTE_RESOURCES for n in names):
         errs.append(forbidden(path, "HugePages require cpu or memory"))
-    errs += _container_claim_errors(_list(res.get("claims")), claim_names, path)
+    if res.get("claims"):
+        errs += _container_claim_errors(_list(res.get("claims")), claim_names, path)
     return errs
 
 

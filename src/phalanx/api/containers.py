@@ -197,15 +197,18 @@ def _validate_container_common(c: Obj, volumes: set[str], claim_names: set[str],
         errs.append(not_supported(f"{path}.terminationMessagePolicy", tmp, TERMINATION_MESSAGE_POLICIES))
     errs += _validate_container_ports(_list(c.get("ports")), f"{path}.ports")
     errs += _validate_env(_list(c.get("env")), f"{path}.env")
-    errs += _env_from_errors(_list(c.get("envFrom")), f"{path}.envFrom")
-    errs += _volume_mount_errors(_list(c.get("volumeMounts")), volumes, f"{path}.volumeMounts")
+    if c.get("envFrom"):
+        errs += _env_from_errors(_list(c.get("envFrom")), f"{path}.envFrom")
+    if c.get("volumeMounts"):
+        errs += _volume_mount_errors(_list(c.get("volumeMounts")), volumes, f"{path}.volumeMounts")
     ipp = c.get("imagePullPolicy")
     if not ipp:
         errs.append(required(f"{path}.imagePullPolicy"))
     elif ipp not in PULL_POLICIES:
         errs.append(not_supported(f"{path}.imagePullPolicy", ipp, PULL_POLICIES))
     errs += validate_resource_requirements(c.get("resources"), claim_names, f"{path}.resources")
-    errs += _resize_policy_errors(_list(c.get("resizePolicy")), restart_policy, f"{path}.resizePolicy")
+    if c.get("resizePolicy"):
+        errs += _resize_policy_errors(_list(c.get("resizePolicy")), restart_policy, f"{path}.resizePolicy")
     return errs
 
 

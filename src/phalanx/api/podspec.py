@@ -80,15 +80,19 @@ def validate_pod_spec(spec: Obj, path: str, ctx: Any = None, *, resource_is_pod:
     errs += _enum_errors(spec.get("restartPolicy"), f"{path}.restartPolicy", RESTART_POLICIES)
     errs += _enum_errors(spec.get("dnsPolicy"), f"{path}.dnsPolicy", DNS_POLICIES)
     errs += validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector")
-    errs += _image_pull_secret_errors(_list(spec.get("imagePullSecrets")), f"{path}.imagePullSecrets")
+    if spec.get("imagePullSecrets"):
+        errs += _image_pull_secret_errors(_list(spec.get("imagePullSecrets")), f"{path}.imagePullSecrets")
     errs += validate_affinity(spec.get("affinity"), f"{path}.affinity")
     errs += _validate_dns_config(spec.get("dnsConfig"), spec.get("dnsPolicy"), f"{path}.dnsConfig")
-    errs += _readiness_gate_errors(_list(spec.get("readinessGates")), f"{path}.readinessGates")
-    errs += _scheduling_gate_errors(_list(spec.get("schedulingGates")), f"{path}.schedulingGates")
+    if spec.get("readinessGates"):
+        errs += _readiness_gate_errors(_list(spec.get("readinessGates")), f"{path}.readinessGates")
+    if spec.get("schedulingGates"):
+        errs += _scheduling_gate_errors(_list(spec.get("schedulingGates")), f"{path}.schedulingGates")
     errs += validate_topology_spread(_list(spec.get("topologySpreadConstraints")),
                                       f"{path}.topologySpreadConstraints")
     errs += _name_field_errors(spec, path, ("serviceAccountName", "nodeName"), dns1123_subdomain_errors)
-    errs += _active_deadline_errors(spec.get("activeDeadlineSeconds"), f"{path}.activeDeadlineSeconds")
+    if spec.get("activeDeadlineSeconds") is not None:
+        errs += _active_deadline_errors(spec["activeDeadlineSeconds"], f"{path}.activeDeadlineSeconds")
     errs += _name_field_errors(spec, path, ("hostname", "subdomain"), dns1123_label_errors)
     if spec.get("tolerations"):
         errs += validate_tolerations(_list(spec.get("tolerations")), f"{path}.tolerations")
@@ -96,7 +100,8 @@ def validate_pod_spec(spec: Obj, path: str, ctx: Any = None, *, resource_is_pod:
     if spec.get("runtimeClassName") is not None:
         rcn = spec["runtimeClassName"]
         errs += [invalid(f"{path}.runtimeClassName", rcn, m) for m in dns1123_subdomain_errors(str(rcn))]
-    errs += _preemption_policy_errors(spec.get("preemptionPolicy"), f"{path}.preemptionPolicy")
+    if spec.get("preemptionPolicy") is not None:
+        errs += _preemption_policy_errors(spec["preemptionPolicy"], f"{path}.preemptionPolicy")
     if isinstance(spec.get("os"), dict):
         errs += _enum_errors(spec["os"].get("name"), f"{path}.os.name", OS_NAMES)
     if "schedulingGroup" in spec:
