@@ -12,8 +12,21 @@ from typing import Any
 from ..machinery.errors import FieldError, forbidden, invalid, not_supported, required
 from . import podspec
 from .batch import layout_container_cells
-from .core import creation_age
-from .podspec import _dict, _list
+from .common import _dict, _list, creation_age
+from .fieldchecks import (
+    IMMUTABLE_MSG,
+    int_or_percent_value,
+    is_not_more_than_100_percent,
+    validate_nonnegative,
+    validate_positive_int_or_percent,
+)
+from .labelselectors import (
+    format_label_selector,
+    label_selector_matches,
+    label_selector_string,
+    validate_label_selector,
+)
+from .poddefaults import default_pod_template, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]
@@ -35,9 +48,9 @@ def validate_template_for_replica_set(template: Any, selector: Any, path: str, c
     if not isinstance(template, dict):
         return [required(path)]
     errs: list[FieldError] = []
-    if podspec.label_selector_string(selector):
+    if label_selector_string(selector):
         labels = _dict(template.get("metadata")).get("labels")
-        if not podspec.label_selector_matches(selector, labels):
+        if not label_selector_matches(selector, labels):
             errs.append(invalid(f"{path}.metadata.labels", labels, "`selector` does not match template `labels`"))
     errs += podspec.validate_pod_template(template, path, ctx)
     tspec = _dict(template.get("spec"))
@@ -54,7 +67,7 @@ def _validate_selector(spec: Obj, path: str) -> tuple[list[FieldError], bool]:
     sel = spec.get("selector")
     if sel is None:
         return [required(f"{path}.selector")], False
-    errs = podspec.validate_label_selector(sel, f"{path}.selector")
+    errs = validate_label_selector(sel, f"{path}.selector")
     usable = not errs
     if isinstance(sel, dict) and not _dict(sel.get("matchLabels")) and not _list(sel.get("matchExpressions")):
         errs.append(invalid(f"{path}.selector", sel, "empty selector is invalid for deployment"))
@@ -62,7 +75,7 @@ def _validate_selector(spec: Obj, path: str) -> tuple[list[FieldError], bool]:
 
 
 def validate_deployment_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
-    errs = podspec.validate_nonnegative(spec.get("replicas", 0), f"{path}.replicas")
+    errs = validate_nonnegative(spec.get("replicas", 0), f"{path}.replicas")
     sel_errs, usable = _validate_selector(spec, path)
     errs += sel_errs
     if usable:
@@ -84,20 +97,20 @@ def validate_deployment_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]
             ru = _dict(ru)
             rp = f"{sp}.rollingUpdate"
             mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
-            errs += podspec.validate_positive_int_or_percent(mu, f"{rp}.maxUnavailable")
-            errs += podspec.validate_positive_int_or_percent(ms, f"{rp}.maxSurge")
-            if podspec.int_or_percent_value(mu) == 0 and podspec.int_or_percent_value(ms) == 0:
+            errs += validate_positive_int_or_percent(mu, f"{rp}.maxUnavailable")
+            errs += validate_positive_int_or_percent(ms, f"{rp}.maxSurge")
+            if int_or_percent_value(mu) == 0 and int_or_percent_value(ms) == 0:
                 errs.append(invalid(f"{rp}.maxUnavailable", mu, "may not be 0 when `maxSurge` is 0"))
-            errs += podspec.is_not_more_than_100_percent(mu, f"{rp}.maxUnavailable")
+            errs += is_not_more_than_100_percent(mu, f"{rp}.maxUnavailable")
     else:
         errs.append(not_supported(sp, strategy, ("Recreate", "RollingUpdate")))
     mrs = spec.get("minReadySeconds", 0)
-    errs += podspec.validate_nonnegative(mrs, f"{path}.minReadySeconds")
+    errs += validate_nonnegative(mrs, f"{path}.minReadySeconds")
     if spec.get("revisionHistoryLimit") is not None:
-        errs += podspec.validate_nonnegative(spec["revisionHistoryLimit"], f"{path}.revisionHistoryLimit")
+        errs += validate_nonnegative(spec["revisionHistoryLimit"], f"{path}.revisionHistoryLimit")
     pds = spec.get("progressDeadlineSeconds")
     if pds is not None:
-        errs += podspec.validate_nonnegative(pds, f"{path}.progressDeadlineSeconds")
+        errs += validate_nonnegative(pds, f"{path}.progressDeadlineSeconds")
         if isinstance(pds, int) and pds <= _int(mrs):
             errs.append(invalid(f"{path}.progressDeadlineSeconds", pds, "must be greater than minReadySeconds"))
     return errs
@@ -106,7 +119,7 @@ def validate_deployment_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]
 def _validate_replica_counts(status: Obj, fields: tuple[str, ...]) -> list[FieldError]:
     errs: list[FieldError] = []
     for f in fields:
-        errs += podspec.validate_nonnegative(status.get(f, 0), f"status.{f}")
+        errs += validate_nonnegative(status.get(f, 0), f"status.{f}")
     msg = "cannot be greater than status.replicas"
     replicas = _int(status.get("replicas"))
     for f in fields:
@@ -157,11 +170,11 @@ class DeploymentStrategy(Strategy):
             spec["revisionHistoryLimit"] = 10
         if spec.get("progressDeadlineSeconds") is None:
             spec["progressDeadlineSeconds"] = 600
-        podspec.default_pod_template(spec.get("template"), ctx)
+        default_pod_template(spec.get("template"), ctx)
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
         obj["status"] = {}
-        podspec.drop_disabled_pod_spec_fields(_template_spec(obj), None, ctx)
+        drop_disabled_pod_spec_fields(_template_spec(obj), None, ctx)
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return validate_deployment_spec(_dict(obj.get("spec")), "spec", ctx)
@@ -170,7 +183,7 @@ class DeploymentStrategy(Strategy):
         errs = self.validate(new, ctx)
         nsel, osel = _dict(new.get("spec")).get("selector"), _dict(old.get("spec")).get("selector")
         if nsel != osel:
-            errs.append(invalid("spec.selector", nsel, podspec.IMMUTABLE_MSG))
+            errs.append(invalid("spec.selector", nsel, IMMUTABLE_MSG))
         return errs
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
@@ -178,7 +191,7 @@ class DeploymentStrategy(Strategy):
         errs = _validate_replica_counts(st, ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
                                              "availableReplicas", "unavailableReplicas"))
         if st.get("collisionCount") is not None:
-            errs += podspec.validate_nonnegative(st["collisionCount"], "status.collisionCount")
+            errs += validate_nonnegative(st["collisionCount"], "status.collisionCount")
         occ = _dict(old.get("status")).get("collisionCount")
         if occ is not None and _int(st.get("collisionCount")) < occ:
             errs.append(invalid("status.collisionCount", _int(st.get("collisionCount")), "cannot be decremented"))
@@ -188,7 +201,7 @@ class DeploymentStrategy(Strategy):
         spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
         names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
         sel = spec.get("selector")
-        sel_str = "<invalid>" if podspec.validate_label_selector(sel, "s") else podspec.label_selector_string(sel)
+        sel_str = "<invalid>" if validate_label_selector(sel, "s") else label_selector_string(sel)
         return [
             _dict(obj.get("metadata")).get("name", ""),
             f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
@@ -198,8 +211,8 @@ class DeploymentStrategy(Strategy):
 
 
 def validate_replica_set_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
-    errs = podspec.validate_nonnegative(spec.get("replicas", 0), f"{path}.replicas")
-    errs += podspec.validate_nonnegative(spec.get("minReadySeconds", 0), f"{path}.minReadySeconds")
+    errs = validate_nonnegative(spec.get("replicas", 0), f"{path}.replicas")
+    errs += validate_nonnegative(spec.get("minReadySeconds", 0), f"{path}.minReadySeconds")
     sel_errs, usable = _validate_selector(spec, path)
     errs += sel_errs
     if usable:
@@ -231,11 +244,11 @@ class ReplicaSetStrategy(Strategy):
             return
         if spec.get("replicas") is None:
             spec["replicas"] = 1
-        podspec.default_pod_template(spec.get("template"), ctx)
+        default_pod_template(spec.get("template"), ctx)
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
         obj["status"] = {"replicas": 0}
-        podspec.drop_disabled_pod_spec_fields(_template_spec(obj), None, ctx)
+        drop_disabled_pod_spec_fields(_template_spec(obj), None, ctx)
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return validate_replica_set_spec(_dict(obj.get("spec")), "spec", ctx)
@@ -244,7 +257,7 @@ class ReplicaSetStrategy(Strategy):
         errs = self.validate(new, ctx)
         nsel, osel = _dict(new.get("spec")).get("selector"), _dict(old.get("spec")).get("selector")
         if nsel != osel:
-            errs.append(invalid("spec.selector", nsel, podspec.IMMUTABLE_MSG))
+            errs.append(invalid("spec.selector", nsel, IMMUTABLE_MSG))
         return errs
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
@@ -256,7 +269,7 @@ class ReplicaSetStrategy(Strategy):
         names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
         return [_dict(obj.get("metadata")).get("name", ""), _int(spec.get("replicas")), _int(status.get("replicas")),
                 _int(status.get("readyReplicas")), creation_age(obj, ctx), names, images,
-                podspec.format_label_selector(spec.get("selector"))]
+                format_label_selector(spec.get("selector"))]
 
 
 DEPLOYMENT_STRATEGY = DeploymentStrategy()

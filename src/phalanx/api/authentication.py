@@ -13,7 +13,7 @@ from typing import Any
 
 from ..machinery.errors import FieldError, invalid, not_supported
 from .authorization import REVIEW_STRATEGY
-from .podspec import _dict
+from .common import _dict
 from .registry import ResourceType, register
 
 Obj = dict[str, Any]

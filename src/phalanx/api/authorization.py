@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.errors import FieldError, invalid
-from .podspec import _dict
+from .common import _dict
 from .registry import ResourceType, Strategy, register
 
 Obj = dict[str, Any]

@@ -16,8 +16,11 @@ from typing import Any
 from ..machinery.errors import FieldError, invalid, not_supported, required, too_long
 from ..machinery.names import dns1123_label_errors, qualified_name_errors
 from . import podspec
-from .core import creation_age, parse_timestamp
-from .podspec import _dict, _list, to_json
+from .common import _dict, _list, creation_age, to_json
+from ..machinery.timestamps import parse_rfc3339
+from .fieldchecks import IMMUTABLE_MSG, validate_nonnegative
+from .labelselectors import format_label_selector, label_selector_matches, validate_label_selector
+from .poddefaults import default_pod_template, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, human_duration, register
 
 Obj = dict[str, Any]
@@ -123,7 +126,7 @@ def validate_generated_selector(job: Obj, require_prefixed_labels: bool = True) 
         errs += _has_label(tmd, path, JOB_NAME_LABEL, name)
         expected.update({CONTROLLER_UID_LABEL: uid, JOB_NAME_LABEL: name})
     sel = spec.get("selector")
-    if not podspec.validate_label_selector(sel, "spec.selector") and not podspec.label_selector_matches(sel, expected):
+    if not validate_label_selector(sel, "spec.selector") and not label_selector_matches(sel, expected):
         errs.append(invalid("spec.selector", sel, "`selector` not auto-generated"))
     return errs
 
@@ -138,131 +141,180 @@ def _validate_pod_failure_policy(spec: Obj, path: str) -> list[FieldError]:
     tspec = _dict(_dict(spec.get("template")).get("spec"))
     names = {_dict(c).get("name") for c in _list(tspec.get("containers")) + _list(tspec.get("initContainers"))}
     for i, rule in enumerate(rules):
-        rp = f"{path}.rules[{i}]"
-        rule = _dict(rule)
-        action = rule.get("action") or ""
-        if not action:
-            valid = to_json(sorted(POD_FAILURE_POLICY_ACTIONS)).replace(",", " ")
-            errs.append(required(f"{rp}.action", f"valid values: {valid}"))
-        elif action == "FailIndex":
-            if spec.get("backoffLimitPerIndex") is None:
-                errs.append(invalid(f"{rp}.action", action, "requires the backoffLimitPerIndex to be set"))
-        elif action not in POD_FAILURE_POLICY_ACTIONS:
-            errs.append(not_supported(f"{rp}.action", action, POD_FAILURE_POLICY_ACTIONS))
-        oec = rule.get("onExitCodes")
-        opc = _list(rule.get("onPodConditions"))
-        if isinstance(oec, dict):
-            op = oec.get("operator") or ""
-            if not op:
-                errs.append(required(f"{rp}.onExitCodes.operator", 'valid values: ["In" "NotIn"]'))
-            elif op not in ("In", "NotIn"):
-                errs.append(not_supported(f"{rp}.onExitCodes.operator", op, ("In", "NotIn")))
-            cn = oec.get("containerName")
-            if cn is not None and cn not in names:
-                errs.append(invalid(f"{rp}.onExitCodes.containerName", cn,
-                                    "must be one of the container or initContainer names in the pod template"))
-            values = _list(oec.get("values"))
-            if not values:
-                errs.append(invalid(f"{rp}.onExitCodes.values", values, "at least one value is required"))
-            seen: set[int] = set()
-            for j, v in enumerate(values):
-                if op == "In" and v == 0:
-                    errs.append(invalid(f"{rp}.onExitCodes.values[{j}]", v, "must not be 0 for the In operator"))
-                if v in seen:
-                    errs.append(FieldError("FieldValueDuplicate", f"{rp}.onExitCodes.values[{j}]", v))
-                seen.add(v)
-            if values != sorted(values):
-                errs.append(invalid(f"{rp}.onExitCodes.values", values, "must be ordered"))
-        for j, pat in enumerate(opc):
-            pat = _dict(pat)
-            ctype = pat.get("type") or ""
-            errs += [invalid(f"{rp}.onPodConditions[{j}].type", ctype, m) for m in qualified_name_errors(ctype)]
-            st = pat.get("status") or ""
-            if st not in ("False", "True", "Unknown"):
-                errs.append(not_supported(f"{rp}.onPodConditions[{j}].status", st, ("False", "True", "Unknown")))
-        if isinstance(oec, dict) and opc:
-            errs.append(FieldError("FieldValueInvalid", rp, None,
-                                   "specifying both OnExitCodes and OnPodConditions is not supported", has_value=False))
-        if not isinstance(oec, dict) and not opc:
-            errs.append(FieldError("FieldValueInvalid", rp, None,
-                                   "specifying one of OnExitCodes and OnPodConditions is required", has_value=False))
+        errs += _pod_failure_rule_errors(_dict(rule), f"{path}.rules[{i}]", spec, names)
+    return errs
+
+
+def _pod_failure_rule_errors(rule: Obj, rp: str, spec: Obj, names: set) -> list[FieldError]:
+    errs = _pod_failure_action_errors(rule.get("action") or "", f"{rp}.action", spec)
+    oec = rule.get("onExitCodes")
+    opc = _list(rule.get("onPodConditions"))
+    if isinstance(oec, dict):
+        errs += _on_exit_codes_errors(oec, f"{rp}.onExitCodes", names)
+    for j, pat in enumerate(opc):
+        pat = _dict(pat)
+        ctype = pat.get("type") or ""
+        errs += [invalid(f"{rp}.onPodConditions[{j}].type", ctype, m) for m in qualified_name_errors(ctype)]
+        st = pat.get("status") or ""
+        if st not in ("False", "True", "Unknown"):
+            errs.append(not_supported(f"{rp}.onPodConditions[{j}].status", st, ("False", "True", "Unknown")))
+    if isinstance(oec, dict) and opc:
+        errs.append(FieldError("FieldValueInvalid", rp, None,
+                               "specifying both OnExitCodes and OnPodConditions is not supported", has_value=False))
+    if not isinstance(oec, dict) and not opc:
+        errs.append(FieldError("FieldValueInvalid", rp, None,
+                               "specifying one of OnExitCodes and OnPodConditions is required", has_value=False))
+    return errs
+
+
+def _pod_failure_action_errors(action: str, path: str, spec: Obj) -> list[FieldError]:
+    if not action:
+        valid = to_json(sorted(POD_FAILURE_POLICY_ACTIONS)).replace(",", " ")
+        return [required(path, f"valid values: {valid}")]
+    if action == "FailIndex":
+        if spec.get("backoffLimitPerIndex") is None:
+            return [invalid(path, action, "requires the backoffLimitPerIndex to be set")]
+        return []
+    if action not in POD_FAILURE_POLICY_ACTIONS:
+        return [not_supported(path, action, POD_FAILURE_POLICY_ACTIONS)]
+    return []
+
+
+def _on_exit_codes_errors(oec: Obj, path: str, names: set) -> list[FieldError]:
+    errs: list[FieldError] = []
+    op = oec.get("operator") or ""
+    if not op:
+        errs.append(required(f"{path}.operator", 'valid values: ["In" "NotIn"]'))
+    elif op not in ("In", "NotIn"):
+        errs.append(not_supported(f"{path}.operator", op, ("In", "NotIn")))
+    cn = oec.get("containerName")
+    if cn is not None and cn not in names:
+        errs.append(invalid(f"{path}.containerName", cn,
+                            "must be one of the container or initContainer names in the pod template"))
+    values = _list(oec.get("values"))
+    if not values:
+        errs.append(invalid(f"{path}.values", values, "at least one value is required"))
+    seen: set[int] = set()
+    for j, v in enumerate(values):
+        if op == "In" and v == 0:
+            errs.append(invalid(f"{path}.values[{j}]", v, "must not be 0 for the In operator"))
+        if v in seen:
+            errs.append(FieldError("FieldValueDuplicate", f"{path}.values[{j}]", v))
+        seen.add(v)
+    if values != sorted(values):
+        errs.append(invalid(f"{path}.values", values, "must be ordered"))
     return errs
 
 
 def _validate_job_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
     """Upstream `validateJobSpec` (everything but the selector)."""
+    errs = _job_count_errors(spec, path)
+    errs += _managed_by_errors(spec.get("managedBy"), f"{path}.managedBy")
+    errs += _completion_mode_errors(spec, path)
+    if spec.get("podFailurePolicy") is not None:
+        errs += _validate_pod_failure_policy(spec, f"{path}.podFailurePolicy")
+    if spec.get("successPolicy") is not None:
+        errs += _success_policy_errors(spec, f"{path}.successPolicy")
+    if spec.get("podReplacementPolicy") is not None:
+        errs += _pod_replacement_policy_errors(spec, f"{path}.podReplacementPolicy")
+    errs += podspec.validate_pod_template(spec.get("template"), f"{path}.template", ctx)
+    errs += _job_restart_policy_errors(spec, f"{path}.template.spec.restartPolicy")
+    return errs
+
+
+def _job_count_errors(spec: Obj, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for f in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
               "backoffLimitPerIndex"):
         if spec.get(f) is not None:
-            errs += podspec.validate_nonnegative(spec[f], f"{path}.{f}")
+            errs += validate_nonnegative(spec[f], f"{path}.{f}")
     if spec.get("maxFailedIndexes") is not None:
-        errs += podspec.validate_nonnegative(spec["maxFailedIndexes"], f"{path}.maxFailedIndexes")
+        errs += validate_nonnegative(spec["maxFailedIndexes"], f"{path}.maxFailedIndexes")
         if spec.get("backoffLimitPerIndex") is None:
             errs.append(required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified"))
-    mb = spec.get("managedBy")
+    return errs
+
+
+def _managed_by_errors(mb: Any, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
     if mb is not None:
         if "/" not in str(mb):
-            errs.append(invalid(f"{path}.managedBy", mb, "must be a domain-prefixed path (such as \"acme.io/foo\")"))
+            errs.append(invalid(path, mb, "must be a domain-prefixed path (such as \"acme.io/foo\")"))
         if len(str(mb)) > MAX_MANAGED_BY_LENGTH:
-            errs.append(too_long(f"{path}.managedBy", MAX_MANAGED_BY_LENGTH))
+            errs.append(too_long(path, MAX_MANAGED_BY_LENGTH))
+    return errs
+
+
+def _completion_mode_errors(spec: Obj, path: str) -> list[FieldError]:
+    """completionMode and what it allows: the Indexed limits, and no per-index backoff otherwise."""
+    errs: list[FieldError] = []
     mode = spec.get("completionMode")
-    completions, parallelism = spec.get("completions"), spec.get("parallelism")
     mfi, blpi = spec.get("maxFailedIndexes"), spec.get("backoffLimitPerIndex")
-    if mode is not None:
-        if mode not in COMPLETION_MODES:
-            errs.append(not_supported(f"{path}.completionMode", mode, COMPLETION_MODES))
-        if mode == "Indexed":
-            if completions is None:
-                errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
-            if parallelism is not None and parallelism > MAX_PARALLELISM_FOR_INDEXED_JOB:
-                errs.append(invalid(f"{path}.parallelism", parallelism,
-                                    f"must be less than or equal to {MAX_PARALLELISM_FOR_INDEXED_JOB} when completion "
-                                    "mode is Indexed"))
-            if completions is not None and mfi is not None and mfi > completions:
-                errs.append(invalid(f"{path}.maxFailedIndexes", mfi, "must be less than or equal to completions"))
-            if mfi is not None and mfi > MAX_FAILED_INDEXES_FOR_INDEXED_JOB:
-                errs.append(invalid(f"{path}.maxFailedIndexes", mfi,
-                                    f"must be less than or equal to {MAX_FAILED_INDEXES_FOR_INDEXED_JOB}"))
-            if completions is not None and completions > COMPLETIONS_SOFT_LIMIT and blpi is not None:
-                if mfi is None:
-                    errs.append(required(f"{path}.maxFailedIndexes",
-                                         f"must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"))
-                if parallelism is not None and parallelism > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS:
-                    errs.append(invalid(f"{path}.parallelism", parallelism,
-                                        f"must be less than or equal to {PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS} when "
-                                        f"completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit "
-                                        "per index"))
+    if mode is not None and mode not in COMPLETION_MODES:
+        errs.append(not_supported(f"{path}.completionMode", mode, COMPLETION_MODES))
+    if mode == "Indexed":
+        errs += _indexed_job_errors(spec, path)
     if mode in (None, "NonIndexed"):
         if blpi is not None:
             errs.append(invalid(f"{path}.backoffLimitPerIndex", blpi, "requires indexed completion mode"))
         if mfi is not None:
             errs.append(invalid(f"{path}.maxFailedIndexes", mfi, "requires indexed completion mode"))
-    if spec.get("podFailurePolicy") is not None:
-        errs += _validate_pod_failure_policy(spec, f"{path}.podFailurePolicy")
-    if spec.get("successPolicy") is not None:
-        if mode != "Indexed":
-            errs.append(invalid(f"{path}.successPolicy", spec["successPolicy"], "requires indexed completion mode"))
-        elif not _list(_dict(spec["successPolicy"]).get("rules")):
-            errs.append(required(f"{path}.successPolicy.rules",
-                                 "at least one rules must be specified when the successPolicy is specified"))
-    prp = spec.get("podReplacementPolicy")
-    if prp is not None:
-        if spec.get("podFailurePolicy") is not None:
-            if prp != "Failed":
-                errs.append(not_supported(f"{path}.podReplacementPolicy", prp, ("Failed",)))
-        elif prp not in POD_REPLACEMENT_POLICIES:
-            errs.append(not_supported(f"{path}.podReplacementPolicy", prp, POD_REPLACEMENT_POLICIES))
-    errs += podspec.validate_pod_template(spec.get("template"), f"{path}.template", ctx)
-    rp = _dict(_dict(spec.get("template")).get("spec")).get("restartPolicy") or ""
-    rpath = f"{path}.template.spec.restartPolicy"
-    if rp in ("Always", ""):
-        errs.append(required(rpath, 'valid values: "OnFailure", "Never"'))
-    elif rp not in ("OnFailure", "Never"):
-        errs.append(not_supported(rpath, rp, ("OnFailure", "Never")))
-    elif spec.get("podFailurePolicy") is not None and rp != "Never":
-        errs.append(invalid(rpath, rp, 'only "Never" is supported when podFailurePolicy is specified'))
     return errs
+
+
+def _indexed_job_errors(spec: Obj, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    completions, parallelism = spec.get("completions"), spec.get("parallelism")
+    mfi, blpi = spec.get("maxFailedIndexes"), spec.get("backoffLimitPerIndex")
+    if completions is None:
+        errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
+    if parallelism is not None and parallelism > MAX_PARALLELISM_FOR_INDEXED_JOB:
+        errs.append(invalid(f"{path}.parallelism", parallelism,
+                            f"must be less than or equal to {MAX_PARALLELISM_FOR_INDEXED_JOB} when completion "
+                            "mode is Indexed"))
+    if completions is not None and mfi is not None and mfi > completions:
+        errs.append(invalid(f"{path}.maxFailedIndexes", mfi, "must be less than or equal to completions"))
+    if mfi is not None and mfi > MAX_FAILED_INDEXES_FOR_INDEXED_JOB:
+        errs.append(invalid(f"{path}.maxFailedIndexes", mfi,
+                            f"must be less than or equal to {MAX_FAILED_INDEXES_FOR_INDEXED_JOB}"))
+    if completions is not None and completions > COMPLETIONS_SOFT_LIMIT and blpi is not None:
+        if mfi is None:
+            errs.append(required(f"{path}.maxFailedIndexes",
+                                 f"must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}"))
+        if parallelism is not None and parallelism > PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS:
+            errs.append(invalid(f"{path}.parallelism", parallelism,
+                                f"must be less than or equal to {PARALLELISM_LIMIT_FOR_HIGH_COMPLETIONS} when "
+                                f"completions are above {COMPLETIONS_SOFT_LIMIT} and used with backoff limit "
+                                "per index"))
+    return errs
+
+
+def _success_policy_errors(spec: Obj, path: str) -> list[FieldError]:
+    if spec.get("completionMode") != "Indexed":
+        return [invalid(path, spec["successPolicy"], "requires indexed completion mode")]
+    if not _list(_dict(spec["successPolicy"]).get("rules")):
+        return [required(f"{path}.rules", "at least one rules must be specified when the successPolicy is specified")]
+    return []
+
+
+def _pod_replacement_policy_errors(spec: Obj, path: str) -> list[FieldError]:
+    prp = spec["podReplacementPolicy"]
+    if spec.get("podFailurePolicy") is not None:
+        return [not_supported(path, prp, ("Failed",))] if prp != "Failed" else []
+    if prp not in POD_REPLACEMENT_POLICIES:
+        return [not_supported(path, prp, POD_REPLACEMENT_POLICIES)]
+    return []
+
+
+def _job_restart_policy_errors(spec: Obj, rpath: str) -> list[FieldError]:
+    rp = _dict(_dict(spec.get("template")).get("spec")).get("restartPolicy") or ""
+    if rp in ("Always", ""):
+        return [required(rpath, 'valid values: "OnFailure", "Never"')]
+    if rp not in ("OnFailure", "Never"):
+        return [not_supported(rpath, rp, ("OnFailure", "Never"))]
+    if spec.get("podFailurePolicy") is not None and rp != "Never":
+        return [invalid(rpath, rp, 'only "Never" is supported when podFailurePolicy is specified')]
+    return []
 
 
 def validate_job_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
@@ -272,17 +324,17 @@ def validate_job_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
     if sel is None:
         errs.append(required(f"{path}.selector"))
     else:
-        errs += podspec.validate_label_selector(sel, f"{path}.selector")
-    if sel is not None and not podspec.validate_label_selector(sel, f"{path}.selector"):
+        errs += validate_label_selector(sel, f"{path}.selector")
+    if sel is not None and not validate_label_selector(sel, f"{path}.selector"):
         tlabels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
-        if not podspec.label_selector_matches(sel, tlabels):
+        if not label_selector_matches(sel, tlabels):
             errs.append(invalid(f"{path}.template.metadata.labels", tlabels,
                                 "`selector` does not match template `labels`"))
     return errs
 
 
 def _immutable(new: Any, old: Any, path: str) -> list[FieldError]:
-    return [] if new == old else [invalid(path, new, podspec.IMMUTABLE_MSG)]
+    return [] if new == old else [invalid(path, new, IMMUTABLE_MSG)]
 
 
 class JobStrategy(Strategy):
@@ -327,7 +379,7 @@ class JobStrategy(Strategy):
             spec["podReplacementPolicy"] = "Failed" if has_pfp else "TerminatingOrFailed"
         if spec.get("manualSelector") is None:
             spec["manualSelector"] = False
-        podspec.default_pod_template(spec.get("template"), ctx)
+        default_pod_template(spec.get("template"), ctx)
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
         spec = obj.setdefault("spec", {})
@@ -340,11 +392,11 @@ class JobStrategy(Strategy):
         if not md.get("labels") and tmpl_labels:
             md["labels"] = dict(tmpl_labels)
         obj["status"] = {}
-        podspec.drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
+        drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         super().prepare_for_update(new, old, ctx)
-        podspec.drop_disabled_pod_spec_fields(_dict(_dict(_dict(new.get("spec")).get("template")).get("spec")),
+        drop_disabled_pod_spec_fields(_dict(_dict(_dict(new.get("spec")).get("template")).get("spec")),
                                               _dict(_dict(_dict(old.get("spec")).get("template")).get("spec")), ctx)
 
     def _validate(self, obj: Obj, ctx: StrategyContext, require_prefixed: bool) -> list[FieldError]:
@@ -391,7 +443,7 @@ class JobStrategy(Strategy):
         errs: list[FieldError] = []
         for f in ("active", "succeeded", "failed", "ready", "terminating"):
             if st.get(f) is not None:
-                errs += podspec.validate_nonnegative(st[f], f"status.{f}")
+                errs += validate_nonnegative(st[f], f"status.{f}")
         ost = _dict(old.get("status"))
         for ctype in ("Failed", "Complete", "FailureTarget"):
             if job_condition_true(old, ctype) and not job_condition_true(new, ctype):
@@ -412,7 +464,7 @@ class JobStrategy(Strategy):
         else:
             par = spec.get("parallelism") or 0
             completions = f"{succeeded}/1 of {par}" if par > 1 else f"{succeeded}/1"
-        start, end = parse_timestamp(status.get("startTime")), parse_timestamp(status.get("completionTime"))
+        start, end = parse_rfc3339(status.get("startTime")), parse_rfc3339(status.get("completionTime"))
         if start is None:
             duration = ""
         elif end is None:
@@ -421,7 +473,7 @@ class JobStrategy(Strategy):
             duration = human_duration((end - start).total_seconds())
         names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
         return [_dict(obj.get("metadata")).get("name", ""), job_status_cell(obj), completions, duration,
-                creation_age(obj, ctx), names, images, podspec.format_label_selector(spec.get("selector"))]
+                creation_age(obj, ctx), names, images, format_label_selector(spec.get("selector"))]
 
 
 def _mutable_scheduling_directives(template: Obj, old_template: Obj) -> Obj:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.errors import FieldError, forbidden, invalid
-from .core import creation_age
-from .podspec import _dict
+from .common import _dict, creation_age
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.errors import FieldError, invalid, required
-from .core import EVENT_COLUMNS, EVENT_FIELD_SELECTORS, core_event_row, legacy_event_errors, parse_timestamp
-from .podspec import _dict
+from .common import _dict
+from ..machinery.timestamps import parse_rfc3339
+from .core import EVENT_COLUMNS, EVENT_FIELD_SELECTORS, core_event_row, legacy_event_errors
 from .registry import ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]
@@ -56,15 +57,15 @@ class EventsV1Strategy(Strategy):
         if isinstance(series, dict):
             if int(series.get("count") or 0) < 2:
                 errs.append(invalid("series.count", "", "should be at least 2"))
-            if not parse_timestamp(series.get("lastObservedTime")):
+            if not parse_rfc3339(series.get("lastObservedTime")):
                 errs.append(required("series.lastObservedTime"))
-        if not parse_timestamp(core.get("eventTime")):
+        if not parse_rfc3339(core.get("eventTime")):
             errs.append(required("eventTime"))
         if core.get("type") not in ("Normal", "Warning"):
             errs.append(invalid("type", "", f"has invalid value: {core.get('type', '')}"))
-        if parse_timestamp(core.get("firstTimestamp")):
+        if parse_rfc3339(core.get("firstTimestamp")):
             errs.append(invalid("firstTimestamp", "", "needs to be unset"))
-        if parse_timestamp(core.get("lastTimestamp")):
+        if parse_rfc3339(core.get("lastTimestamp")):
             errs.append(invalid("lastTimestamp", "", "needs to be unset"))
         if core.get("count"):
             errs.append(invalid("count", "", "needs to be unset"))

@@ -164,8 +164,26 @@ def _required(errs: list[FieldError], obj: dict, path: str, *fields: str) -> Non
 def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
     """The JobSet CRD's OpenAPI schema and x-kubernetes-validations rules."""
     spec = js.get("spec") if isinstance(js.get("spec"), dict) else {}
-    errs: list[FieldError] = []
     rjobs = _list(spec, "replicatedJobs")
+    errs = _replicated_jobs_schema_errors(rjobs)
+    errs += _policies_schema_errors(spec)
+    ttl = spec.get("ttlSecondsAfterFinished")
+    if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl < 0:
+        errs.append(errors.invalid("spec.ttlSecondsAfterFinished", ttl,
+                                   "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"))
+    errs += _volume_claim_policies_schema_errors(spec)
+    # spec-level CEL rule
+    st = spec.get("startupPolicy")
+    if isinstance(st, dict) and st.get("startupPolicyOrder") == "InOrder" and \
+            any(isinstance(rj, dict) and "dependsOn" in rj for rj in rjobs):
+        errs.append(errors.invalid("spec", "object", "StartupPolicy and DependsOn APIs are mutually exclusive"))
+    if old is not None:
+        errs += _transition_rule_errors(spec, old.get("spec") if isinstance(old.get("spec"), dict) else {})
+    return errs
+
+
+def _replicated_jobs_schema_errors(rjobs: list) -> list[FieldError]:
+    errs: list[FieldError] = []
     seen: set = set()
     for i, rj in enumerate(rjobs):
         p = f"spec.replicatedJobs[{i}]"
@@ -177,20 +195,32 @@ def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
         if name in seen:
             errs.append(errors.duplicate(p, _GoValue(f'map[string]interface {{}}{{"name":{go_repr(name)}}}')))
         seen.add(name)
-        pod_spec = _dict(_dict(_dict(rj.get("template"), "spec"), "template"), "spec")
-        ppath = f"{p}.template.spec.template.spec"
-        if pod_spec.get("containers") is None:
-            errs.append(errors.required(f"{ppath}.containers", ""))
-        for kind in ("initContainers", "containers"):
-            for j, c in enumerate(_items(pod_spec, kind)):
-                if not c.get("name") and "name" not in c:
-                    errs.append(errors.required(f"{ppath}.{kind}[{j}].name", ""))
+        errs += _pod_spec_schema_errors(_dict(_dict(_dict(rj.get("template"), "spec"), "template"), "spec"),
+                                        f"{p}.template.spec.template.spec")
         deps = _list(rj, "dependsOn")
         if len(deps) > MAX_DEPENDS_ON:
             errs.append(errors.too_many(f"{p}.dependsOn", len(deps), MAX_DEPENDS_ON))
         for j, d in enumerate(_items(rj, "dependsOn")):
             _required(errs, d, f"{p}.dependsOn[{j}]", "name", "status")
             _enum(errs, f"{p}.dependsOn[{j}].status", d.get("status"), DEPENDS_ON_STATUSES)
+    return errs
+
+
+def _pod_spec_schema_errors(pod_spec: Obj, ppath: str) -> list[FieldError]:
+    """What the CRD schema requires of a pod spec: containers, and a name on each container."""
+    errs: list[FieldError] = []
+    if pod_spec.get("containers") is None:
+        errs.append(errors.required(f"{ppath}.containers", ""))
+    for kind in ("initContainers", "containers"):
+        for j, c in enumerate(_items(pod_spec, kind)):
+            if not c.get("name") and "name" not in c:
+                errs.append(errors.required(f"{ppath}.{kind}[{j}].name", ""))
+    return errs
+
+
+def _policies_schema_errors(spec: Obj) -> list[FieldError]:
+    """successPolicy, startupPolicy, failurePolicy and coordinator: required fields and enums."""
+    errs: list[FieldError] = []
     sp = spec.get("successPolicy")
     if isinstance(sp, dict):
         _required(errs, sp, "spec.successPolicy", "operator")
@@ -209,10 +239,11 @@ def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
     coord = spec.get("coordinator")
     if isinstance(coord, dict):
         _required(errs, coord, "spec.coordinator", "replicatedJob")
-    ttl = spec.get("ttlSecondsAfterFinished")
-    if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl < 0:
-        errs.append(errors.invalid("spec.ttlSecondsAfterFinished", ttl,
-                                   "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"))
+    return errs
+
+
+def _volume_claim_policies_schema_errors(spec: Obj) -> list[FieldError]:
+    errs: list[FieldError] = []
     vcps = _list(spec, "volumeClaimPolicies")
     if len(vcps) > MAX_VOLUME_CLAIM_POLICIES:
         errs.append(errors.too_many("spec.volumeClaimPolicies", len(vcps), MAX_VOLUME_CLAIM_POLICIES))
@@ -222,22 +253,21 @@ def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
               RETENTION_POLICIES)
         if any(_dict(t, "metadata").get("namespace") for t in _items(vcp, "templates")):
             errs.append(errors.invalid(p, "object", "namespace cannot be set for VolumeClaimPolicies templates"))
-    # spec-level CEL rule
-    if isinstance(st, dict) and st.get("startupPolicyOrder") == "InOrder" and \
-            any(isinstance(rj, dict) and "dependsOn" in rj for rj in rjobs):
-        errs.append(errors.invalid("spec", "object", "StartupPolicy and DependsOn APIs are mutually exclusive"))
-    # transition rules (`self == oldSelf`), evaluated only when both values exist
-    if old is not None:
-        ospec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
-        for f in ("network", "successPolicy", "failurePolicy", "startupPolicy", "volumeClaimPolicies"):
-            if spec.get(f) is not None and ospec.get(f) is not None and spec[f] != ospec[f]:
-                errs.append(errors.invalid(f"spec.{f}", _schema_type(spec[f]), "Value is immutable"))
-        old_rjobs = {rj.get("name"): rj for rj in _items(ospec, "replicatedJobs")}
-        for i, rj in enumerate(_items(spec, "replicatedJobs")):
-            orj = old_rjobs.get(rj.get("name"))
-            if orj is not None and rj.get("dependsOn") is not None and orj.get("dependsOn") is not None and \
-                    rj["dependsOn"] != orj["dependsOn"]:
-                errs.append(errors.invalid(f"spec.replicatedJobs[{i}].dependsOn", "array", "Value is immutable"))
+    return errs
+
+
+def _transition_rule_errors(spec: Obj, ospec: Obj) -> list[FieldError]:
+    """The transition rules (`self == oldSelf`), evaluated only when both values exist."""
+    errs: list[FieldError] = []
+    for f in ("network", "successPolicy", "failurePolicy", "startupPolicy", "volumeClaimPolicies"):
+        if spec.get(f) is not None and ospec.get(f) is not None and spec[f] != ospec[f]:
+            errs.append(errors.invalid(f"spec.{f}", _schema_type(spec[f]), "Value is immutable"))
+    old_rjobs = {rj.get("name"): rj for rj in _items(ospec, "replicatedJobs")}
+    for i, rj in enumerate(_items(spec, "replicatedJobs")):
+        orj = old_rjobs.get(rj.get("name"))
+        if orj is not None and rj.get("dependsOn") is not None and orj.get("dependsOn") is not None and \
+                rj["dependsOn"] != orj["dependsOn"]:
+            errs.append(errors.invalid(f"spec.replicatedJobs[{i}].dependsOn", "array", "Value is immutable"))
     return errs
 
 
@@ -353,7 +383,6 @@ def _volume_claim_policy_errors(js: Obj, ctx: StrategyContext) -> list[str]:
 def webhook_create_errors(js: Obj, ctx: StrategyContext) -> list[str]:
     """`jobSetWebhook.ValidateCreate`, in upstream's order; each entry one line of the denial."""
     spec = js["spec"]
-    name = js["metadata"].get("name", "")
     out: list[str] = []
     fp = spec.get("failurePolicy") if isinstance(spec.get("failurePolicy"), dict) else None
     if fp is not None and fp.get("restartStrategy") == "InPlaceRestart":
@@ -361,66 +390,85 @@ def webhook_create_errors(js: Obj, ctx: StrategyContext) -> list[str]:
     rjobs = _items(spec, "replicatedJobs")
     if rjobs and rjobs[0].get("dependsOn") is not None:
         out.append("DependsOn can't be set for the first ReplicatedJob")
-    sub = _dict(spec, "network").get("subdomain") or ""
-    if sub:
-        for m in dns1123_subdomain_errors(sub):
-            out.append(errors.invalid("spec.network.subdomain", sub, m).message())
-        for m in dns1035_label_errors(sub):
-            out.append(errors.invalid("spec.network.subdomain", sub,
-                                      SUBDOMAIN_TOO_LONG if _DNS1035_LEN_MSG in m else m).message())
+    out += _subdomain_errors(_dict(spec, "network").get("subdomain") or "")
     if spec.get("managedBy") is not None:
-        manager = str(spec["managedBy"])
-        out += [e.message() for e in _domain_prefixed_path_errors("spec.managedBy", manager)]
-        if len(manager) > MAX_MANAGED_BY_LENGTH:
-            out.append(FieldError("FieldValueTooLong", "spec.managedBy", manager,
-                                  f"may not be longer than {MAX_MANAGED_BY_LENGTH}", has_value=False).message())
+        out += _webhook_managed_by_errors(str(spec["managedBy"]))
     names: set = set()
     for i, rj in enumerate(rjobs):
-        p = f"spec.replicatedJobs[{i}]"
-        rname = rj.get("name") or ""
-        names.add(rname)
-        job_spec = _dict(rj.get("template"), "spec")
-        replicas = rj.get("replicas", 1)
-        parallelism = job_spec.get("parallelism", 1)
-        if isinstance(parallelism, int) and isinstance(replicas, int) and parallelism * replicas > MAX_INT32:
-            out.append(f"the product of replicas and parallelism must not exceed {MAX_INT32} for replicatedJob "
-                       f"'{rname}'")
-        group = rj.get("groupName") or ""
-        for m in dns1035_label_errors(group):
-            out.append(errors.invalid(f"{p}.groupName", group,
-                                      GROUP_NAME_TOO_LONG if _DNS1035_LEN_MSG in m else m).message())
-        longest_job = job_name(name, rname, replicas - 1 if isinstance(replicas, int) else 0)
-        for m in dns1035_label_errors(longest_job):
-            out.append(errors.invalid(f"{p}.name", longest_job,
-                                      JOB_NAME_TOO_LONG if _DNS1035_LEN_MSG in m else m).message())
-        if job_spec.get("completionMode") == "Indexed" and isinstance(job_spec.get("completions"), int):
-            longest_pod = pod_name(name, rname, replicas - 1, job_spec["completions"] - 1) + "-abcde"
-            for m in dns1035_label_errors(longest_pod):
-                # upstream reports the longest *job* name as the bad value here
-                out.append(errors.invalid(f"{p}.name", longest_job,
-                                          POD_NAME_TOO_LONG if _DNS1035_LEN_MSG in m else m).message())
-        for dep in _items(rj, "dependsOn"):
-            if dep.get("name") not in names:
-                out.append(f"replicatedJob: {rname} cannot depend on replicatedJob: {dep.get('name')}")
+        names.add(rj.get("name") or "")
+        out += _replicated_job_webhook_errors(js["metadata"].get("name", ""), rj, f"spec.replicatedJobs[{i}]",
+                                              names)
     for target in _list(_dict(spec, "successPolicy"), "targetReplicatedJobs"):
         if target not in names:
             out.append(f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs")
     if fp is not None:
         out += _failure_policy_errors(fp, names)
     if spec.get("coordinator") is not None:
-        err = _coordinator_error(js)
-        if err:
-            out.append(err)
-        endpoint = coordinator_endpoint(js)
-        label_errs = label_value_errors(endpoint)
-        if label_errs:
-            out.append(f"spec will lead to invalid label value {go_repr(endpoint)} for coordinator label "
-                       f"{go_repr(COORDINATOR_KEY)} (long JobSet / ReplicatedJob / SubDomain name?): "
-                       f"{', '.join(label_errs)}")
+        out += _coordinator_errors(js)
     if _list(spec, "volumeClaimPolicies"):
         out += _volume_claim_policy_errors(js, ctx)
     if VALIDATE_POD_TEMPLATES:
         out += _pod_template_errors(js, ctx)
+    return out
+
+
+def _dns1035_messages(path: str, value: str, too_long_msg: str) -> list[str]:
+    """DNS-1035 label errors on a name phalanx derives, the length error worded for that name."""
+    return [errors.invalid(path, value, too_long_msg if _DNS1035_LEN_MSG in m else m).message()
+            for m in dns1035_label_errors(value)]
+
+
+def _subdomain_errors(sub: str) -> list[str]:
+    if not sub:
+        return []
+    out = [errors.invalid("spec.network.subdomain", sub, m).message() for m in dns1123_subdomain_errors(sub)]
+    return out + _dns1035_messages("spec.network.subdomain", sub, SUBDOMAIN_TOO_LONG)
+
+
+def _webhook_managed_by_errors(manager: str) -> list[str]:
+    out = [e.message() for e in _domain_prefixed_path_errors("spec.managedBy", manager)]
+    if len(manager) > MAX_MANAGED_BY_LENGTH:
+        out.append(FieldError("FieldValueTooLong", "spec.managedBy", manager,
+                              f"may not be longer than {MAX_MANAGED_BY_LENGTH}", has_value=False).message())
+    return out
+
+
+def _replicated_job_webhook_errors(name: str, rj: Obj, p: str, names: set) -> list[str]:
+    """One replicated job: sizes, the names of the Jobs and pods it makes, its dependencies (on the
+    replicated jobs in `names`, those before it and itself)."""
+    out: list[str] = []
+    rname = rj.get("name") or ""
+    job_spec = _dict(rj.get("template"), "spec")
+    replicas = rj.get("replicas", 1)
+    parallelism = job_spec.get("parallelism", 1)
+    if isinstance(parallelism, int) and isinstance(replicas, int) and parallelism * replicas > MAX_INT32:
+        out.append(f"the product of replicas and parallelism must not exceed {MAX_INT32} for replicatedJob "
+                   f"'{rname}'")
+    out += _dns1035_messages(f"{p}.groupName", rj.get("groupName") or "", GROUP_NAME_TOO_LONG)
+    longest_job = job_name(name, rname, replicas - 1 if isinstance(replicas, int) else 0)
+    out += _dns1035_messages(f"{p}.name", longest_job, JOB_NAME_TOO_LONG)
+    if job_spec.get("completionMode") == "Indexed" and isinstance(job_spec.get("completions"), int):
+        longest_pod = pod_name(name, rname, replicas - 1, job_spec["completions"] - 1) + "-abcde"
+        # upstream reports the longest *job* name as the bad value here
+        out += [errors.invalid(f"{p}.name", longest_job, POD_NAME_TOO_LONG if _DNS1035_LEN_MSG in m else m).message()
+                for m in dns1035_label_errors(longest_pod)]
+    for dep in _items(rj, "dependsOn"):
+        if dep.get("name") not in names:
+            out.append(f"replicatedJob: {rname} cannot depend on replicatedJob: {dep.get('name')}")
+    return out
+
+
+def _coordinator_errors(js: Obj) -> list[str]:
+    out: list[str] = []
+    err = _coordinator_error(js)
+    if err:
+        out.append(err)
+    endpoint = coordinator_endpoint(js)
+    label_errs = label_value_errors(endpoint)
+    if label_errs:
+        out.append(f"spec will lead to invalid label value {go_repr(endpoint)} for coordinator label "
+                   f"{go_repr(COORDINATOR_KEY)} (long JobSet / ReplicatedJob / SubDomain name?): "
+                   f"{', '.join(label_errs)}")
     return out
 
 

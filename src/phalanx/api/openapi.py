@@ -42,30 +42,27 @@ type error; `type_errors` returns all of them in document order, so callers show
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import functools
 import re
 from functools import lru_cache
 from importlib import resources as _resources
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import orjson
 
 from ..machinery.patchmeta import PatchMeta
+from .openapipaths import META, REF_PREFIX, add_resource_paths, api_resources_path_item, gv_path
 
-REF_PREFIX = "#/components/schemas/"
 OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.36.0"}
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-_TIME = f"{_META}.Time"
-_MICRO_TIME = f"{_META}.MicroTime"
+_TIME = f"{META}.Time"
+_MICRO_TIME = f"{META}.MicroTime"
 _RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
-_FIELDS_V1 = f"{_META}.FieldsV1"
+_FIELDS_V1 = f"{META}.FieldsV1"
 _ALWAYS_KNOWN_TOP_LEVEL = ("apiVersion", "kind")
-# Groups whose kinds are custom resources upstream (no strategic merge patch).
-CUSTOM_RESOURCE_GROUPS = frozenset({"jobset.x-k8s.io"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,11 +166,6 @@ def _collect_refs(node: Any, into: list[str]) -> None:
 # ---------------------------------------------------------------------------------------------
 # /openapi/v3 documents
 # ---------------------------------------------------------------------------------------------
-def gv_path(group: str, version: str) -> str:
-    """`api/v1` for the core group, `apis/<group>/<version>` otherwise (the index keys)."""
-    return f"api/{version}" if not group else f"apis/{group}/{version}"
-
-
 def _resources_key(resources: Iterable[Any]) -> tuple:
     return tuple(sorted(
         (rt.plural, rt.kind, bool(rt.namespaced), tuple(rt.subresources), tuple(getattr(rt, "verbs", ()) or ()))
@@ -255,21 +247,16 @@ def _document_bytes(group: str, version: str, key: tuple, carried: _Unhashed) ->
 def _document_cached(group: str, version: str, key: tuple, carried: _Unhashed) -> dict:
     resources = carried.value
     paths: dict[str, dict] = {}
-    roots: set[str] = {f"{_META}.Status", f"{_META}.DeleteOptions", f"{_META}.Patch", f"{_META}.WatchEvent",
-                       f"{_META}.APIResourceList"}
+    roots: set[str] = {f"{META}.Status", f"{META}.DeleteOptions", f"{META}.Patch", f"{META}.WatchEvent",
+                       f"{META}.APIResourceList"}
     for rt in sorted(resources, key=lambda r: r.plural):
         kind_name = schema_name_for_gvk(group, version, rt.kind)
         list_name = schema_name_for_gvk(group, version, rt.kind + "List")
         for n in (kind_name, list_name):
             if n:
                 roots.add(n)
-        _add_resource_paths(paths, group, version, rt, kind_name, list_name, roots)
-    paths[f"/{gv_path(group, version)}/"] = {"get": {
-        "operationId": f"get{_op_prefix(group, version)}APIResources",
-        "description": "get available resources",
-        "tags": [_tag(group, version)],
-        "responses": {"200": _json_response(f"{_META}.APIResourceList"), "401": {"description": "Unauthorized"}},
-    }}
+        add_resource_paths(paths, group, version, rt, kind_name, list_name, roots)
+    paths[f"/{gv_path(group, version)}/"] = api_resources_path_item(group, version)
     return {
         "openapi": "3.0.0",
         "info": dict(OPENAPI_INFO),
@@ -281,189 +268,6 @@ def _document_cached(group: str, version: str, key: tuple, carried: _Unhashed) -
         },
         "security": [{"BearerToken": []}],
     }
-
-
-def _tag(group: str, version: str) -> str:
-    return f"{group.split('.')[0] if group else 'core'}_{version}"
-
-
-def _op_prefix(group: str, version: str) -> str:
-    g = "".join(p[:1].upper() + p[1:] for p in re.split(r"[.\-]", group.replace(".k8s.io", ""))) if group else "Core"
-    return f"{g}{version[:1].upper()}{version[1:]}"
-
-
-def _json_response(schema_name: Optional[str], description: str = "OK") -> dict:
-    schema = {"$ref": REF_PREFIX + schema_name} if schema_name else {"type": "object"}
-    return {"description": description,
-            "content": {ct: {"schema": schema} for ct in ("application/json", "application/yaml",
-                                                           "application/vnd.kubernetes.protobuf")}}
-
-
-def _query(name: str, description: str, schema: Optional[dict] = None) -> dict:
-    return {"name": name, "in": "query", "description": description, "schema": schema or {"type": "string"}}
-
-
-_P_PRETTY = _query("pretty", "If 'true', the output is pretty printed.")
-_P_DRY_RUN = _query("dryRun", "When present, modifications are not persisted. The only valid value is All.")
-_P_FIELD_MANAGER = _query("fieldManager", "Name of the actor making the change, for field management.")
-_P_FIELD_VALIDATION = _query(
-    "fieldValidation",
-    "How the server treats unknown or duplicate fields in the request body: Ignore, Warn or Strict.")
-_P_FORCE = _query("force", "Take ownership of conflicting fields on apply.", {"type": "boolean"})
-_LIST_PARAMS = [
-    _query("allowWatchBookmarks", "Ask for BOOKMARK events in a watch.", {"type": "boolean"}),
-    _query("continue", "Token returned by a previous paginated list."),
-    _query("fieldSelector", "Select objects by field values."),
-    _query("labelSelector", "Select objects by label."),
-    _query("limit", "Maximum number of items in one response.", {"type": "integer"}),
-    _query("resourceVersion", "Resource version to list or watch from."),
-    _query("resourceVersionMatch", "How resourceVersion is applied to the list."),
-    _query("sendInitialEvents", "Start a watch with the current objects, ended by a bookmark.", {"type": "boolean"}),
-    _query("timeoutSeconds", "Timeout of a list or watch call.", {"type": "integer"}),
-    _query("watch", "Watch for changes instead of listing.", {"type": "boolean"}),
-]
-_PATCH_CONTENT_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
-                        "application/merge-patch+json", "application/strategic-merge-patch+json")
-
-
-def _add_resource_paths(paths: dict, group: str, version: str, rt: Any, kind_name: Optional[str],
-                        list_name: Optional[str], roots: set[str]) -> None:
-    base = "/" + gv_path(group, version)
-    gvk = {"group": group, "version": version, "kind": rt.kind}
-    prefix = _op_prefix(group, version)
-    tag = [_tag(group, version)]
-    ns = "Namespaced" if rt.namespaced else ""
-    verbs = set(getattr(rt, "verbs", None) or ())
-    collection = f"{base}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{base}/{rt.plural}"
-    item = f"{collection}/{{name}}"
-    name_param = {"name": "name", "in": "path", "required": True, "description": f"name of the {rt.kind}",
-                  "schema": {"type": "string", "uniqueItems": True}}
-    ns_param = {"name": "namespace", "in": "path", "required": True,
-                "description": "object name and auth scope, such as for teams and projects",
-                "schema": {"type": "string", "uniqueItems": True}}
-    common = ([ns_param] if rt.namespaced else []) + [_P_PRETTY]
-    body_schema = {"$ref": REF_PREFIX + kind_name} if kind_name else {"type": "object"}
-    custom = group in CUSTOM_RESOURCE_GROUPS
-
-    def op(action: str, verb_word: str, description: str, **extra) -> dict:
-        o = {"operationId": f"{verb_word}{prefix}{ns}{rt.kind}{extra.pop('suffix', '')}",
-             "description": description, "tags": tag,
-             "x-kubernetes-action": action, "x-kubernetes-group-version-kind": dict(gvk)}
-        o.update(extra)
-        return o
-
-    def body(schema: dict) -> dict:
-        return {"required": True, "content": {ct: {"schema": schema} for ct in
-                                              ("application/json", "application/yaml",
-                                               "application/vnd.kubernetes.protobuf")}}
-
-    def patch_op(target_gvk: dict, schema_name: Optional[str], description: str, suffix: str = "") -> dict:
-        types = [t for t in _PATCH_CONTENT_TYPES if not (custom and t.endswith("strategic-merge-patch+json"))]
-        o = op("patch", "patch", description, suffix=suffix,
-               parameters=[_P_DRY_RUN, _P_FIELD_MANAGER, _P_FIELD_VALIDATION, _P_FORCE],
-               requestBody={"required": True,
-                            "content": {t: {"schema": {"$ref": REF_PREFIX + f"{_META}.Patch"}} for t in types}},
-               responses={"200": _json_response(schema_name), "201": _json_response(schema_name, "Created"),
-                          "401": {"description": "Unauthorized"}})
-        o["x-kubernetes-group-version-kind"] = dict(target_gvk)
-        return o
-
-    write_params = [_P_DRY_RUN, _P_FIELD_MANAGER, _P_FIELD_VALIDATION]
-    coll: dict = {"parameters": common}
-    if not verbs or "list" in verbs:
-        coll["get"] = op("list", "list", f"list or watch objects of kind {rt.kind}", suffix="",
-                         parameters=list(_LIST_PARAMS),
-                         responses={"200": _json_response(list_name), "401": {"description": "Unauthorized"}})
-        coll["get"]["operationId"] = f"list{prefix}{ns}{rt.kind}"
-    if not verbs or "create" in verbs:
-        coll["post"] = op("post", "create", f"create a {rt.kind}", parameters=list(write_params),
-                          requestBody=body(body_schema),
-                          responses={"200": _json_response(kind_name), "201": _json_response(kind_name, "Created"),
-                                     "202": _json_response(kind_name, "Accepted"),
-                                     "401": {"description": "Unauthorized"}})
-    if not verbs or "deletecollection" in verbs:
-        coll["delete"] = op("deletecollection", "deletecollection", f"delete collection of {rt.kind}",
-                            parameters=[_P_DRY_RUN] + list(_LIST_PARAMS),
-                            requestBody=body({"$ref": REF_PREFIX + f"{_META}.DeleteOptions"}),
-                            responses={"200": _json_response(f"{_META}.Status"),
-                                       "401": {"description": "Unauthorized"}})
-        coll["delete"]["operationId"] = f"deletecollection{prefix}{ns}{rt.kind}"
-    paths[collection] = coll
-
-    it: dict = {"parameters": [name_param] + common}
-    if not verbs or "get" in verbs:
-        it["get"] = op("get", "read", f"read the specified {rt.kind}",
-                       responses={"200": _json_response(kind_name), "401": {"description": "Unauthorized"}})
-    if not verbs or "update" in verbs:
-        it["put"] = op("put", "replace", f"replace the specified {rt.kind}", parameters=list(write_params),
-                       requestBody=body(body_schema),
-                       responses={"200": _json_response(kind_name), "201": _json_response(kind_name, "Created"),
-                                  "401": {"description": "Unauthorized"}})
-    if not verbs or "patch" in verbs:
-        it["patch"] = patch_op(gvk, kind_name, f"partially update the specified {rt.kind}")
-    if not verbs or "delete" in verbs:
-        it["delete"] = op("delete", "delete", f"delete a {rt.kind}",
-                          parameters=[_P_DRY_RUN,
-                                      _query("gracePeriodSeconds", "Seconds before the object is deleted.",
-                                             {"type": "integer"}),
-                                      _query("propagationPolicy", "Orphan, Background or Foreground.")],
-                          requestBody=body({"$ref": REF_PREFIX + f"{_META}.DeleteOptions"}),
-                          responses={"200": _json_response(kind_name), "202": _json_response(kind_name, "Accepted"),
-                                     "401": {"description": "Unauthorized"}})
-    paths[item] = it
-
-    if rt.namespaced and (not verbs or "list" in verbs):
-        all_ns = op("list", "list", f"list or watch objects of kind {rt.kind} in all namespaces",
-                    parameters=list(_LIST_PARAMS),
-                    responses={"200": _json_response(list_name), "401": {"description": "Unauthorized"}})
-        all_ns["operationId"] = f"list{prefix}{rt.kind}ForAllNamespaces"
-        paths[f"{base}/{rt.plural}"] = {"parameters": [_P_PRETTY], "get": all_ns}
-
-    for sub in rt.subresources:
-        sub_path = f"{item}/{sub}"
-        entry: dict = {"parameters": [name_param] + common}
-        suffix = sub[:1].upper() + sub[1:]
-        if sub == "status":
-            entry["get"] = op("get", "read", f"read status of the specified {rt.kind}", suffix=suffix,
-                              responses={"200": _json_response(kind_name), "401": {"description": "Unauthorized"}})
-            entry["put"] = op("put", "replace", f"replace status of the specified {rt.kind}", suffix=suffix,
-                              parameters=list(write_params), requestBody=body(body_schema),
-                              responses={"200": _json_response(kind_name), "201": _json_response(kind_name, "Created"),
-                                         "401": {"description": "Unauthorized"}})
-            entry["patch"] = patch_op(gvk, kind_name, f"partially update status of the specified {rt.kind}",
-                                      suffix=suffix)
-        elif sub == "scale":
-            scale = "io.k8s.api.autoscaling.v1.Scale"
-            roots.add(scale)
-            scale_gvk = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
-            entry["get"] = op("get", "read", f"read scale of the specified {rt.kind}", suffix=suffix,
-                              responses={"200": _json_response(scale), "401": {"description": "Unauthorized"}})
-            entry["get"]["x-kubernetes-group-version-kind"] = scale_gvk
-            entry["put"] = op("put", "replace", f"replace scale of the specified {rt.kind}", suffix=suffix,
-                              parameters=list(write_params), requestBody=body({"$ref": REF_PREFIX + scale}),
-                              responses={"200": _json_response(scale), "201": _json_response(scale, "Created"),
-                                         "401": {"description": "Unauthorized"}})
-            entry["put"]["x-kubernetes-group-version-kind"] = scale_gvk
-            entry["patch"] = patch_op(scale_gvk, scale, f"partially update scale of the specified {rt.kind}",
-                                      suffix=suffix)
-        elif sub == "binding":
-            binding = "io.k8s.api.core.v1.Binding"
-            roots.add(binding)
-            entry["post"] = op("post", "create", f"create binding of a {rt.kind}", suffix=suffix,
-                               parameters=list(write_params), requestBody=body({"$ref": REF_PREFIX + binding}),
-                               responses={"200": _json_response(binding), "201": _json_response(binding, "Created"),
-                                          "401": {"description": "Unauthorized"}})
-            entry["post"]["x-kubernetes-group-version-kind"] = {"group": "", "version": "v1", "kind": "Binding"}
-        elif sub == "log":
-            entry["get"] = op("connect", "read", f"read log of the specified {rt.kind}", suffix=suffix,
-                              parameters=[_query("container", "The container to stream logs of."),
-                                          _query("follow", "Follow the log stream.", {"type": "boolean"}),
-                                          _query("tailLines", "Lines from the end to show.", {"type": "integer"})],
-                              responses={"200": {"description": "OK", "content": {"text/plain": {
-                                  "schema": {"type": "string"}}}}, "401": {"description": "Unauthorized"}})
-        else:
-            continue
-        paths[sub_path] = entry
 
 
 # ---------------------------------------------------------------------------------------------
@@ -817,71 +621,99 @@ def _type_error(value: Any, struct: str, fpath: str, go_type: str, text: Optiona
 
 
 def _types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
-    if value is None:
+    if value is not None:
+        _TYPE_CHECKS[node.kind](node, value, struct, fpath, out)
+
+
+def _object_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not dict:
+        out.append(_type_error(value, struct, fpath, node.go_type))
         return
-    kind = node.kind
+    props = node.props
+    inner = node.struct or struct
+    for key, v in value.items():
+        if v is None:
+            continue
+        child = props.get(key)
+        if child is not None:
+            _TYPE_CHECKS[child.kind](child, v, inner, f"{fpath}.{key}" if fpath else key, out)
+        elif node.values is not None:  # additionalProperties: reported against the enclosing struct
+            _TYPE_CHECKS[node.values.kind](node.values, v, struct if not node.struct else inner, fpath, out)
+
+
+def _array_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not list:
+        out.append(_type_error(value, struct, fpath, node.go_type))
+        return
+    item = node.items
+    for v in value:
+        _types(item, v, struct, fpath, out)
+
+
+def _map_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not dict:
+        out.append(_type_error(value, struct, fpath, node.go_type))
+        return
+    child = node.values
+    for v in value.values():
+        _types(child, v, struct, fpath, out)
+
+
+def _string_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not str:
+        out.append(_type_error(value, struct, fpath, node.go_type))
+
+
+def _bool_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not bool:
+        out.append(_type_error(value, struct, fpath, node.go_type))
+
+
+def _int_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
     t = type(value)
-    if kind == OBJ:
-        if t is not dict:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-            return
-        props = node.props
-        inner = node.struct or struct
-        for key, v in value.items():
-            child = props.get(key)
-            if child is None:
-                child = node.values
-                if child is None:
-                    continue
-                _types(child, v, struct if not node.struct else inner, fpath, out)
-                continue
-            _types(child, v, inner, f"{fpath}.{key}" if fpath else key, out)
-    elif kind == ARR:
-        if t is not list:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-            return
-        item = node.items
-        for v in value:
-            _types(item, v, struct, fpath, out)
-    elif kind == MAP:
-        if t is not dict:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-            return
-        child = node.values
-        for v in value.values():
-            _types(child, v, struct, fpath, out)
-    elif kind == STR:
-        if t is not str:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-    elif kind == INT:
-        if t is bool or (t is not int and t is not float):
-            out.append(_type_error(value, struct, fpath, node.go_type))
-        else:
-            lo, hi = _INT_RANGE[node.bits or 64]
-            # Go parses the literal with ParseInt: any fraction or exponent, or overflow, fails.
-            if t is float or not lo <= value <= hi:
-                out.append(_type_error(value, struct, fpath, node.go_type, f"number {value!r}"))
-    elif kind == NUM:
-        if t is bool or t not in (int, float):
-            out.append(_type_error(value, struct, fpath, node.go_type))
-    elif kind == BOOL:
-        if t is not bool:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-    elif kind == BYTES:
-        if t is not str:
-            out.append(_type_error(value, struct, fpath, node.go_type))
-    elif kind == QTY:
-        if t is bool or t not in (str, int, float):
-            out.append(QUANTITY_FORMAT_ERROR)
-        elif not _QUANTITY_RE.match(str(value).strip() if t is str else repr(value)):
-            out.append(QUANTITY_FORMAT_ERROR)
-    elif kind == IOS:
-        if t is str:
-            return
-        if t is bool or t not in (int, float):
-            out.append(f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32")
-        elif t is float or not -(1 << 31) <= value < (1 << 31):
-            out.append(f"json: cannot unmarshal number {value!r} into Go value of type int32")
-    elif kind == TIME:
-        if t is not str:
-            out.append(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    if t is bool or (t is not int and t is not float):
+        out.append(_type_error(value, struct, fpath, node.go_type))
+        return
+    lo, hi = _INT_RANGE[node.bits or 64]
+    # Go parses the literal with ParseInt: any fraction or exponent, or overflow, fails.
+    if t is float or not lo <= value <= hi:
+        out.append(_type_error(value, struct, fpath, node.go_type, f"number {value!r}"))
+
+
+def _number_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    t = type(value)
+    if t is bool or t not in (int, float):
+        out.append(_type_error(value, struct, fpath, node.go_type))
+
+
+def _quantity_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    t = type(value)
+    if t is bool or t not in (str, int, float):
+        out.append(QUANTITY_FORMAT_ERROR)
+    elif not _QUANTITY_RE.match(str(value).strip() if t is str else repr(value)):
+        out.append(QUANTITY_FORMAT_ERROR)
+
+
+def _int_or_string_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    t = type(value)
+    if t is str:
+        return
+    if t is bool or t not in (int, float):
+        out.append(f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32")
+    elif t is float or not -(1 << 31) <= value < (1 << 31):
+        out.append(f"json: cannot unmarshal number {value!r} into Go value of type int32")
+
+
+def _time_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    if type(value) is not str:
+        out.append(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+
+
+def _any_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str]) -> None:
+    """Any JSON value decodes."""
+
+
+# The type check of each node kind (indexed by the kind).
+_TYPE_CHECKS: tuple[Callable[[_Node, Any, str, str, list[str]], None], ...] = (
+    _any_types, _object_types, _array_types, _map_types, _string_types, _int_types, _number_types, _bool_types,
+    _quantity_types, _int_or_string_types, _time_types, _string_types)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..machinery.errors import FieldError, invalid, not_supported
-from . import podspec
-from .core import creation_age
-from .podspec import _dict
+from .common import _dict, creation_age
+from .fieldchecks import is_not_more_than_100_percent, validate_nonnegative, validate_positive_int_or_percent
+from .labelselectors import validate_label_selector
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]
@@ -48,9 +48,9 @@ class PodDisruptionBudgetStrategy(Strategy):
             errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
         for name, value in (("minAvailable", mina), ("maxUnavailable", maxu)):
             if value is not None:
-                errs += podspec.validate_positive_int_or_percent(value, f"spec.{name}")
-                errs += podspec.is_not_more_than_100_percent(value, f"spec.{name}")
-        errs += podspec.validate_label_selector(spec.get("selector"), "spec.selector")
+                errs += validate_positive_int_or_percent(value, f"spec.{name}")
+                errs += is_not_more_than_100_percent(value, f"spec.{name}")
+        errs += validate_label_selector(spec.get("selector"), "spec.selector")
         upep = spec.get("unhealthyPodEvictionPolicy")
         if upep is not None and upep not in UNHEALTHY_POD_EVICTION_POLICIES:
             errs.append(not_supported("spec.unhealthyPodEvictionPolicy", upep, UNHEALTHY_POD_EVICTION_POLICIES))
@@ -60,7 +60,7 @@ class PodDisruptionBudgetStrategy(Strategy):
         st = _dict(new.get("status"))
         errs: list[FieldError] = []
         for f in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
-            errs += podspec.validate_nonnegative(st.get(f, 0), f"status.{f}")
+            errs += validate_nonnegative(st.get(f, 0), f"status.{f}")
         return errs
 
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:

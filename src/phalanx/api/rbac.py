@@ -19,7 +19,8 @@ from ..machinery.errors import FieldError, invalid, not_supported, required
 from ..machinery.names import dns1123_subdomain_errors
 from ..machinery.selectors import label_selector_from_object
 from .core import creation_age
-from .podspec import _dict, validate_label_selector
+from .common import _dict
+from .labelselectors import validate_label_selector
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 
 Obj = dict[str, Any]

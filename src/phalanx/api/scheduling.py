@@ -25,7 +25,7 @@ PodGroup's `podGroupTemplateRef` are serialized as `null` when unset (their Go f
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ..machinery import errors
 from ..machinery.errors import FieldError
@@ -398,26 +398,43 @@ def _validate_wap_fields(spec: dict, path: str, ctx: StrategyContext, old: dict 
             if is_set:
                 errs.append(errors.forbidden(p, ""))
             continue
-        stop = False
-        if pod_group and fname == "disruptionMode" and v is None:
-            errs.append(errors.required(p, ""))
-            stop = True
-        if pod_group and updating:
-            errs.append(_immutable(p))
-            stop = True
-        if stop or not is_set:
-            continue
-        if fname == "disruptionMode":
-            if v not in DISRUPTION_MODES:
-                errs.append(errors.not_supported(p, v, list(DISRUPTION_MODES)))
-        elif fname == "priorityClassName":
-            errs += [errors.invalid(p, v, m) for m in long_name_errors(v)]
-        elif isinstance(v, int):
-            if v > PRIORITY_MAX:
-                errs.append(errors.invalid(p, v, f"must be less than or equal to {PRIORITY_MAX}"))
-            if v < PRIORITY_MIN:
-                errs.append(errors.invalid(p, v, f"must be greater than or equal to {PRIORITY_MIN}"))
+        group_errs = _pod_group_wap_errors(fname, v, p, updating) if pod_group else []
+        errs += group_errs
+        if not group_errs and is_set:
+            errs += _WAP_FORMAT_CHECKS[fname](v, p)
     return errs
+
+
+def _pod_group_wap_errors(fname: str, v: Any, p: str, updating: bool) -> list[FieldError]:
+    """A PodGroup's disruptionMode is required, and its fields immutable."""
+    errs: list[FieldError] = []
+    if fname == "disruptionMode" and v is None:
+        errs.append(errors.required(p, ""))
+    if updating:
+        errs.append(_immutable(p))
+    return errs
+
+
+def _disruption_mode_errors(v: Any, p: str) -> list[FieldError]:
+    return [] if v in DISRUPTION_MODES else [errors.not_supported(p, v, list(DISRUPTION_MODES))]
+
+
+def _priority_class_name_errors(v: Any, p: str) -> list[FieldError]:
+    return [errors.invalid(p, v, m) for m in long_name_errors(v)]
+
+
+def _priority_errors(v: Any, p: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if isinstance(v, int):
+        if v > PRIORITY_MAX:
+            errs.append(errors.invalid(p, v, f"must be less than or equal to {PRIORITY_MAX}"))
+        if v < PRIORITY_MIN:
+            errs.append(errors.invalid(p, v, f"must be greater than or equal to {PRIORITY_MIN}"))
+    return errs
+
+
+_WAP_FORMAT_CHECKS = {"disruptionMode": _disruption_mode_errors, "priorityClassName": _priority_class_name_errors,
+                      "priority": _priority_errors}
 
 
 def _drop_gated_fields(spec: dict, old: dict | None, ctx: StrategyContext, *, null_constraints: bool) -> None:
@@ -568,44 +585,36 @@ def _validate_template_ref(ref: dict, path: str) -> list[FieldError]:
     return errs
 
 
+def _set_once(value: Any, old: Any, updating: bool, path: str,
+              validate: Callable[[Any, str], list[FieldError]]) -> list[FieldError]:
+    """A field set at creation: validated on create, immutable on update (unchanged is fine)."""
+    if updating and value == old:
+        return []
+    if updating:
+        return [_immutable(path)]
+    return validate(value, path)
+
+
 def _validate_pod_group_spec(spec: Any, old_spec: Any, ctx: StrategyContext) -> list[FieldError]:
     spec = spec if isinstance(spec, dict) else {}
     updating = old_spec is not None
     old_spec = old_spec if isinstance(old_spec, dict) else {}
     if updating and spec == old_spec:
         return []
-    errs: list[FieldError] = []
-    # podGroupTemplateRef
     ref, oref = spec.get("podGroupTemplateRef"), old_spec.get("podGroupTemplateRef")
-    if not (updating and ref == oref):
-        if updating:
-            errs.append(_immutable("spec.podGroupTemplateRef"))
-        elif isinstance(ref, dict):
-            errs += _validate_template_ref(ref, "spec.podGroupTemplateRef")
-    # schedulingPolicy
-    sp, osp = spec.get("schedulingPolicy"), old_spec.get("schedulingPolicy")
-    if not (updating and sp == osp):
-        if updating:
-            errs.append(_immutable("spec.schedulingPolicy"))
-        else:
-            errs += _validate_scheduling_policy(sp, "spec.schedulingPolicy")
-    # schedulingConstraints
+    errs = _set_once(ref, oref, updating, "spec.podGroupTemplateRef",
+                     lambda v, p: _validate_template_ref(v, p) if isinstance(v, dict) else [])
+    errs += _set_once(spec.get("schedulingPolicy"), old_spec.get("schedulingPolicy"), updating,
+                      "spec.schedulingPolicy", _validate_scheduling_policy)
     sc, osc = spec.get("schedulingConstraints"), old_spec.get("schedulingConstraints")
-    if not (updating and sc == osc):
-        if not _enabled(ctx, GATE_TAS):
-            if sc is not None:
-                errs.append(errors.forbidden("spec.schedulingConstraints", ""))
-        elif updating:
-            errs.append(_immutable("spec.schedulingConstraints"))
-        elif sc is not None:
-            errs += _validate_scheduling_constraints(sc, "spec.schedulingConstraints")
-    # resourceClaims
-    rc, orc = spec.get("resourceClaims") or [], old_spec.get("resourceClaims") or []
-    if not (updating and rc == orc):
-        if updating:
-            errs.append(_immutable("spec.resourceClaims"))
-        elif rc:
-            errs += _validate_resource_claims(rc, "spec.resourceClaims")
+    if not _enabled(ctx, GATE_TAS):
+        if sc is not None and not (updating and sc == osc):
+            errs.append(errors.forbidden("spec.schedulingConstraints", ""))
+    else:
+        errs += _set_once(sc, osc, updating, "spec.schedulingConstraints",
+                          lambda v, p: _validate_scheduling_constraints(v, p) if v is not None else [])
+    errs += _set_once(spec.get("resourceClaims") or [], old_spec.get("resourceClaims") or [], updating,
+                      "spec.resourceClaims", lambda v, p: _validate_resource_claims(v, p) if v else [])
     errs += _validate_wap_fields(spec, "spec", ctx, old_spec if updating else None, pod_group=True)
     return errs
 

@@ -337,16 +337,32 @@ def _format_time(seconds: int, micros: int | None) -> str:
 def _well_known(code: int, buf: bytes, pos: int, end: int) -> Any:
     """Decode the message buf[pos:end] of a well-known type into its JSON value."""
     if code == TIME_V or code == MICRO_TIME_V:
-        if pos == end:
-            return None  # the zero time
-        seconds, nanos = _timestamp(buf, pos, end)
-        if code == TIME_V:  # metav1.Time keeps whole seconds only
-            return None if seconds == ZERO_TIME_SECONDS else _format_time(seconds, None)
-        total = seconds * 1_000_000_000 + nanos
-        if total == ZERO_TIME_SECONDS * 1_000_000_000:
-            return None
-        seconds, nanos = divmod(total, 1_000_000_000)
-        return _format_time(seconds, nanos // 1000)
+        return _time_value(code, buf, pos, end)
+    fields = _raw_fields(buf, pos, end)
+    if code == QUANTITY_V:
+        return _quantity_value(fields.get(1))
+    if code == INT_OR_STRING_V:
+        return _int_or_string_value(fields)
+    if code == DURATION_V:
+        return format_duration_ns(_int64(_as_int(fields.get(1, 0), "Duration")))
+    return _raw_extension_value(fields.get(1))  # RawExtension / FieldsV1: field 1 holds the raw document
+
+
+def _time_value(code: int, buf: bytes, pos: int, end: int) -> Any:
+    if pos == end:
+        return None  # the zero time
+    seconds, nanos = _timestamp(buf, pos, end)
+    if code == TIME_V:  # metav1.Time keeps whole seconds only
+        return None if seconds == ZERO_TIME_SECONDS else _format_time(seconds, None)
+    total = seconds * 1_000_000_000 + nanos
+    if total == ZERO_TIME_SECONDS * 1_000_000_000:
+        return None
+    seconds, nanos = divmod(total, 1_000_000_000)
+    return _format_time(seconds, nanos // 1000)
+
+
+def _raw_fields(buf: bytes, pos: int, end: int) -> dict[int, Any]:
+    """The varint and length-delimited fields of a small message, by number (others skipped)."""
     fields: dict[int, Any] = {}
     while pos < end:
         key, pos = _varint(buf, pos, end)
@@ -359,29 +375,33 @@ def _well_known(code: int, buf: bytes, pos: int, end: int) -> Any:
             pos += n
         else:
             pos = _skip(buf, pos, end, wire, number)
-    if code == QUANTITY_V:
-        raw = fields.get(1)
-        if raw is None:
-            return "0"
+    return fields
+
+
+def _quantity_value(raw: Any) -> str:
+    if raw is None:
+        return "0"
+    if not isinstance(raw, bytes):
+        raise ProtobufError("proto: wrong wireType = 0 for field String_")
+    try:
+        return canonicalize(_text(raw))
+    except ValueError as e:
+        raise ProtobufError(str(e)) from None
+
+
+def _int_or_string_value(fields: dict[int, Any]) -> Any:
+    kind = fields.get(1, 0)
+    if kind == 0:
+        return _int32(_as_int(fields.get(2, 0), "IntVal"))
+    if kind == 1:
+        raw = fields.get(3, b"")
         if not isinstance(raw, bytes):
-            raise ProtobufError("proto: wrong wireType = 0 for field String_")
-        try:
-            return canonicalize(_text(raw))
-        except ValueError as e:
-            raise ProtobufError(str(e)) from None
-    if code == INT_OR_STRING_V:
-        kind = fields.get(1, 0)
-        if kind == 0:
-            return _int32(_as_int(fields.get(2, 0), "IntVal"))
-        if kind == 1:
-            raw = fields.get(3, b"")
-            if not isinstance(raw, bytes):
-                raise ProtobufError("proto: wrong wireType = 0 for field StrVal")
-            return _text(raw)
-        raise ProtobufError("impossible IntOrString.Type")
-    if code == DURATION_V:
-        return format_duration_ns(_int64(_as_int(fields.get(1, 0), "Duration")))
-    raw = fields.get(1)  # RawExtension / FieldsV1: field 1 holds the raw document
+            raise ProtobufError("proto: wrong wireType = 0 for field StrVal")
+        return _text(raw)
+    raise ProtobufError("impossible IntOrString.Type")
+
+
+def _raw_extension_value(raw: Any) -> Any:
     if raw is None or raw == b"":
         return None
     if not isinstance(raw, bytes):
@@ -431,9 +451,7 @@ def _message(msg: Message, buf: bytes, pos: int, end: int) -> dict:
             raise ProtobufError(f"proto: {msg.name.rsplit('.', 1)[-1]}: wiretype end group for non-group")
         field = fields.get(number)
         if field is None or not (field.json or field.inline):
-            if number <= 0:
-                raise ProtobufError(f"proto: {msg.name.rsplit('.', 1)[-1]}: illegal tag {number} (wire type {wire})")
-            pos = _skip(buf, pos, end, wire, number)
+            pos = _skip_unknown(msg, buf, pos, end, wire, number)
             continue
         code = field.code
         if wire == WIRE_BYTES:
@@ -442,50 +460,70 @@ def _message(msg: Message, buf: bytes, pos: int, end: int) -> dict:
                 pos += 1
             else:
                 n, pos = _length(buf, pos, end)
-            if field.map:
-                k, v = _map_entry(field, buf, pos, pos + n)
-                entries = out.get(field.name)
-                if entries is None:
-                    out[field.name] = entries = {}
-                entries[k] = v
-            elif field.wrapped:
-                items = _wrapped_items(field, buf, pos, pos + n)
-                out.setdefault(field.name, []).extend(items)
-            elif code in VARINT_CODES or code == DOUBLE:
-                if not field.repeated:
-                    raise _wrong_wire(field, wire)
-                out.setdefault(field.name, []).extend(_packed(code, buf, pos, pos + n))
-            elif field.inline:
+            if field.inline and not (field.map or field.wrapped or code in VARINT_CODES or code == DOUBLE):
                 if inline_values is None:
                     inline_values = {}
                 inline_values[id(field)] = _message(field.message, buf, pos, pos + n)
-            elif field.repeated:
-                items = out.get(field.name)
-                if items is None:
-                    out[field.name] = items = []
-                items.append(_value(field, code, buf, pos, n))
             else:
-                out[field.name] = _value(field, code, buf, pos, n)
+                _length_delimited_field(field, code, buf, pos, n, out)
             pos += n
-        elif wire == WIRE_VARINT and code in VARINT_CODES and not field.map and not field.wrapped:
-            v, pos = _varint(buf, pos, end)
-            v = _scalar_from_varint(code, v)
-            if field.repeated:
-                out.setdefault(field.name, []).append(v)
-            else:
-                out[field.name] = v
-        elif wire == WIRE_FIXED64 and code == DOUBLE and not field.map and not field.wrapped:
-            if pos + 8 > end:
-                raise ProtobufError("unexpected EOF")
-            v = _unpack_double(buf, pos)[0]
-            pos += 8
-            if field.repeated:
-                out.setdefault(field.name, []).append(v)
-            else:
-                out[field.name] = v
         else:
-            raise _wrong_wire(field, wire)
+            pos = _scalar_field(field, code, wire, buf, pos, end, out)
     return finish(msg, out, inline_values)
+
+
+def _skip_unknown(msg: Message, buf: bytes, pos: int, end: int, wire: int, number: int) -> int:
+    """Skip a field the message does not know (or does not show in JSON); a tag below 1 is an error."""
+    if number <= 0:
+        raise ProtobufError(f"proto: {msg.name.rsplit('.', 1)[-1]}: illegal tag {number} (wire type {wire})")
+    return _skip(buf, pos, end, wire, number)
+
+
+def _scalar_field(field: Field, code: int, wire: int, buf: bytes, pos: int, end: int, out: dict) -> int:
+    """A varint or double field value at buf[pos:]; returns the position after it."""
+    if field.map or field.wrapped:
+        raise _wrong_wire(field, wire)
+    if wire == WIRE_VARINT and code in VARINT_CODES:
+        v, pos = _varint(buf, pos, end)
+        _set_scalar(field, out, _scalar_from_varint(code, v))
+        return pos
+    if wire == WIRE_FIXED64 and code == DOUBLE:
+        if pos + 8 > end:
+            raise ProtobufError("unexpected EOF")
+        _set_scalar(field, out, _unpack_double(buf, pos)[0])
+        return pos + 8
+    raise _wrong_wire(field, wire)
+
+
+def _length_delimited_field(field: Field, code: int, buf: bytes, pos: int, n: int, out: dict) -> None:
+    """A map entry, wrapped or packed list items, a message or a string/bytes value at buf[pos:pos+n]
+    (not an inline field's message: the caller keeps those apart)."""
+    if field.map:
+        k, v = _map_entry(field, buf, pos, pos + n)
+        entries = out.get(field.name)
+        if entries is None:
+            out[field.name] = entries = {}
+        entries[k] = v
+    elif field.wrapped:
+        out.setdefault(field.name, []).extend(_wrapped_items(field, buf, pos, pos + n))
+    elif code in VARINT_CODES or code == DOUBLE:
+        if not field.repeated:
+            raise _wrong_wire(field, WIRE_BYTES)
+        out.setdefault(field.name, []).extend(_packed(code, buf, pos, pos + n))
+    elif field.repeated:
+        items = out.get(field.name)
+        if items is None:
+            out[field.name] = items = []
+        items.append(_value(field, code, buf, pos, n))
+    else:
+        out[field.name] = _value(field, code, buf, pos, n)
+
+
+def _set_scalar(field: Field, out: dict, v: Any) -> None:
+    if field.repeated:
+        out.setdefault(field.name, []).append(v)
+    else:
+        out[field.name] = v
 
 
 def _packed(code: int, buf: bytes, pos: int, end: int) -> list:

@@ -48,5 +48,5 @@ def allocate(service: dict, old: dict | None) -> None:
 
 
 def install() -> None:
-    from ..api import core
-    core.SERVICE_STRATEGY.ip_allocator = allocate
+    from ..api import services
+    services.SERVICE_STRATEGY.ip_allocator = allocate

@@ -16,6 +16,7 @@ costs; profiled runs are slower, so read their timings as relative.
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable
 
 import click
 
@@ -59,11 +60,29 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
           kubelets, overlap_create, no_store_limit, in_process, list_only, quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
     SchedulingThroughput, attempt durations, extension points, peak RSS and wall time."""
-    import os
-    import tempfile
+    from ..sim.harness import RunOptions, stderr_progress
+    from ..sim.report import summarize
 
-    from ..sim.harness import RunOptions, run_workload, run_workload_isolated, stderr_progress
-    from ..sim.report import format_table, plot_throughput, summarize, write_json
+    chosen = _chosen_workloads(workload_file, names, label_filter, list_only)
+    if chosen is None:
+        return
+    progress = None if quiet else stderr_progress
+
+    def options_for(run_index: int) -> RunOptions:
+        return RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=None,
+                          store_limit=not no_store_limit, overlap_create=overlap_create, seed=run_index,
+                          progress=progress)
+
+    results = _run_all(chosen, runs, options_for, in_process, profile_out)
+    _report(summarize(results), results, json_out, plot_out, profile_out)
+    ok = all(r["status"] == "completed" and all(c["ok"] for c in r.get("checks") or []) for r in results)
+    sys.exit(0 if ok else 1)
+
+
+def _chosen_workloads(workload_file: str, names: tuple[str, ...], label_filter: str | None,
+                      list_only: bool) -> list[tuple[Any, Any]] | None:
+    """The (test case, workload) pairs to run; None after `--list` printed them. Exits 1 on a bad
+    file or when nothing matches."""
     from ..sim.workload import WorkloadError, load_workload_file, select
 
     try:
@@ -73,7 +92,7 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
                 for w in tc.workloads:
                     labels = ",".join(tc.labels + w.labels)
                     click.echo(f"{tc.name}/{w.name}" + (f"  [{labels}]" if labels else ""))
-            return
+            return None
         chosen = select(cases, names, label_filter)
     except WorkloadError as e:
         click.echo(f"ERROR: {e}", err=True)
@@ -81,21 +100,30 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
     if not chosen:
         click.echo("ERROR: no workload matches (see --list)", err=True)
         sys.exit(1)
+    return chosen
+
+
+def _run_all(chosen: list[tuple[Any, Any]], runs: int, options_for: Callable[[int], Any], in_process: bool,
+             profile_out: str | None) -> list[dict[str, Any]]:
+    """Every run of every chosen workload, in order; with `profile_out`, their profiles merged there."""
+    import os
+    import tempfile
+
+    from ..sim.harness import run_workload, run_workload_isolated
 
     profiler, profile_parts = None, []
     if profile_out and in_process:
         import cProfile
         profiler = cProfile.Profile()
-    progress = None if quiet else stderr_progress
-    results = []
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as tmp:
         for tc, w in chosen:
             for i in range(runs):
+                options = options_for(i)
+                progress = options.progress
                 if progress:
                     progress(f"== {tc.name}/{w.name} run {i + 1}/{runs}")
-                options = RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=profiler,
-                                     store_limit=not no_store_limit, overlap_create=overlap_create, seed=i,
-                                     progress=progress)
+                options.profiler = profiler
                 if in_process:
                     r = run_workload(tc, w, options)
                 else:
@@ -112,13 +140,25 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
                     progress(f"== {tc.name}/{w.name} run {i + 1}: {r['status']}"
                              + (f" ({r['error']})" if r.get("error") else ""))
         if profile_out:
-            import pstats
-            if profiler is not None:
-                profiler.dump_stats(profile_out)
-            elif profile_parts:
-                pstats.Stats(*profile_parts).dump_stats(profile_out)
+            _write_profile(profile_out, profiler, profile_parts)
+    return results
 
-    summary = summarize(results)
+
+def _write_profile(profile_out: str, profiler: Any, profile_parts: list[str]) -> None:
+    import pstats
+    if profiler is not None:
+        profiler.dump_stats(profile_out)
+    elif profile_parts:
+        pstats.Stats(*profile_parts).dump_stats(profile_out)
+
+
+def _report(summary: dict[str, Any], results: list[dict[str, Any]], json_out: str | None, plot_out: str | None,
+            profile_out: str | None) -> None:
+    """The table on stdout; the profile's top costs, the plot and the JSON as asked for."""
+    import os
+
+    from ..sim.report import format_table, plot_throughput, write_json
+
     click.echo(format_table(summary))
     extra = {}
     if profile_out and os.path.exists(profile_out):
@@ -132,5 +172,3 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
     if json_out:
         write_json(json_out, summary, results, extra)
         click.echo(f"JSON written to {json_out}", err=True)
-    ok = all(r["status"] == "completed" and all(c["ok"] for c in r.get("checks") or []) for r in results)
-    sys.exit(0 if ok else 1)

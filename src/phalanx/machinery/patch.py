@@ -30,7 +30,7 @@ Errors are `StatusError`s shaped the way kube-apiserver reports them:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -318,101 +318,121 @@ def _string_member(op: dict, name: str) -> str | None:
 
 def _apply_operation(doc: _Document, op: dict | None) -> None:
     op = op or {}
-    kind = op.get("op") if isinstance(op.get("op"), str) else "unknown"
-    path = _string_member(op, "path")
-    value = op.get("value")
-    if kind == "add":
-        if path is None:
-            raise _OpError("add operation failed to decode path: missing value")
-        con, key = doc.find(path, writable=True)
-        if con is None:
-            raise _OpError(f'add operation does not apply: doc is missing path: "{path}": missing value')
-        try:
-            _container_add(con, key, value)
-        except _OpError as e:
-            raise _OpError(f"error in add for path: '{path}': {e}") from None
-    elif kind == "remove":
-        if path is None:
-            raise _OpError("remove operation failed to decode path: missing value")
-        con, key = doc.find(path, writable=True)
-        if con is None:
-            raise _OpError(f'remove operation does not apply: doc is missing path: "{path}": missing value')
-        try:
-            _container_remove(con, key)
-        except _OpError as e:
-            raise _OpError(f"error in remove for path: '{path}': {e}") from None
-    elif kind == "replace":
-        if path is None:
-            raise _OpError("replace operation failed to decode path: operation missing path field: missing value")
-        con, key = doc.find(path, writable=True)
-        if con is None:
-            raise _OpError(f"replace operation does not apply: doc is missing path: {path}: missing value")
-        try:
-            _container_get(con, key)
-        except _OpError:
-            raise _OpError(f"replace operation does not apply: doc is missing key: {path}: missing value") from None
-        _container_set(con, key, value)
-    elif kind == "move":
-        source = _string_member(op, "from")
-        if source is None:
-            raise _OpError("move operation failed to decode from: operation, missing from field: missing value")
-        con, key = doc.find(source, writable=True)
-        if con is None:
-            raise _OpError(f"move operation does not apply: doc is missing from path: {source}: missing value")
-        try:
-            moved = _container_get(con, key)
-            _container_remove(con, key)
-        except _OpError as e:
-            raise _OpError(f"error in move for path: '{key}': {e}") from None
-        if path is None:
-            raise _OpError("move operation failed to decode path: operation missing path field: missing value")
-        con, key = doc.find(path, writable=True)
-        if con is None:
-            raise _OpError(f"move operation does not apply: doc is missing destination path: {path}: missing value")
-        try:
-            _container_add(con, key, moved)
-        except _OpError as e:
-            raise _OpError(f"error in move for path: '{path}': {e}") from None
-    elif kind == "copy":
-        source = _string_member(op, "from")
-        if source is None:
-            raise _OpError("copy operation failed to decode from: operation, missing from field: missing value")
-        con, key = doc.find(source, writable=False)
-        if con is None:
-            raise _OpError(f"copy operation does not apply: doc is missing from path: {source}: missing value")
-        try:
-            copied = _container_get(con, key)
-        except _OpError as e:
-            raise _OpError(f"error in copy for from: '{source}': {e}") from None
-        if path is None:
-            raise _OpError("copy operation failed to decode path: missing value")
-        con, key = doc.find(path, writable=True)
-        if con is None:
-            raise _OpError(f"copy operation does not apply: doc is missing destination path: {path}: missing value")
-        try:
-            _container_add(con, key, _deep_copy(copied))
-        except _OpError as e:
-            raise _OpError(f"error while adding value during copy: {e}") from None
-    elif kind == "test":
-        if path is None:
-            raise _OpError("test operation failed to decode path: operation missing path field: missing value")
-        con, key = doc.find(path, writable=False)
-        if con is None:
-            raise _OpError(f"test operation does not apply: is missing path: {path}: missing value")
-        try:
-            current = _container_get(con, key)
-        except _OpError as e:
-            if not e.missing:
-                raise _OpError(f"error in test for path: '{path}': {e}") from None
-            current = None
-        if current is None:
-            if value is None:
-                return
-        elif value is not None and json_equal(current, value):
-            return
-        raise _OpError(f"testing value {path} failed: test failed")
-    else:
+    name = op.get("op")
+    kind = name if isinstance(name, str) else "unknown"
+    apply = _OPERATIONS.get(kind)
+    if apply is None:
         raise _OpError(f"Unexpected kind: {kind}")
+    apply(doc, op, _string_member(op, "path"), op.get("value"))
+
+
+def _op_add(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    if path is None:
+        raise _OpError("add operation failed to decode path: missing value")
+    con, key = doc.find(path, writable=True)
+    if con is None:
+        raise _OpError(f'add operation does not apply: doc is missing path: "{path}": missing value')
+    try:
+        _container_add(con, key, value)
+    except _OpError as e:
+        raise _OpError(f"error in add for path: '{path}': {e}") from None
+
+
+def _op_remove(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    if path is None:
+        raise _OpError("remove operation failed to decode path: missing value")
+    con, key = doc.find(path, writable=True)
+    if con is None:
+        raise _OpError(f'remove operation does not apply: doc is missing path: "{path}": missing value')
+    try:
+        _container_remove(con, key)
+    except _OpError as e:
+        raise _OpError(f"error in remove for path: '{path}': {e}") from None
+
+
+def _op_replace(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    if path is None:
+        raise _OpError("replace operation failed to decode path: operation missing path field: missing value")
+    con, key = doc.find(path, writable=True)
+    if con is None:
+        raise _OpError(f"replace operation does not apply: doc is missing path: {path}: missing value")
+    try:
+        _container_get(con, key)
+    except _OpError:
+        raise _OpError(f"replace operation does not apply: doc is missing key: {path}: missing value") from None
+    _container_set(con, key, value)
+
+
+def _op_move(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    source = _string_member(op, "from")
+    if source is None:
+        raise _OpError("move operation failed to decode from: operation, missing from field: missing value")
+    con, key = doc.find(source, writable=True)
+    if con is None:
+        raise _OpError(f"move operation does not apply: doc is missing from path: {source}: missing value")
+    try:
+        moved = _container_get(con, key)
+        _container_remove(con, key)
+    except _OpError as e:
+        raise _OpError(f"error in move for path: '{key}': {e}") from None
+    if path is None:
+        raise _OpError("move operation failed to decode path: operation missing path field: missing value")
+    con, key = doc.find(path, writable=True)
+    if con is None:
+        raise _OpError(f"move operation does not apply: doc is missing destination path: {path}: missing value")
+    try:
+        _container_add(con, key, moved)
+    except _OpError as e:
+        raise _OpError(f"error in move for path: '{path}': {e}") from None
+
+
+def _op_copy(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    source = _string_member(op, "from")
+    if source is None:
+        raise _OpError("copy operation failed to decode from: operation, missing from field: missing value")
+    con, key = doc.find(source, writable=False)
+    if con is None:
+        raise _OpError(f"copy operation does not apply: doc is missing from path: {source}: missing value")
+    try:
+        copied = _container_get(con, key)
+    except _OpError as e:
+        raise _OpError(f"error in copy for from: '{source}': {e}") from None
+    if path is None:
+        raise _OpError("copy operation failed to decode path: missing value")
+    con, key = doc.find(path, writable=True)
+    if con is None:
+        raise _OpError(f"copy operation does not apply: doc is missing destination path: {path}: missing value")
+    try:
+        _container_add(con, key, _deep_copy(copied))
+    except _OpError as e:
+        raise _OpError(f"error while adding value during copy: {e}") from None
+
+
+def _op_test(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+    if path is None:
+        raise _OpError("test operation failed to decode path: operation missing path field: missing value")
+    con, key = doc.find(path, writable=False)
+    if con is None:
+        raise _OpError(f"test operation does not apply: is missing path: {path}: missing value")
+    try:
+        current = _container_get(con, key)
+    except _OpError as e:
+        if not e.missing:
+            raise _OpError(f"error in test for path: '{path}': {e}") from None
+        current = None
+    if current is None:
+        if value is None:
+            return
+    elif value is not None and json_equal(current, value):
+        return
+    raise _OpError(f"testing value {path} failed: test failed")
+
+
+# RFC 6902 operations by their `op`, with upstream's (evanphx/json-patch) error messages.
+_OPERATIONS: dict[str, Callable[[_Document, dict, Any, Any], None]] = {
+    "add": _op_add, "remove": _op_remove, "replace": _op_replace, "move": _op_move, "copy": _op_copy,
+    "test": _op_test,
+}
 
 
 _OP_STRING_FIELDS = ("op", "path", "from")

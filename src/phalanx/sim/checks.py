@@ -24,6 +24,7 @@ Checks whose objects are absent (no PodGroups, no claims) pass with "nothing to 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from ..dra import claims as dra
@@ -65,24 +66,40 @@ def _requests(pod: dict) -> tuple[int, int]:
     return cpu, mem
 
 
+@dataclass
+class _Cluster:
+    """What the checks read: the live (not finished) pods, those bound, and nodes, PodGroups and
+    claims by name (`namespace/name` for the namespaced ones)."""
+
+    bound: list[dict]
+    nodes: dict[str, dict]
+    groups: dict[str, dict]
+    claims: dict[str, dict]
+    workload_claims: bool
+
+
 def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -> list[dict[str, Any]]:
     pods = [p for p in _list(api, "", "v1", "pods") if not (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")]
-    nodes = {n["metadata"]["name"]: n for n in _list(api, "", "v1", "nodes")}
-    bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
-    groups = {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g
-              for g in _list(api, "scheduling.k8s.io", "v1alpha2", "podgroups")}
-    claims = {f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
-              for c in _list(api, "resource.k8s.io", "v1", "resourceclaims")}
-    workload_claims = bool(gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE))
-    out = []
-
-    # podsScheduled
+    cluster = _Cluster(
+        bound=[p for p in pods if (p.get("spec") or {}).get("nodeName")],
+        nodes={n["metadata"]["name"]: n for n in _list(api, "", "v1", "nodes")},
+        groups={f"{g['metadata']['namespace']}/{g['metadata']['name']}": g
+                for g in _list(api, "scheduling.k8s.io", "v1alpha2", "podgroups")},
+        claims={f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
+                for c in _list(api, "resource.k8s.io", "v1", "resourceclaims")},
+        workload_claims=bool(gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE)))
     problems = [f"{label}: {b}/{n} pods scheduled" for label, (n, b) in expectations.items() if b < n]
-    out.append(_check("podsScheduled", problems, len(expectations), "ops with all their pods scheduled"))
+    out = [_check("podsScheduled", problems, len(expectations), "ops with all their pods scheduled"),
+           _nodes_not_overcommitted(cluster)]
+    out += _gangs_and_topology(cluster)
+    out += _claims_allocated_and_reserved(cluster)
+    out.append(_devices_not_double_allocated(cluster))
+    return out
 
-    # nodesNotOvercommitted
+
+def _nodes_not_overcommitted(cluster: _Cluster) -> dict[str, Any]:
     use: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for p in bound:
+    for p in cluster.bound:
         cpu, mem = _requests(p)
         u = use[p["spec"]["nodeName"]]
         u[0] += cpu
@@ -90,28 +107,36 @@ def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -
         u[2] += 1
     problems = []
     for node_name, (cpu, mem, count) in use.items():
-        node = nodes.get(node_name)
+        node = cluster.nodes.get(node_name)
         if node is None:
             problems.append(f"{count} pod(s) bound to missing node {node_name}")
             continue
-        alloc = (node.get("status") or {}).get("allocatable") or {}
-        if "cpu" in alloc and cpu > milli_value(alloc["cpu"]):
-            problems.append(f"{node_name}: cpu {cpu}m requested > {alloc['cpu']}")
-        if "memory" in alloc and mem > value(alloc["memory"]):
-            problems.append(f"{node_name}: memory {mem} requested > {alloc['memory']}")
-        if "pods" in alloc and count > value(alloc["pods"]):
-            problems.append(f"{node_name}: {count} pods > {alloc['pods']}")
-    out.append(_check("nodesNotOvercommitted", problems, len(use), "nodes within allocatable"))
+        problems += _overcommit_problems(node_name, (node.get("status") or {}).get("allocatable") or {},
+                                         cpu, mem, count)
+    return _check("nodesNotOvercommitted", problems, len(use), "nodes within allocatable")
 
-    # gangsIntact / topologyRespected
+
+def _overcommit_problems(node_name: str, alloc: dict, cpu: int, mem: int, count: int) -> list[str]:
+    problems = []
+    if "cpu" in alloc and cpu > milli_value(alloc["cpu"]):
+        problems.append(f"{node_name}: cpu {cpu}m requested > {alloc['cpu']}")
+    if "memory" in alloc and mem > value(alloc["memory"]):
+        problems.append(f"{node_name}: memory {mem} requested > {alloc['memory']}")
+    if "pods" in alloc and count > value(alloc["pods"]):
+        problems.append(f"{node_name}: {count} pods > {alloc['pods']}")
+    return problems
+
+
+def _gangs_and_topology(cluster: _Cluster) -> list[dict[str, Any]]:
+    """gangsIntact and topologyRespected, over the bound members of each PodGroup."""
     members: dict[str, list[dict]] = defaultdict(list)
-    for p in bound:
+    for p in cluster.bound:
         g = dra.pod_group_name(p)
         if g is not None:
             members[f"{p['metadata']['namespace']}/{g}"].append(p)
     problems, checked = [], 0
     topo_problems, topo_checked = [], 0
-    for key, g in groups.items():
+    for key, g in cluster.groups.items():
         spec = g.get("spec") or {}
         gang = (spec.get("schedulingPolicy") or {}).get("gang")
         placed = members.get(key, [])
@@ -123,64 +148,80 @@ def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -
         keys = [t.get("key") for t in (spec.get("schedulingConstraints") or {}).get("topology") or [] if t.get("key")]
         if keys and placed:
             topo_checked += 1
-            for k in keys:
-                values = {((nodes.get(p["spec"]["nodeName"]) or {}).get("metadata") or {}).get("labels", {}).get(k)
-                          for p in placed}
-                if len(values) != 1 or None in values:
-                    topo_problems.append(f"{key}: {len(placed)} pods span {k}={sorted(map(str, values))}")
-    out.append(_check("gangsIntact", problems, checked, "gangs all-or-nothing"))
-    out.append(_check("topologyRespected", topo_problems, topo_checked, "PodGroups within one topology domain"))
+            topo_problems += _topology_problems(key, keys, placed, cluster.nodes)
+    return [_check("gangsIntact", problems, checked, "gangs all-or-nothing"),
+            _check("topologyRespected", topo_problems, topo_checked, "PodGroups within one topology domain")]
 
-    # claimsAllocatedAndReserved / sharedClaimsOneReservation
+
+def _topology_problems(group_key: str, keys: list[str], placed: list[dict], nodes: dict[str, dict]) -> list[str]:
+    problems = []
+    for k in keys:
+        values = {((nodes.get(p["spec"]["nodeName"]) or {}).get("metadata") or {}).get("labels", {}).get(k)
+                  for p in placed}
+        if len(values) != 1 or None in values:
+            problems.append(f"{group_key}: {len(placed)} pods span {k}={sorted(map(str, values))}")
+    return problems
+
+
+def _claims_allocated_and_reserved(cluster: _Cluster) -> list[dict[str, Any]]:
+    """claimsAllocatedAndReserved over every bound pod's claims, then sharedClaimsOneReservation
+    over the claims pods use through their PodGroup."""
     problems, checked = [], 0
     shared: dict[str, str] = {}  # claim key -> PodGroup key that uses it through its spec
-    for p in bound:
-        ns = p["metadata"]["namespace"]
-        group_name = dra.pod_group_name(p)
-        group = groups.get(f"{ns}/{group_name}") if group_name else None
+    for p in cluster.bound:
         for pc in dra.pod_claims(p):
             checked += 1
-            name, _, err = dra.claim_name(p, pc)
-            who = f"pod {ns}/{p['metadata']['name']} claim {pc.get('name')}"
-            if err is not None or name is None:
-                problems.append(f"{who}: {err or 'no claim name'}")
-                continue
-            claim = claims.get(f"{ns}/{name}")
-            if claim is None:
-                problems.append(f"{who}: ResourceClaim {name} not found")
-                continue
-            if not dra.is_allocated(claim):
-                problems.append(f"{who}: ResourceClaim {name} is not allocated")
-                continue
-            sel = claim["status"]["allocation"].get("nodeSelector")
-            node = nodes.get(p["spec"]["nodeName"])
-            if sel and node is not None and not node_selector_matches(sel, node):
-                problems.append(f"{who}: ResourceClaim {name} is allocated for other nodes than {p['spec']['nodeName']}")
-            via_group = dra.matching_pod_group_claim(p, group, pc, workload_claims_enabled=workload_claims)
-            if via_group is not None:
-                shared[f"{ns}/{name}"] = f"{ns}/{group_name}"
-            if not dra.is_reserved_for_pod(p, claim, accept_pod_group=via_group is not None):
-                problems.append(f"{who}: ResourceClaim {name} is not reserved for it")
-    out.append(_check("claimsAllocatedAndReserved", problems, checked, "pod claims allocated and reserved"))
+            problems += _pod_claim_problems(cluster, p, pc, shared)
+    return [_check("claimsAllocatedAndReserved", problems, checked, "pod claims allocated and reserved"),
+            _shared_claims_one_reservation(cluster, shared)]
 
+
+def _pod_claim_problems(cluster: _Cluster, p: dict, pc: dict, shared: dict[str, str]) -> list[str]:
+    """What is wrong with one claim of a bound pod; records the claims shared through a PodGroup."""
+    ns = p["metadata"]["namespace"]
+    group_name = dra.pod_group_name(p)
+    group = cluster.groups.get(f"{ns}/{group_name}") if group_name else None
+    name, _, err = dra.claim_name(p, pc)
+    who = f"pod {ns}/{p['metadata']['name']} claim {pc.get('name')}"
+    if err is not None or name is None:
+        return [f"{who}: {err or 'no claim name'}"]
+    claim = cluster.claims.get(f"{ns}/{name}")
+    if claim is None:
+        return [f"{who}: ResourceClaim {name} not found"]
+    if not dra.is_allocated(claim):
+        return [f"{who}: ResourceClaim {name} is not allocated"]
+    problems = []
+    sel = claim["status"]["allocation"].get("nodeSelector")
+    node = cluster.nodes.get(p["spec"]["nodeName"])
+    if sel and node is not None and not node_selector_matches(sel, node):
+        problems.append(f"{who}: ResourceClaim {name} is allocated for other nodes than {p['spec']['nodeName']}")
+    via_group = dra.matching_pod_group_claim(p, group, pc, workload_claims_enabled=cluster.workload_claims)
+    if via_group is not None:
+        shared[f"{ns}/{name}"] = f"{ns}/{group_name}"
+    if not dra.is_reserved_for_pod(p, claim, accept_pod_group=via_group is not None):
+        problems.append(f"{who}: ResourceClaim {name} is not reserved for it")
+    return problems
+
+
+def _shared_claims_one_reservation(cluster: _Cluster, shared: dict[str, str]) -> dict[str, Any]:
     problems = []
     for ckey, gkey in shared.items():
-        refs = dra.reserved_for(claims[ckey])
-        group = groups.get(gkey)
+        refs = dra.reserved_for(cluster.claims[ckey])
+        group = cluster.groups.get(gkey)
         if len(refs) != 1 or not dra.is_pod_group_consumer(refs[0]) or \
                 (group is not None and refs[0].get("name") != group["metadata"]["name"]):
             problems.append(f"{ckey}: reservedFor has {len(refs)} entries "
                             f"({', '.join(r.get('resource', '') + '/' + r.get('name', '') for r in refs[:3])}), "
                             f"want one for PodGroup {gkey}")
-    out.append(_check("sharedClaimsOneReservation", problems, len(shared), "shared claims with one reservation"))
+    return _check("sharedClaimsOneReservation", problems, len(shared), "shared claims with one reservation")
 
-    # devicesNotDoubleAllocated
+
+def _devices_not_double_allocated(cluster: _Cluster) -> dict[str, Any]:
     seen: Counter = Counter()
-    for c in claims.values():
+    for c in cluster.claims.values():
         for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []:
             if r.get("adminAccess") or r.get("shareID"):
                 continue
             seen[(r.get("driver"), r.get("pool"), r.get("device"))] += 1
     problems = [f"{d}/{pool}/{dev} allocated {n} times" for (d, pool, dev), n in seen.items() if n > 1]
-    out.append(_check("devicesNotDoubleAllocated", problems, len(seen), "devices allocated once"))
-    return out
+    return _check("devicesNotDoubleAllocated", problems, len(seen), "devices allocated once")

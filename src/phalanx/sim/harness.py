@@ -488,20 +488,10 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
     factory = InformerFactory(InProcessClient(api, clock=clock, shared_reads=True), clock=clock)
     scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,
                                       gates=gates, clock=clock)
-    components: list[Any] = [scheduler]
-    component_names = ["scheduler"]
-    if uses_dra(case, workload, resolved):
-        from ..controllers.resourceclaim import ResourceClaimController
-        components.append(ResourceClaimController(
-            InProcessClient(api, clock=clock, field_manager="kube-controller-manager"), factory, gates=gates, clock=clock))
-        component_names.append("resourceclaim-controller")
-    kubelets = case.kubelets if options.kubelets is None else options.kubelets
-    if kubelets:
-        from ..nodes.kubelet import SimulatedKubelets
-        components.append(SimulatedKubelets(InProcessClient(api, clock=clock, field_manager="kubelet"), factory,
-                                            clock=clock))
-        component_names.append("simulated-kubelets")
-    result["components"] = component_names
+    named = [("scheduler", scheduler)] + _optional_components(case, workload, options, resolved, api, factory,
+                                                               gates, clock)
+    components = [c for _, c in named]
+    result["components"] = [name for name, _ in named]
     result["unavailablePlugins"] = scheduler.unavailable_plugins
     client = InProcessClient(api, clock=clock, field_manager="scheduler-perf")
     ctx = RunContext(case, workload, gates, options, clock, api, client, scheduler)
@@ -509,74 +499,107 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
     for c in components:
         c.start()
     try:
+        await _run_ops(ctx, ops, components, result, op_times)
+    finally:
+        await _stop_run(ctx, components, factory, result)
+    result["incomplete"] = ctx.incomplete
+    result["opTimings"] = op_times
+    result["measurements"] = ctx.measurements
+    result["schedulerStats"] = dict(scheduler.stats)
+    result["checks"] = checks_mod.run_checks(api, _expectations(ops, ctx), gates)
+    result["peakRSSBytes"] = peak_rss_bytes()
+    if options.store_limit and ctx.measurements:
+        _add_store_limits(result, api, ctx, gates)
+    result["threshold"] = threshold_result(case, workload, result)
+    result["loadAverageAtEnd"] = _loadavg()
+    result["wallSeconds"] = time.perf_counter() - t_start
+    return result
+
+
+def _optional_components(case: TestCase, workload: Workload, options: RunOptions, resolved: list[dict], api: API,
+                         factory: InformerFactory, gates: FeatureGates, clock: Any) -> list[tuple[str, Any]]:
+    """The ResourceClaim controller when the workload uses DRA, simulated kubelets when asked for."""
+    out: list[tuple[str, Any]] = []
+    if uses_dra(case, workload, resolved):
+        from ..controllers.resourceclaim import ResourceClaimController
+        out.append(("resourceclaim-controller", ResourceClaimController(
+            InProcessClient(api, clock=clock, field_manager="kube-controller-manager"), factory, gates=gates,
+            clock=clock)))
+    kubelets = case.kubelets if options.kubelets is None else options.kubelets
+    if kubelets:
+        from ..nodes.kubelet import SimulatedKubelets
+        out.append(("simulated-kubelets", SimulatedKubelets(
+            InProcessClient(api, clock=clock, field_manager="kubelet"), factory, clock=clock)))
+    return out
+
+
+async def _run_ops(ctx: RunContext, ops: list[Op], components: list[Any], result: dict[str, Any],
+                   op_times: list[dict[str, Any]]) -> None:
+    """Wait for the components to sync, then run the ops in order; the run's status says how it went
+    (a bug in phalanx shows up as an error of this run, not a crash of all)."""
+    name = f"{ctx.case.name}/{ctx.workload.name}"
+    try:
         ready = lambda: all(getattr(c, "synced", True) for c in components)  # noqa: E731
-        if virtual:
-            await clock.run_until(ready, within=30)
+        if hasattr(ctx.clock, "run_until"):
+            await ctx.clock.run_until(ready, within=30)
         else:
             while not ready():
                 await asyncio.sleep(0.01)
         result["status"] = "completed"
         for op in ops:
             t0 = time.perf_counter()
-            ctx.log(f"{case.name}/{workload.name}: {op.label()} ...")
+            ctx.log(f"{name}: {op.label()} ...")
             try:
                 await op.run(ctx)
             finally:
                 op_times.append({"op": op.label(), "seconds": time.perf_counter() - t0})
     except DidNotComplete as e:
         result["status"] = "did not complete"
-        ctx.log(f"{case.name}/{workload.name}: DID NOT COMPLETE: {e}")
+        ctx.log(f"{name}: DID NOT COMPLETE: {e}")
     except WorkloadError as e:
         result["error"] = str(e)
         result["status"] = "error"
-    except Exception as e:  # a bug in phalanx shows up as an error of this run, not a crash of all
+    except Exception as e:
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc()
         result["status"] = "error"
-    finally:
-        if ctx.measurement is not None:
-            await ctx.stop_measurement(completed=False)
-        bg_errors = await ctx.stop_background()
-        if bg_errors:
-            result.setdefault("notes", []).extend(bg_errors)
-        ctx.profile(False)
-        for c in reversed(components):
-            try:
-                await c.stop()
-            except Exception:  # pragma: no cover - best effort
-                pass
-        await factory.stop()
-    result["incomplete"] = ctx.incomplete
-    result["opTimings"] = op_times
-    result["measurements"] = ctx.measurements
-    result["schedulerStats"] = dict(scheduler.stats)
-    expectations = {}
-    for op in ops:
-        if op.opcode == "createPods" and not op.skip_wait and not op.steady:  # type: ignore[attr-defined]
-            expectations[op.label()] = (ctx.tracker.created_by_op[op.index], ctx.tracker.bound_by_op[op.index])
-    result["checks"] = checks_mod.run_checks(api, expectations, gates)
-    result["peakRSSBytes"] = peak_rss_bytes()
-    if options.store_limit and ctx.measurements:
+
+
+async def _stop_run(ctx: RunContext, components: list[Any], factory: InformerFactory,
+                    result: dict[str, Any]) -> None:
+    if ctx.measurement is not None:
+        await ctx.stop_measurement(completed=False)
+    bg_errors = await ctx.stop_background()
+    if bg_errors:
+        result.setdefault("notes", []).extend(bg_errors)
+    ctx.profile(False)
+    for c in reversed(components):
         try:
-            limit = _store_limit(api, ctx, gates)
+            await c.stop()
+        except Exception:  # pragma: no cover - best effort
+            pass
+    await factory.stop()
+
+
+def _expectations(ops: list[Op], ctx: RunContext) -> dict[str, tuple[int, int]]:
+    """(pods created, pods bound) of each op that waited for its pods to be scheduled."""
+    return {op.label(): (ctx.tracker.created_by_op[op.index], ctx.tracker.bound_by_op[op.index])
+            for op in ops if op.opcode == "createPods" and not op.skip_wait and not op.steady}  # type: ignore[attr-defined]
+
+
+def _add_store_limits(result: dict[str, Any], api: API, ctx: RunContext, gates: FeatureGates) -> None:
+    """The store-only write limits (MemoryStore, then the SQLite a phalanx cluster runs on) and the
+    throughput's ratio to each; a limit that fails says why instead."""
+    thr = headline_throughput(result)
+    for sqlite, limit_key, ratio_key in ((False, "storeWriteLimit", "ratioToStoreLimit"),
+                                         (True, "sqliteWriteLimit", "ratioToSQLiteLimit")):
+        try:
+            limit = _store_limit(api, ctx, gates, sqlite=sqlite)
         except Exception as e:  # the limit is a side figure: report why it is missing
             limit = {"error": f"{type(e).__name__}: {e}"}
-        result["storeWriteLimit"] = limit
-        thr = headline_throughput(result)
+        result[limit_key] = limit
         if thr is not None and limit.get("podsPerSecond"):
-            result["ratioToStoreLimit"] = thr / limit["podsPerSecond"]
-        # The same writes on the storage a phalanx cluster runs on (SQLite, WAL, a commit per write).
-        try:
-            limit = _store_limit(api, ctx, gates, sqlite=True)
-        except Exception as e:
-            limit = {"error": f"{type(e).__name__}: {e}"}
-        result["sqliteWriteLimit"] = limit
-        if thr is not None and limit.get("podsPerSecond"):
-            result["ratioToSQLiteLimit"] = thr / limit["podsPerSecond"]
-    result["threshold"] = threshold_result(case, workload, result)
-    result["loadAverageAtEnd"] = _loadavg()
-    result["wallSeconds"] = time.perf_counter() - t_start
-    return result
+            result[ratio_key] = thr / limit["podsPerSecond"]
 
 
 def _loadavg() -> list[float] | None:

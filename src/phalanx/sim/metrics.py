@@ -342,11 +342,42 @@ def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: A
     from ..apiserver.rest import API
     from ..cluster.bootstrap import bootstrap
     from ..cluster.spec import ClusterSpec
-    from ..machinery.meta import deep_copy
     from ..store import MemoryStore
 
     api = API(store if store is not None else MemoryStore(), gates)
     bootstrap(api, ClusterSpec(nodes=[]))
+    pod_rt = api.resource("", "v1", "pods")
+    claim_rt = api.resource("resource.k8s.io", "v1", "resourceclaims")
+    targets, claim_writes = _create_untimed(api, pods, claims)
+    t0 = time.perf_counter()
+    for ns, name, uid, node in targets:
+        api.bind(ns, name, {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns,
+                                                                                "uid": uid},
+                            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+    t_bind = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for c in claim_writes:
+        api.update(claim_rt, c["metadata"]["namespace"], c["metadata"]["name"], c, subresource="status")
+    t_claims = time.perf_counter() - t0
+    t_raw = _time_raw_store_updates(api.store, pod_rt.key, targets)
+    total = t_bind + t_claims
+    n, m = len(targets), len(claim_writes)
+    return {"bindings": n, "claimStatusWrites": m, "seconds": total,
+            "writesPerSecond": (n + m) / total if total > 0 else None,
+            "podsPerSecond": _rate(n, total), "bindingsPerSecond": _rate(n, t_bind),
+            "claimStatusWritesPerSecond": _rate(m, t_claims), "rawStoreUpdatesPerSecond": _rate(n, t_raw)}
+
+
+def _rate(count: int, seconds: float) -> float | None:
+    """Writes per second; None when nothing was written or timed."""
+    return count / seconds if seconds > 0 and count else None
+
+
+def _create_untimed(api: Any, pods: list[dict], claims: list[dict]) -> tuple[list[tuple], list[dict]]:
+    """Create the namespaces, pods and claims (untimed); returns the pods' (namespace, name, uid,
+    node) to bind and the claims as their status writes will send them."""
+    from ..machinery.meta import deep_copy
+
     ns_rt = api.resource("", "v1", "namespaces")
     for ns in sorted({p["metadata"].get("namespace", "") for p in pods + claims} - {""}):
         if api.store.get(ns_rt.key, "", ns) is None:
@@ -364,32 +395,19 @@ def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: A
         new = deep_copy(created)
         new["status"] = deep_copy(c.get("status") or {})
         claim_writes.append(new)
-    t0 = time.perf_counter()
-    for ns, name, uid, node in targets:
-        api.bind(ns, name, {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": ns,
-                                                                                "uid": uid},
-                            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
-    t_bind = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for c in claim_writes:
-        api.update(claim_rt, c["metadata"]["namespace"], c["metadata"]["name"], c, subresource="status")
-    t_claims = time.perf_counter() - t0
-    # The bare store: a bound copy of each pod written with Store.update (no API logic at all).
-    store = api.store
+    return targets, claim_writes
+
+
+def _time_raw_store_updates(store: Any, pod_key: Any, targets: list[tuple]) -> float:
+    """The bare store: a bound copy of each pod written with Store.update (no API logic at all)."""
+    from ..machinery.meta import deep_copy
+
     bound = []
     for ns, name, _, node in targets:
-        cur = deep_copy(store.get(pod_rt.key, ns, name))
+        cur = deep_copy(store.get(pod_key, ns, name))
         cur["spec"]["nodeName"] = node + "-again"
         bound.append((ns, name, cur))
     t0 = time.perf_counter()
     for ns, name, obj in bound:
-        store.update(pod_rt.key, ns, name, obj)
-    t_raw = time.perf_counter() - t0
-    total = t_bind + t_claims
-    n, m = len(targets), len(claim_writes)
-    return {"bindings": n, "claimStatusWrites": m, "seconds": total,
-            "writesPerSecond": (n + m) / total if total > 0 else None,
-            "podsPerSecond": n / total if total > 0 and n else None,
-            "bindingsPerSecond": n / t_bind if t_bind > 0 and n else None,
-            "claimStatusWritesPerSecond": m / t_claims if t_claims > 0 and m else None,
-            "rawStoreUpdatesPerSecond": n / t_raw if t_raw > 0 and n else None}
+        store.update(pod_key, ns, name, obj)
+    return time.perf_counter() - t0

@@ -393,6 +393,26 @@ _ASSIGN = re.compile(r"^\s*(\$[A-Za-z0-9_]+)\s*(?::=|=)\s*(.*)$", re.DOTALL)
 _RANGE_VARS = re.compile(r"^\s*(\$[A-Za-z0-9_]+)\s*(?:,\s*(\$[A-Za-z0-9_]+)\s*)?:=\s*(.*)$", re.DOTALL)
 
 
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """The template as ("text", s) and ("action", s) pieces, `{{-` / `-}}` trimming applied."""
+    pieces: list[tuple[str, str]] = []
+    pos = 0
+    trim_next = False
+    for m in _ACTION.finditer(text):
+        chunk = text[pos:m.start()]
+        if trim_next:
+            chunk = chunk.lstrip()
+        if m.group(1):
+            chunk = chunk.rstrip()
+        pieces.append(("text", chunk))
+        pieces.append(("action", m.group(2)))
+        trim_next = bool(m.group(3))
+        pos = m.end()
+    tail = text[pos:]
+    pieces.append(("text", tail.lstrip() if trim_next else tail))
+    return pieces
+
+
 class Template:
     """A parsed template; `render(data)` returns the text."""
 
@@ -410,25 +430,9 @@ class Template:
 
     # -- parsing ---------------------------------------------------------------------------------
     def _parse(self, text: str) -> list[_Node]:
-        pieces: list[tuple[str, str]] = []  # ("text", s) | ("action", s)
-        pos = 0
-        trim_next = False
-        for m in _ACTION.finditer(text):
-            chunk = text[pos:m.start()]
-            if trim_next:
-                chunk = chunk.lstrip()
-            if m.group(1):
-                chunk = chunk.rstrip()
-            pieces.append(("text", chunk))
-            pieces.append(("action", m.group(2)))
-            trim_next = bool(m.group(3))
-            pos = m.end()
-        tail = text[pos:]
-        pieces.append(("text", tail.lstrip() if trim_next else tail))
-
         root: list[_Node] = []
         stack: list[tuple[Any, list[_Node]]] = [(None, root)]
-        for kind, s in pieces:
+        for kind, s in _pieces(text):
             body = stack[-1][1]
             if kind == "text":
                 if s:
@@ -439,35 +443,12 @@ class Template:
                 continue
             word = act.split(None, 1)[0] if act else ""
             rest = act[len(word):].strip()
-            if word == "if":
-                node = _If()
-                node.branches.append((self._expr(rest), []))
+            if word in ("if", "range"):
+                node, node_body = self._if(rest) if word == "if" else self._range(rest)
                 body.append(node)
-                stack.append((node, node.branches[-1][1]))
-            elif word == "range":
-                m = _RANGE_VARS.match(rest)
-                if m:
-                    first, second, expr = m.group(1), m.group(2), m.group(3)
-                    key_var, value_var = (first, second) if second else (None, first)
-                    node = _Range(self._expr(expr), key_var, value_var)
-                else:
-                    node = _Range(self._expr(rest), None, None)
-                body.append(node)
-                stack.append((node, node.body))
+                stack.append((node, node_body))
             elif word == "else":
-                owner = stack[-1][0]
-                if isinstance(owner, _If):
-                    stack.pop()
-                    if rest.startswith("if "):
-                        owner.branches.append((self._expr(rest[3:]), []))
-                    else:
-                        owner.branches.append((None, []))
-                    stack.append((owner, owner.branches[-1][1]))
-                elif isinstance(owner, _Range):
-                    stack.pop()
-                    stack.append((owner, owner.else_body))
-                else:
-                    raise TemplateError(f"{self.name}: unexpected {{{{else}}}}")
+                self._else(stack, rest)
             elif word == "end":
                 if len(stack) == 1:
                     raise TemplateError(f"{self.name}: unexpected {{{{end}}}}")
@@ -475,14 +456,44 @@ class Template:
             elif word in ("with", "define", "template", "block", "break", "continue"):
                 raise TemplateError(f"{self.name}: {{{{{word}}}}} is not supported")
             else:
-                m = _ASSIGN.match(act)
-                if m:
-                    body.append(_Assign(m.group(1), self._expr(m.group(2))))
-                else:
-                    body.append(_Print(self._expr(act)))
+                body.append(self._assign_or_print(act))
         if len(stack) != 1:
             raise TemplateError(f"{self.name}: unexpected EOF (missing {{{{end}}}})")
         return root
+
+    def _if(self, rest: str) -> tuple[_Node, list[_Node]]:
+        node = _If()
+        node.branches.append((self._expr(rest), []))
+        return node, node.branches[-1][1]
+
+    def _range(self, rest: str) -> tuple[_Node, list[_Node]]:
+        m = _RANGE_VARS.match(rest)
+        if m:
+            first, second, expr = m.group(1), m.group(2), m.group(3)
+            key_var, value_var = (first, second) if second else (None, first)
+            node = _Range(self._expr(expr), key_var, value_var)
+        else:
+            node = _Range(self._expr(rest), None, None)
+        return node, node.body
+
+    def _else(self, stack: list[tuple[Any, list[_Node]]], rest: str) -> None:
+        """`else` / `else if`: the open if gets another branch, the open range its else body."""
+        owner = stack[-1][0]
+        if isinstance(owner, _If):
+            stack.pop()
+            owner.branches.append((self._expr(rest[3:]) if rest.startswith("if ") else None, []))
+            stack.append((owner, owner.branches[-1][1]))
+        elif isinstance(owner, _Range):
+            stack.pop()
+            stack.append((owner, owner.else_body))
+        else:
+            raise TemplateError(f"{self.name}: unexpected {{{{else}}}}")
+
+    def _assign_or_print(self, act: str) -> _Node:
+        m = _ASSIGN.match(act)
+        if m:
+            return _Assign(m.group(1), self._expr(m.group(2)))
+        return _Print(self._expr(act))
 
     def _expr(self, src: str) -> Expr:
         try:

@@ -109,34 +109,43 @@ def parse_test_cases(data: Any, *, base_dir: str = ".", source: str = "") -> lis
         if name in seen:
             raise WorkloadError(f"{source}: test case name {name} is not unique")
         seen.add(name)
-        template = raw.get("workloadTemplate")
-        if not isinstance(template, list) or not template:
-            raise WorkloadError(f"{name}: workloadTemplate must be a non-empty list of ops")
-        for j, op in enumerate(template):
-            if not isinstance(op, dict) or not op.get("opcode"):
-                raise WorkloadError(f"{name}: op {j} has no opcode")
-        workloads: list[Workload] = []
-        names: set[str] = set()
-        for w in raw.get("workloads") or []:
-            if not isinstance(w, dict) or not w.get("name"):
-                raise WorkloadError(f"{name}: a workload has no name")
-            wname = str(w["name"])
-            if wname in names:
-                raise WorkloadError(f"{name}: workload name {wname} is not unique")
-            names.add(wname)
-            params = w.get("params") or {}
-            if not isinstance(params, dict):
-                raise WorkloadError(f"{name}/{wname}: params must be a mapping")
-            workloads.append(Workload(wname, dict(params), _labels(w.get("labels"), f"{name}/{wname}"),
-                                      _gates(w.get("featureGates"), f"{name}/{wname}"), w.get("threshold"),
-                                      w.get("thresholdMetricSelector")))
-        if not workloads:
-            raise WorkloadError(f"{name}: no workloads")
+        template = _workload_template(raw.get("workloadTemplate"), name)
+        workloads = _parse_workloads(raw.get("workloads") or [], name)
         cases.append(TestCase(name, copy.deepcopy(template), workloads, _gates(raw.get("featureGates"), name),
                               _labels(raw.get("labels"), name), raw.get("defaultPodTemplatePath"),
                               raw.get("schedulerConfigPath"), raw.get("defaultThresholdMetricSelector"),
                               bool(raw.get("kubelets", False)), base_dir, source))
     return cases
+
+
+def _workload_template(template: Any, case: str) -> list:
+    if not isinstance(template, list) or not template:
+        raise WorkloadError(f"{case}: workloadTemplate must be a non-empty list of ops")
+    for j, op in enumerate(template):
+        if not isinstance(op, dict) or not op.get("opcode"):
+            raise WorkloadError(f"{case}: op {j} has no opcode")
+    return template
+
+
+def _parse_workloads(raws: list, case: str) -> list[Workload]:
+    workloads: list[Workload] = []
+    names: set[str] = set()
+    for w in raws:
+        if not isinstance(w, dict) or not w.get("name"):
+            raise WorkloadError(f"{case}: a workload has no name")
+        wname = str(w["name"])
+        if wname in names:
+            raise WorkloadError(f"{case}: workload name {wname} is not unique")
+        names.add(wname)
+        params = w.get("params") or {}
+        if not isinstance(params, dict):
+            raise WorkloadError(f"{case}/{wname}: params must be a mapping")
+        workloads.append(Workload(wname, dict(params), _labels(w.get("labels"), f"{case}/{wname}"),
+                                  _gates(w.get("featureGates"), f"{case}/{wname}"), w.get("threshold"),
+                                  w.get("thresholdMetricSelector")))
+    if not workloads:
+        raise WorkloadError(f"{case}: no workloads")
+    return workloads
 
 
 def load_workload_file(path: str) -> list[TestCase]:

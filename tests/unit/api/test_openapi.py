@@ -11,7 +11,7 @@ import orjson
 import pytest
 import yaml
 
-from phalanx.api import openapi
+from phalanx.api import openapi, openapipaths
 from phalanx.api.registry import ResourceType
 
 REPO = Path(__file__).resolve().parents[3]
@@ -574,7 +574,7 @@ def test_index_lists_every_group_version_with_a_stable_hash():
 @pytest.mark.parametrize("rt", RESOURCES, ids=lambda r: r.kind)
 def test_patch_operations_carry_gvk_and_field_validation(rt):
     doc = _doc(rt.group, rt.version)
-    base = f"/{openapi.gv_path(rt.group, rt.version)}"
+    base = f"/{openapipaths.gv_path(rt.group, rt.version)}"
     item = (f"{base}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced
             else f"{base}/{rt.plural}/{{name}}")
     patch = doc["paths"][item]["patch"]

@@ -7,6 +7,14 @@ import copy
 import pytest
 
 from phalanx.api import podspec
+from phalanx.api.computeresources import compute_qos_class
+from phalanx.api.labelselectors import (
+    format_label_selector,
+    format_labels,
+    label_selector_matches,
+    validate_label_selector,
+)
+from phalanx.api.poddefaults import default_pod_only, default_pod_spec, drop_disabled_pod_spec_fields
 from phalanx.api.registry import StrategyContext
 from phalanx.machinery.featuregates import FeatureGates
 
@@ -22,7 +30,7 @@ def spec(**kw):
 
 def defaulted(s):
     s = copy.deepcopy(s)
-    podspec.default_pod_spec(s, CTX)
+    default_pod_spec(s, CTX)
     return s
 
 
@@ -87,7 +95,7 @@ def test_probe_and_volume_defaults():
 def test_pod_only_defaults_copy_limits_into_requests():
     s = defaulted({"containers": [{"name": "c", "image": "x",
                                    "resources": {"limits": {"cpu": "500m"}, "requests": {"memory": "1Gi"}}}]})
-    podspec.default_pod_only(s)
+    default_pod_only(s)
     assert s["containers"][0]["resources"]["requests"] == {"memory": "1Gi", "cpu": "500m"}
     assert s["enableServiceLinks"] is True
 
@@ -192,10 +200,10 @@ def test_scheduling_group_is_forbidden_when_generic_workload_is_off():
     s = spec(schedulingGroup={"podGroupName": "g"})
     assert "spec.schedulingGroup: Forbidden: disabled by feature-gate GenericWorkload" in validate(s, CTX_NO_WAS)
     dropped = defaulted(s)
-    podspec.drop_disabled_pod_spec_fields(dropped, None, CTX_NO_WAS)
+    drop_disabled_pod_spec_fields(dropped, None, CTX_NO_WAS)
     assert "schedulingGroup" not in dropped
     kept = defaulted(s)
-    podspec.drop_disabled_pod_spec_fields(kept, {"schedulingGroup": {"podGroupName": "g"}}, CTX_NO_WAS)
+    drop_disabled_pod_spec_fields(kept, {"schedulingGroup": {"podGroupName": "g"}}, CTX_NO_WAS)
     assert kept["schedulingGroup"] == {"podGroupName": "g"}
 
 
@@ -272,22 +280,22 @@ def test_negative_grace_period_may_become_one_and_gates_may_only_be_removed():
 ])
 def test_qos_class(resources, qos):
     s = {"containers": [{"name": f"c{i}", "image": "x", "resources": r} for i, r in enumerate(resources)]}
-    assert podspec.compute_qos_class(s) == qos
+    assert compute_qos_class(s) == qos
 
 
 def test_label_selector_helpers():
     sel = {"matchLabels": {"app": "web"},
            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]},
                                 {"key": "legacy", "operator": "DoesNotExist"}]}
-    assert podspec.label_selector_matches(sel, {"app": "web", "tier": "a"})
-    assert not podspec.label_selector_matches(sel, {"app": "web", "tier": "c"})
-    assert not podspec.label_selector_matches(None, {"app": "web"})
-    assert podspec.label_selector_matches({}, {"anything": "goes"})
-    assert podspec.format_label_selector(sel) == "app=web,!legacy,tier in (a,b)"
-    assert podspec.format_label_selector({}) == "<none>"
-    assert podspec.format_labels({"b": "2", "a": "1"}) == "a=1,b=2"
+    assert label_selector_matches(sel, {"app": "web", "tier": "a"})
+    assert not label_selector_matches(sel, {"app": "web", "tier": "c"})
+    assert not label_selector_matches(None, {"app": "web"})
+    assert label_selector_matches({}, {"anything": "goes"})
+    assert format_label_selector(sel) == "app=web,!legacy,tier in (a,b)"
+    assert format_label_selector({}) == "<none>"
+    assert format_labels({"b": "2", "a": "1"}) == "a=1,b=2"
     bad = {"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["x"]}]}
-    assert messages(podspec.validate_label_selector(bad, "spec.selector")) == [
+    assert messages(validate_label_selector(bad, "spec.selector")) == [
         "spec.selector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or "
         "'DoesNotExist'"]
 

@@ -5,18 +5,10 @@ import copy
 import orjson
 import pytest
 
-from phalanx.machinery.apply import (
-    LAST_APPLIED_ANNOTATION,
-    compare,
-    fields_to_set,
-    merge,
-    path_string,
-    server_side_apply,
-    set_to_fields,
-    to_field_set,
-    update_managed_fields,
-)
-from phalanx.machinery.apply import _zero_object
+from phalanx.machinery.apply import LAST_APPLIED_ANNOTATION, _zero_object, server_side_apply, update_managed_fields
+from phalanx.machinery.apply.fieldsets import fields_to_set, set_to_fields, to_field_set
+from phalanx.machinery.apply.merge import compare, merge
+from phalanx.machinery.apply.values import path_string
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.patchmeta import PatchMeta
 
