@@ -14,7 +14,15 @@ server writes back:
     value("1500m")                      # 2       (Value: rounded up)
 
 `parse_quantity` and `canonicalize` are memoised: schedulers call them per pod and per node with a
-small vocabulary of strings, so a repeat costs one dictionary lookup.
+small vocabulary of strings, so a repeat costs one dictionary lookup (texts longer than 64
+characters are parsed afresh, never cached).
+
+Every parse is bounded, whatever the text: linear in its length, independent of its exponent.
+A decimal exponent outside upstream's int32 scale, [-(2^31-1), 2^31-1], is a suffix error, as
+upstream (apimachinery rejects it rather than truncating it since kubernetes#141203). Within that
+scale upstream keeps any value as a scaled decimal; phalanx holds values exactly, so it refuses a
+value of 10^4097 or more with ERR_NUMERIC ("1e999999999" is accepted upstream, refused here) and
+settles values below a nano (rounded up to 1n) without building them.
 """
 
 from __future__ import annotations
@@ -62,6 +70,18 @@ QuantityLike = Union[str, int, float, Fraction]
 # suffix letters, optional signed exponent digits. Every part may be empty, so the match never
 # backtracks; text left over after it is a format error.
 _SCAN = re.compile(r"([+-]?)(0*)([0-9]*)(?:(\.)([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
+
+
+_NUMBER_PART = re.compile(r"[+-]?[0-9.]+")
+_SUFFIX_PART = re.compile(r"[eEinumkKMGTP]*[-+]?[0-9]*")
+
+
+def matches_quantity_pattern(text: str) -> bool:
+    """Whether `text` matches upstream's ERR_FORMAT_WRONG pattern as Go matches it (the whole text;
+    no final newline), in linear time. The greedy number part is the only split that can succeed,
+    so no backtracking is needed (Python's `re` on the pattern itself is quadratic in the digits)."""
+    number = _NUMBER_PART.match(text)
+    return number is not None and _SUFFIX_PART.fullmatch(text, number.end()) is not None
 
 
 def _split(text: str) -> tuple[bool, str, str, str, str]:
