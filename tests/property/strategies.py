@@ -22,7 +22,7 @@ scalars = st.one_of(
 )
 
 
-def json_values(max_leaves: int = 24) -> st.SearchStrategy:
+def json_values(max_leaves: int = 12) -> st.SearchStrategy:
     """Any JSON value, nested a few levels, biased to the keys above."""
     return st.recursive(
         scalars,
@@ -45,9 +45,9 @@ containers = st.fixed_dictionaries(
               "$patch": st.sampled_from(DIRECTIVE_VALUES), "env": json_values(6),
               "resources": st.fixed_dictionaries({}, optional={"requests": st.dictionaries(
                   st.sampled_from(["cpu", "memory"]), st.text("0123456789.eEmKiG+-", max_size=8), max_size=2)}),
-              "$setElementOrder/ports": st.lists(ports, max_size=3)})
+              "$setElementOrder/ports": st.lists(ports, max_size=2)})
 pod_specs = st.fixed_dictionaries(
-    {}, optional={"containers": st.lists(containers, max_size=4), "$setElementOrder/containers":
+    {}, optional={"containers": st.lists(containers, max_size=3), "$setElementOrder/containers":
                   st.lists(st.fixed_dictionaries({"name": container_names}), max_size=3),
                   "$patch": st.sampled_from(DIRECTIVE_VALUES), "$retainKeys": st.lists(keys, max_size=3),
                   "nodeName": st.text(max_size=4), "extra": json_values(8)})
