@@ -35,7 +35,10 @@ the contents of a `$patch: replace`) are cleaned of nulls and of directives. Ups
 directive keys in them for its typed decoder to drop or reject; phalanx has no such decoder.
 
 Pure and fast: inputs are never mutated, no deep copy is made; containers are rebuilt only along
-the patched paths, and untouched subtrees of the original are shared with the result.
+the patched paths, and untouched subtrees of the original are shared with the result. The work is
+linear in the sizes of the object and the patch (`$patch: delete` directives included), and a
+patch nested deeper than `MAX_PATCH_DEPTH` levels is refused up front (400, the JSON decoder's
+"exceeded max depth"; upstream's decoder allows 10,000 levels, Python's recursion does not).
 
 Errors carry upstream's words and codes: malformed directives are 400 BadRequest, a list of lists
 is 422, and everything else (a missing merge key, an unknown `$patch`, an order list that does not
