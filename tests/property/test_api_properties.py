@@ -4,6 +4,7 @@ Status answer or an object, never an internal error, and the API still answers r
 from __future__ import annotations
 
 import asyncio
+import time
 
 import orjson
 import pytest
@@ -114,3 +115,17 @@ def test_a_deeply_nested_unknown_field_is_not_an_internal_error(server):
     status, answer = server.request("POST", PODS, body)
     server.request("DELETE", f"{PODS}/deep")
     _assert_status_answer(status, answer)
+
+
+@pytest.mark.xfail(strict=True, reason="api/openapi.py type check of quantity fields: Python's re on upstream's "
+                                       "pattern backtracks quadratically in the digits (20,000 digits: ~4-11 s of a "
+                                       "frozen event loop; 3 MiB: hours); quantity.matches_quantity_pattern is the "
+                                       "linear drop-in")
+def test_a_long_malformed_quantity_is_refused_at_once(server):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "long"},
+           "spec": {"containers": [{"name": "a", "image": "b",
+                                    "resources": {"requests": {"cpu": "1" * 10000 + "x"}}}]}}
+    started = time.perf_counter()
+    status, answer = server.request("POST", PODS, orjson.dumps(pod))
+    assert status == 400 and "quantities must match the regular expression" in answer["message"]
+    assert time.perf_counter() - started < 0.5  # milliseconds once linear; generous for a loaded machine
