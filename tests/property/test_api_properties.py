@@ -124,7 +124,7 @@ def test_a_deeply_nested_unknown_field_is_not_an_internal_error(server):
 def test_a_long_malformed_quantity_is_refused_at_once(server):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "long"},
            "spec": {"containers": [{"name": "a", "image": "b",
-                                    "resources": {"requests": {"cpu": "1" * 10000 + "x"}}}]}}
+                                    "resources": {"requests": {"cpu": "1" * 20000 + "x"}}}]}}
     started = time.perf_counter()
     status, answer = server.request("POST", PODS, orjson.dumps(pod))
     assert status == 400 and "quantities must match the regular expression" in answer["message"]
