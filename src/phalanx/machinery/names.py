@@ -1,4 +1,11 @@
-"""Name, label and annotation validation in upstream's words (apimachinery `validation`)."""
+"""Name, label and annotation validation in upstream's words (apimachinery `validation`).
+
+Upstream matches these formats with Go regular expressions, whose `$` is the end of the text and
+whose matching is linear. Python's `$` also matches before a final newline, and its backtracking
+can turn long input quadratic, so each format here is checked by scanning: one character-class
+pass (`fullmatch` of a single class cannot backtrack) plus checks on the first and last character.
+The messages still quote upstream's regular expressions.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,32 @@ from .errors import FieldError, invalid, required, too_long
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
-_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_C_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LABEL_CHARS = re.compile(r"[-a-z0-9]*")
+_SUBDOMAIN_CHARS = re.compile(r"[-.a-z0-9]*")
+_QUALIFIED_CHARS = re.compile(r"[-A-Za-z0-9_.]*")
+_C_IDENT_CHARS = re.compile(r"[A-Za-z0-9_]*")
+_ALPHANUMERIC = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_C_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _is_label(value: str) -> bool:
+    """`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, the whole text."""
+    return (bool(value) and value[0] != "-" and value[-1] != "-"
+            and _LABEL_CHARS.fullmatch(value) is not None)
+
+
+def _is_subdomain(value: str) -> bool:
+    """`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`: labels joined by single
+    dots, so no label is empty or starts or ends with '-'."""
+    return (bool(value) and value[0] in _ALPHANUMERIC and value[-1] in _ALPHANUMERIC
+            and _SUBDOMAIN_CHARS.fullmatch(value) is not None
+            and ".." not in value and ".-" not in value and "-." not in value)
+
+
+def _is_qualified_name_part(value: str) -> bool:
+    """`([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the whole text."""
+    return (bool(value) and value[0] in _ALPHANUMERIC and value[-1] in _ALPHANUMERIC
+            and _QUALIFIED_CHARS.fullmatch(value) is not None)
 
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
              "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
@@ -46,7 +74,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     msgs = []
     if len(value) > DNS1123_LABEL_MAX:
         msgs.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
-    if not _LABEL_RE.match(value):
+    if not _is_label(value):
         msgs.append(LABEL_MSG)
     return msgs
 
@@ -55,7 +83,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     msgs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         msgs.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
-    if not _SUBDOMAIN_RE.match(value):
+    if not _is_subdomain(value):
         msgs.append(SUBDOMAIN_MSG)
     return msgs
 
@@ -89,7 +117,7 @@ def qualified_name_errors(value: str) -> list[str]:
         msgs.append("name part must be non-empty")
     elif len(name) > 63:
         msgs.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME_RE.match(name):
+    if not _is_qualified_name_part(name):  # upstream also reports an empty name part this way
         msgs.append(QUALIFIED_MSG)
     return msgs
 
@@ -98,13 +126,13 @@ def label_value_errors(value: str) -> list[str]:
     msgs = []
     if len(value) > 63:
         msgs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.match(value):
+    if value and not _is_qualified_name_part(value):
         msgs.append(LABEL_VALUE_MSG)
     return msgs
 
 
 def is_c_identifier(value: str) -> bool:
-    return bool(_C_IDENT_RE.match(value))
+    return bool(value) and value[0] in _C_IDENT_START and _C_IDENT_CHARS.fullmatch(value) is not None
 
 
 def validate_labels(labels: dict | None, path: str) -> list[FieldError]:

@@ -14,11 +14,21 @@ server writes back:
     value("1500m")                      # 2       (Value: rounded up)
 
 `parse_quantity` and `canonicalize` are memoised: schedulers call them per pod and per node with a
-small vocabulary of strings, so a repeat costs one dictionary lookup.
+small vocabulary of strings, so a repeat costs one dictionary lookup (texts longer than 64
+characters are parsed afresh, never cached).
+
+Every parse is bounded, whatever the text: linear in its length, independent of its exponent.
+A decimal exponent outside upstream's int32 scale, [-(2^31-1), 2^31-1], is a suffix error, as
+upstream (apimachinery rejects it rather than truncating it since kubernetes#141203). Within that
+scale upstream keeps any value as a scaled decimal; phalanx holds values exactly, so it refuses a
+value of 10^4097 or more with ERR_NUMERIC ("1e999999999" is accepted upstream, refused here) and
+settles values below a nano (rounded up to 1n) without building them.
 """
 
 from __future__ import annotations
 
+import re
+from decimal import ROUND_UP, Context, Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal, Union
@@ -36,12 +46,17 @@ ERR_NUMERIC = "unable to parse numeric part of quantity"
 ERR_SUFFIX = "unable to parse quantity's suffix"
 
 MAX_INT64 = (1 << 63) - 1
+MAX_INT32 = (1 << 31) - 1
+_MAX_SCALE_DIGITS = len(str(MAX_INT32))
 _NANO = Fraction(1, 10**9)
-_DIGITS = frozenset("0123456789")
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-# Beyond this decimal exponent a value cannot be held exactly without gigantic integers; Go keeps
-# it as a scaled inf.Dec. Nothing a Kubernetes object carries comes near it.
+_NANO_DECIMAL = Decimal("1e-9")
+# A value of 10^4097 or more cannot be held exactly without gigantic integers; Go keeps it as a
+# scaled inf.Dec, phalanx refuses it (ERR_NUMERIC). Nothing a Kubernetes object carries comes near.
 _MAX_EXPONENT = 4096
+# Exact decimal arithmetic for the slow path: enough digits for any request body, any exponent.
+_EXACT = Context(prec=999_999_999_999_999_999, Emax=999_999_999_999_999_999, Emin=-999_999_999_999_999_999,
+                 traps=[InvalidOperation])
+_CACHED_TEXT_MAX = 64
 
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -51,52 +66,49 @@ _BINARY_BY_POWER = {p // 10: s for s, p in _BINARY_SUFFIXES.items()}
 QuantityLike = Union[str, int, float, Fraction]
 
 
+# Upstream's grammar, scanned in one pass: sign, leading zeros, integer digits, optional fraction,
+# suffix letters, optional signed exponent digits. Every part may be empty, so the match never
+# backtracks; text left over after it is a format error.
+_SCAN = re.compile(r"([+-]?)(0*)([0-9]*)(?:(\.)([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
+
+
+_NUMBER_PART = re.compile(r"[+-]?[0-9.]+")
+_SUFFIX_PART = re.compile(r"[eEinumkKMGTP]*[-+]?[0-9]*")
+
+
+def matches_quantity_pattern(text: str) -> bool:
+    """Whether `text` matches upstream's ERR_FORMAT_WRONG pattern as Go matches it (the whole text;
+    no final newline), in linear time. The greedy number part is the only split that can succeed,
+    so no backtracking is needed (Python's `re` on the pattern itself is quadratic in the digits)."""
+    number = _NUMBER_PART.match(text)
+    return number is not None and _SUFFIX_PART.fullmatch(text, number.end()) is not None
+
+
 def _split(text: str) -> tuple[bool, str, str, str, str]:
     """Scan `[sign] digits [. digits] suffix` as upstream's parseQuantityString does.
 
     Returns (positive, value, num, denom, suffix); `num` has its leading zeros stripped and is
     "0" when empty, `value` is the signed numeric text the slow path parses.
     """
-    positive = True
-    pos = 0
-    end = len(text)
-    if end and text[0] in "+-":
-        positive = text[0] == "+"
-        pos = 1
-    while pos < end and text[pos] == "0":
-        pos += 1
-    if pos >= end:
-        return positive, "0", "0", "", ""
-    start = pos
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    num = text[start:pos] or "0"
-    if pos >= end:
-        return positive, text, num, "", ""
-    denom = ""
-    if text[pos] == ".":
-        pos += 1
-        start = pos
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        denom = text[start:pos]
-        if pos >= end:
-            return positive, text, num, denom, ""
-    value = text[:pos]
-    suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos < end and text[pos] in "+-":
-        pos += 1
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    if pos < end:
+    m = _SCAN.match(text)
+    if m is None:  # cannot happen: every group may match empty
         raise ValueError(ERR_FORMAT_WRONG)
-    return positive, value, num, denom, text[suffix_start:]
+    sign, zeros, num, dot, denom, suffix = m.groups()
+    positive = sign != "-"
+    if not num and not dot and not suffix and m.end() == len(text):
+        return positive, "0", "0", "", ""  # only a sign and zeros
+    if m.end() != len(text):
+        raise ValueError(ERR_FORMAT_WRONG)
+    value_end = m.start(6)
+    return positive, text[:value_end], num or "0", denom or "", suffix
 
 
 def _interpret(suffix: str) -> tuple[int, int, Format]:
-    """(base, exponent, format) for a suffix, as upstream's suffixer interprets it."""
+    """(base, exponent, format) for a suffix, as upstream's suffixer interprets it.
+
+    A decimal exponent must fit upstream's int32 scale, [-(2^31-1), 2^31-1]; any other is a
+    suffix error, however many digits it has (leading zeros are allowed, as ParseInt allows them).
+    """
     exp = _DECIMAL_SUFFIXES.get(suffix)
     if exp is not None:
         return 10, exp, DECIMAL_SI
@@ -105,11 +117,14 @@ def _interpret(suffix: str) -> tuple[int, int, Format]:
         return 2, exp, BINARY_SI
     if len(suffix) > 1 and suffix[0] in "eE":
         digits = suffix[1:]
+        negative = digits[0] == "-"
         body = digits[1:] if digits[0] in "+-" else digits
-        if body and all(c in _DIGITS for c in body):
-            exp = int(digits)
-            if -(1 << 63) <= exp < (1 << 63):
-                return 10, exp, DECIMAL_EXPONENT
+        if body and body.isascii() and body.isdigit():
+            significant = body.lstrip("0")
+            if len(significant) <= _MAX_SCALE_DIGITS:
+                exp = int(significant or "0")
+                if exp <= MAX_INT32:
+                    return 10, -exp if negative else exp, DECIMAL_EXPONENT
     raise ValueError(ERR_SUFFIX)
 
 
@@ -122,9 +137,20 @@ def _round_up_to_nano(value: Fraction) -> Fraction:
     return Fraction(whole if value > 0 else -whole, 10**9)
 
 
-@lru_cache(maxsize=16384)
-def _parse(text: str) -> tuple[Fraction, Format, bool]:
-    """Parse once: (value, format, whether the API server keeps `text` verbatim as canonical)."""
+def _scaled_integer(mantissa: int, scale: int) -> Fraction:
+    """mantissa * 10**scale for the int64 fast path (|mantissa| < 10**18, scale >= -9), refusing
+    a value whose leading digit lies beyond 10**_MAX_EXPONENT before building it."""
+    if not mantissa:
+        return Fraction(0)
+    if scale < 0:
+        return Fraction(mantissa, 10**-scale)
+    if scale + len(str(mantissa)) - 1 > _MAX_EXPONENT:
+        raise ValueError(ERR_NUMERIC)
+    return Fraction(mantissa * 10**scale)
+
+
+def _parse_uncached(text: str) -> tuple[Fraction, Format, bool]:
+    """Parse: (value, format, whether the API server keeps `text` verbatim as canonical)."""
     if not text:
         raise ValueError(ERR_FORMAT_WRONG)
     if text == "0":
@@ -146,32 +172,57 @@ def _parse(text: str) -> tuple[Fraction, Format, bool]:
             amount = Fraction(mantissa << exponent)
             keep = (mantissa & 0x07) != 0
         else:
-            amount = Fraction(mantissa) * (Fraction(10) ** scale)
+            amount = _scaled_integer(mantissa, scale)
             keep = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
         return (amount if positive else -amount), fmt, keep
 
-    # Slow path: arbitrary precision, rounded to nano, binary capped.
-    digits = value_text.lstrip("+-")
-    if not any(c in _DIGITS for c in digits) or digits.count(".") > 1:
-        raise ValueError(ERR_NUMERIC)
-    if base == 10 and exponent > _MAX_EXPONENT:
-        raise ValueError(ERR_NUMERIC)
-    int_part, _, frac_part = digits.partition(".")
-    magnitude = Fraction(int(int_part or "0") * 10 ** len(frac_part) + int(frac_part or "0"), 10 ** len(frac_part))
-    if base == 10:
-        if exponent < -_MAX_EXPONENT:
-            magnitude = _NANO if magnitude else Fraction(0)
-        else:
-            magnitude *= Fraction(10) ** exponent
-    else:
-        magnitude *= 1 << exponent
-    if magnitude:
-        magnitude = _round_up_to_nano(magnitude)
-    if fmt == BINARY_SI and magnitude > MAX_INT64:
-        magnitude = Fraction(MAX_INT64)
-    if fmt == BINARY_SI and 0 < magnitude < 1:
-        fmt = DECIMAL_SI
+    magnitude, fmt = _slow_magnitude(value_text.lstrip("+-"), base, exponent, fmt)
     return (magnitude if positive else -magnitude), fmt, False
+
+
+def _slow_magnitude(digits: str, base: int, exponent: int, fmt: Format) -> tuple[Fraction, Format]:
+    """Upstream's arbitrary-precision path, bounded: the magnitude of `digits` (unsigned numeric
+    text) times the suffix, rounded up to a whole number of nanos, binary values capped at 2^63-1.
+
+    The work never depends on the exponent's size and is linear in the text's length: the text is
+    read as an exact `Decimal` (the suffix only moves its exponent), a value finer than 1n or a
+    binary value beyond 10^19 is settled from its leading digit's position alone, and only the
+    digits that survive rounding to nanos become an integer.
+    """
+    try:
+        amount = Decimal(digits)
+    except InvalidOperation:
+        raise ValueError(ERR_NUMERIC) from None
+    if not amount:
+        return Fraction(0), fmt
+    if base == 10:
+        amount = amount.scaleb(exponent, _EXACT)
+        top = amount.adjusted()  # the power of ten of the leading digit
+        if top > _MAX_EXPONENT:
+            raise ValueError(ERR_NUMERIC)
+        if top < -9:
+            return _NANO, fmt
+        return Fraction(amount.quantize(_NANO_DECIMAL, ROUND_UP, _EXACT)), fmt
+    if amount.adjusted() >= 19:  # at least 10^19 before the binary multiplier: beyond 2^63-1
+        return Fraction(MAX_INT64), fmt
+    scaled = _EXACT.multiply(amount, Decimal(1 << exponent))
+    if scaled.adjusted() < -9:
+        return _NANO, DECIMAL_SI
+    magnitude = min(Fraction(scaled.quantize(_NANO_DECIMAL, ROUND_UP, _EXACT)), Fraction(MAX_INT64))
+    return magnitude, DECIMAL_SI if magnitude < 1 else fmt
+
+
+@lru_cache(maxsize=16384)
+def _parse_cached(text: str) -> tuple[Fraction, Format, bool]:
+    return _parse_uncached(text)
+
+
+def _parse(text: str) -> tuple[Fraction, Format, bool]:
+    """Parse once: memoised for the short strings objects carry, never for long ones (a cache of
+    megabyte keys would be a way to exhaust memory)."""
+    if len(text) <= _CACHED_TEXT_MAX:
+        return _parse_cached(text)
+    return _parse_uncached(text)
 
 
 def _coerce(q: object) -> str:
@@ -201,6 +252,22 @@ def parse_quantity_format(q: str | int | float) -> tuple[Fraction, Format]:
     return value, fmt
 
 
+def _strip_tens(num: int) -> tuple[int, int]:
+    """(num without its trailing decimal zeros, how many there were), for a non-zero `num`, in
+    O(log² zeros) big-integer divisions: the divisor doubles while it divides and halves when not."""
+    zeros = 0
+    width = 1
+    while num % 10 == 0:
+        divisor = 10**width
+        if num % divisor == 0:
+            num //= divisor
+            zeros += width
+            width *= 2
+        else:
+            width = max(1, width // 2)
+    return num, zeros
+
+
 def _decimal_parts(value: Fraction) -> tuple[int, int]:
     """(mantissa, exponent) with value == mantissa * 10**exponent, exponent a multiple of 3, as
     upstream's AsCanonicalBytes: trailing zeros moved to the exponent, then the exponent lowered
@@ -209,9 +276,8 @@ def _decimal_parts(value: Fraction) -> tuple[int, int]:
         num, exponent = value.numerator, 0
     else:
         num, exponent = (value * 10**9).numerator, -9
-    while num % 10 == 0:
-        num //= 10
-        exponent += 1
+    num, zeros = _strip_tens(num)
+    exponent += zeros
     shift = exponent % 3
     if shift:
         num *= 10**shift

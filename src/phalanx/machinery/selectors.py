@@ -26,6 +26,7 @@ them per request without cost.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -71,11 +72,9 @@ def _field_error(path: str, body: str) -> str:
 
 
 def _aggregate(messages: list[str]) -> str:
-    """utilerrors.NewAggregate(...).Error(): one message alone, several in brackets."""
-    seen: list[str] = []
-    for m in messages:
-        if m not in seen:
-            seen.append(m)
+    """utilerrors.NewAggregate(...).Error(): one message alone, several in brackets (duplicates
+    dropped, first occurrence kept)."""
+    seen = list(dict.fromkeys(messages))
     return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
 
 
@@ -619,12 +618,15 @@ def _split_terms(selector: str) -> list[str]:
     return terms
 
 
+# The leftmost operator; at one position "!=" before "==" before "=", as upstream tries them.
+_FIELD_OPERATOR = re.compile(r"!=|==|=")
+
+
 def _split_term(term: str) -> Optional[tuple[str, str, str]]:
-    for i in range(len(term)):
-        for op in ("!=", "==", "="):
-            if term.startswith(op, i):
-                return term[:i], op, term[i + len(op):]
-    return None
+    m = _FIELD_OPERATOR.search(term)
+    if m is None:
+        return None
+    return term[:m.start()], m.group(), term[m.end():]
 
 
 class FieldSelector:

@@ -35,7 +35,10 @@ the contents of a `$patch: replace`) are cleaned of nulls and of directives. Ups
 directive keys in them for its typed decoder to drop or reject; phalanx has no such decoder.
 
 Pure and fast: inputs are never mutated, no deep copy is made; containers are rebuilt only along
-the patched paths, and untouched subtrees of the original are shared with the result.
+the patched paths, and untouched subtrees of the original are shared with the result. The work is
+linear in the sizes of the object and the patch (`$patch: delete` directives included), and a
+patch nested deeper than `MAX_PATCH_DEPTH` levels is refused up front (400, the JSON decoder's
+"exceeded max depth"; upstream's decoder allows 10,000 levels, Python's recursion does not).
 
 Errors carry upstream's words and codes: malformed directives are 400 BadRequest, a list of lists
 is 422, and everything else (a missing merge key, an unknown `$patch`, an order list that does not
@@ -66,6 +69,9 @@ DELETE_FROM_PRIMITIVE_LIST_PREFIX = "$deleteFromPrimitiveList"
 BAD_PRIMITIVE_LIST = "invalid patch format of primitive list"
 BAD_RETAIN_KEYS = "invalid patch format of retainKeys"
 BAD_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
+
+# How deeply a patch may nest objects and arrays (Kubernetes objects need a few dozen levels).
+MAX_PATCH_DEPTH = 200
 
 _MAP = "map[string]interface {}"
 _SLICE = "[]interface {}"
@@ -275,6 +281,24 @@ def _element_type(*lists: list | None) -> str:
     return prev
 
 
+def _check_depth(patch: dict) -> None:
+    """Refuse a patch nested deeper than MAX_PATCH_DEPTH, before any recursion starts.
+
+    Upstream's JSON decoder stops at 10,000 levels; merging recursively in Python, phalanx stops
+    far sooner, with the decoder's words, so a deep patch is a 400 rather than a RecursionError.
+    """
+    stack: list[tuple[Any, int]] = [(patch, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_PATCH_DEPTH:
+                    bracket = "{" if isinstance(child, dict) else "["
+                    raise errors.bad_request(f"invalid character '{bracket}' exceeded max depth")
+                stack.append((child, depth + 1))
+
+
 # -- maps ----------------------------------------------------------------------------------
 
 def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | None = None) -> dict:
@@ -290,6 +314,7 @@ def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | 
         raise errors.bad_request(
             f"json: cannot unmarshal {json_type_word(patch)} into Go value of type "
             f"map[string]interface {{}}")
+    _check_depth(patch)
     if _is_opaque(meta):
         return merge_patch_value(original, patch)
     return _merge_map(original, patch, meta)
@@ -519,6 +544,46 @@ def _merge_slice(original: list, patch: list, field_meta: PatchMeta,
     return _merge_list_of_maps(original, patch, field_meta.items(), merge_key)
 
 
+class _Deletion:
+    """`$patch: delete` elements applied to a live list as upstream applies them, in linear time.
+
+    Upstream deletes each match in place (`append(list[:i], list[i+1:]...)`), so the Go array
+    behind the list keeps, past the shortened length, the element that was last each time the
+    length dropped; the `$setElementOrder` step later reads those positions. Rather than shift the
+    list once per deletion (quadratic), the matches are found through an index of merge-key
+    positions and the stale tail is recorded as it forms.
+    """
+
+    __slots__ = ("_original", "_positions", "_deleted", "_tail", "_length", "_top")
+
+    def __init__(self, original: list, merge_key: str):
+        self._original = original
+        self._positions: dict[Any, list[int]] = {}
+        for i, item in enumerate(original):
+            if merge_key in item:
+                self._positions.setdefault(_hkey(item[merge_key]), []).append(i)
+        self._deleted = [False] * len(original)
+        self._tail: list[Any] = []  # backing[length], backing[length+1], ... in reverse order
+        self._length = len(original)
+        self._top = len(original) - 1  # highest position still live
+
+    def delete(self, key: Any) -> None:
+        """Remove every live element whose merge key is `key` (upstream deleteMatchingEntries)."""
+        for i in self._positions.pop(key, ()):
+            while self._deleted[self._top]:
+                self._top -= 1
+            self._tail.append(self._original[self._top])  # what stays at backing[length - 1]
+            self._deleted[i] = True
+            self._length -= 1
+
+    def backing(self) -> tuple[list, int]:
+        """(the Go array after the deletions, the live length): live elements, then the tail."""
+        if self._length == len(self._original):
+            return list(self._original), self._length
+        live = [item for item, gone in zip(self._original, self._deleted) if not gone]
+        return live + self._tail[::-1], self._length
+
+
 def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
                         merge_key: str) -> tuple[list, list]:
     """Merge a list of maps on `merge_key`.
@@ -528,10 +593,9 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
     so the first appended elements take the positions deleted elements left behind.
     """
     n = len(original)
-    backing = list(original)
-    length = n
     entries: list[dict] = []
     replace = False
+    deletion = _Deletion(original, merge_key)
     for element in patch:
         if DIRECTIVE_MARKER not in element:
             entries.append(element)
@@ -540,21 +604,14 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
         if directive == DELETE_DIRECTIVE:
             if merge_key not in element:
                 raise _no_merge_key(element, merge_key)
-            doomed = _hkey(element[merge_key])
-            i = 0
-            while i < length:
-                item = backing[i]
-                if merge_key in item and _hkey(item[merge_key]) == doomed:
-                    backing[i:length - 1] = backing[i + 1:length]
-                    length -= 1
-                else:
-                    i += 1
+            deletion.delete(_hkey(element[merge_key]))
         elif directive == REPLACE_DIRECTIVE:
             replace = True
         elif directive == MERGE_DIRECTIVE:
             raise _server_error("merging lists cannot yet be specified in the patch")
         else:
             raise _bad_patch_type(directive, element)
+    backing, length = deletion.backing()
 
     if replace:
         for element in entries:

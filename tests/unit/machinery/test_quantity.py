@@ -4,6 +4,7 @@ The official Python client (`kubernetes.utils`) is the oracle for values; the ca
 come from upstream's own quantity tests.
 """
 
+import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -12,10 +13,12 @@ from kubernetes.utils import parse_quantity as oracle_parse
 
 from phalanx.machinery.quantity import (
     ERR_FORMAT_WRONG,
+    ERR_NUMERIC,
     ERR_SUFFIX,
     canonicalize,
     format_quantity,
     is_quantity,
+    matches_quantity_pattern,
     milli_value,
     parse_quantity,
     parse_quantity_format,
@@ -172,3 +175,83 @@ def test_results_are_exact_fractions():
     q = parse_quantity("0.1")
     assert isinstance(q, Fraction) and q * 3 == Fraction(3, 10)
     assert parse_quantity("123.456789012") == Decimal("123.456789012")
+
+
+# -- bounded work: no text, whatever its shape or length, keeps the parser busy -----------------
+
+MEGABYTE = 1024 * 1024
+# "Does not hang" bounds: a short text takes well under a millisecond, a megabyte text some ten
+# milliseconds (reading it is linear); the slack is for a loaded CI machine. The defects these
+# guard against took seconds to hours.
+PARSE_BOUND_SECONDS = 0.05
+LONG_TEXT_BOUND_SECONDS = 1.0
+
+
+def _bound(text: str) -> float:
+    return LONG_TEXT_BOUND_SECONDS if len(text) > 1000 else PARSE_BOUND_SECONDS
+
+
+def _timed_outcome(text: str) -> tuple[str, float]:
+    started = time.perf_counter()
+    try:
+        outcome = canonicalize(text)
+    except ValueError as e:
+        outcome = f"error: {e}"
+    return outcome, time.perf_counter() - started
+
+
+@pytest.mark.parametrize("text,outcome", [
+    # Exponents within upstream's int32 scale whose value phalanx cannot hold exactly.
+    ("1e999999999", f"error: {ERR_NUMERIC}"),
+    ("1e10000000", f"error: {ERR_NUMERIC}"),
+    ("1e200000", f"error: {ERR_NUMERIC}"),
+    ("1e2147483647", f"error: {ERR_NUMERIC}"),
+    ("-5.5e4097", f"error: {ERR_NUMERIC}"),
+    ("1" * MEGABYTE, f"error: {ERR_NUMERIC}"),
+    # Exponents outside [-(2^31-1), 2^31-1] are a suffix error upstream (not truncated to int32).
+    ("1e2147483648", f"error: {ERR_SUFFIX}"),
+    ("1e-2147483648", f"error: {ERR_SUFFIX}"),
+    ("1e4294967297", f"error: {ERR_SUFFIX}"),
+    ("1e" + "9" * MEGABYTE, f"error: {ERR_SUFFIX}"),
+    ("1" + "e" * MEGABYTE, f"error: {ERR_SUFFIX}"),
+    ("1" * MEGABYTE + "x", f"error: {ERR_FORMAT_WRONG}"),
+    # Tiny values round up to one nano, however far below it they are.
+    ("1e-2147483647", "1e-9"),
+    ("-1e-999999999", "-1e-9"),
+    ("0." + "0" * MEGABYTE + "1", "1n"),
+    ("0." + "0" * MEGABYTE + "1Ki", "1n"),
+    # Zero stays zero, whatever its exponent.
+    ("0e999999999", "0"),
+    ("0e-2147483647", "0"),
+    # Leading zeros in an exponent are allowed, as Go's ParseInt allows them.
+    ("1e" + "0" * MEGABYTE + "5", "100e3"),
+    # The largest value phalanx holds, and long mantissas rounded to nanos or capped.
+    ("1e4096", "10e4095"),
+    ("1." + "1" * MEGABYTE, "1111111112n"),
+    ("1." + "9" * MEGABYTE + "Ki", "2Ki"),
+    ("1" * MEGABYTE + "Ki", "9223372036854775807"),
+])
+def test_pathological_quantities_are_settled_at_once(text, outcome):
+    got, seconds = _timed_outcome(text)
+    assert got == outcome
+    assert seconds < _bound(text)
+
+
+def test_long_texts_are_not_memoised():
+    """A cache keyed by megabyte strings would let requests exhaust memory."""
+    from phalanx.machinery import quantity
+
+    before = quantity._parse_cached.cache_info().currsize
+    parse_quantity("1." + "1" * 1000)
+    assert quantity._parse_cached.cache_info().currsize == before
+
+
+@pytest.mark.parametrize("text, matches", [
+    ("1", True), ("-1.5Gi", True), ("+.e-", True), ("1.2.3", True), ("1e+", True), ("..", True),
+    ("", False), ("e3", False), ("1 ", False), ("1\n", False), ("1x", False), ("1e3.5", False), ("1Gi3i", False),
+    ("1" * MEGABYTE + "x", False), ("1" * MEGABYTE + "e" * MEGABYTE + "-" + "9" * MEGABYTE, True),
+])
+def test_the_format_pattern_matches_as_go_matches_it(text, matches):
+    started = time.perf_counter()
+    assert matches_quantity_pattern(text) is matches
+    assert time.perf_counter() - started < _bound(text)

@@ -1,5 +1,7 @@
 """Label selectors, field selectors and node selector terms, as kube-apiserver parses them."""
 
+import time
+
 import pytest
 
 from phalanx.machinery.selectors import (
@@ -254,3 +256,51 @@ def test_field_selector_exact_match_and_escaping():
     assert escape_field_value("x,y=z\\") == "x\\,y\\=z\\\\"
     value = "a,b=c\\d"
     assert parse_field_selector("f=" + escape_field_value(value)).requirements == [("f", "=", value)]
+
+
+# -- bounded work ------------------------------------------------------------------------------
+
+MANY = 20000
+# "Does not hang" bound for selectors a request body or query string can carry (each parse here
+# takes tens of milliseconds); slack for a loaded machine.
+SELECTOR_BOUND_SECONDS = 2.0
+
+
+def _bad_values(n: int) -> list[str]:
+    return [f"-{i}" for i in range(n)]
+
+
+@pytest.mark.parametrize("parse, expected_prefix", [
+    pytest.param(lambda: label_selector_from_object(
+        {"matchExpressions": [{"key": "k", "operator": "In", "values": _bad_values(MANY)}]}),
+        "[values[0][k]: Invalid value: \"-0\"", id="twenty thousand invalid values in an object"),
+    pytest.param(lambda: parse_label_selector("k in (" + ",".join(_bad_values(MANY)) + ")"),
+        "unable to parse requirement: [values[0][k]", id="twenty thousand invalid values in a query"),
+    pytest.param(lambda: parse_field_selector("a" * (MANY * 10)),
+        "invalid selector: 'aaaa", id="a long field term without an operator"),
+])
+def test_selectors_with_many_errors_fail_in_bounded_time(parse, expected_prefix):
+    started = time.perf_counter()
+    with pytest.raises(ValueError) as info:
+        parse()
+    assert str(info.value).startswith(expected_prefix)
+    assert time.perf_counter() - started < SELECTOR_BOUND_SECONDS
+
+
+def test_node_selector_term_with_many_errors_is_compiled_in_bounded_time():
+    started = time.perf_counter()
+    term = compile_node_selector_term(
+        {"matchExpressions": [{"key": "k", "operator": "In", "values": _bad_values(MANY)}]})
+    assert len(term.errors) == 1 and term.errors[0].count("Invalid value") == MANY
+    assert not term.matches({"metadata": {"labels": {"k": "-1"}}})
+    assert time.perf_counter() - started < SELECTOR_BOUND_SECONDS
+
+
+@pytest.mark.parametrize("text, requirements", [
+    ("a!=b", [("a", "!=", "b")]),
+    ("a==b", [("a", "==", "b")]),
+    ("a==", [("a", "==", "")]),
+    ("a!=\\=b", [("a", "!=", "=b")]),
+])
+def test_field_term_splits_at_the_leftmost_operator(text, requirements):
+    assert parse_field_selector(text).requirements == requirements

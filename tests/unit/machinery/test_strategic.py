@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 import pytest
 import yaml
@@ -9,7 +11,7 @@ import yaml
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.patch import REJECTED_MESSAGE, apply_patch
 from phalanx.machinery.patchmeta import PatchMeta
-from phalanx.machinery.strategic import strategic_merge_patch
+from phalanx.machinery.strategic import MAX_PATCH_DEPTH, strategic_merge_patch
 
 # A "Widget": every way a field can be patched, on OpenAPI v3 schema nodes.
 MERGE_BY_NAME = {"x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name"}
@@ -467,6 +469,8 @@ def _error(original, patch, meta=META) -> StatusError:
                  id="delete directive without merge key"),
     pytest.param({"spec": {"name": "a"}}, {"spec": {"$patch": "bogus", "name": "b"}},
                  "unknown patch type: bogus in map: map[$patch:bogus name:b]", id="unknown map directive"),
+    pytest.param({"name": "a"}, {"$patch": "garbage"},
+                 "unknown patch type: garbage in map: map[$patch:garbage]", id="unknown directive at the top"),
     pytest.param({"spec": {"name": "a"}}, {"spec": {"$patch": "merge"}},
                  "unknown patch type: merge in map: map[$patch:merge]", id="merge directive in a map"),
     pytest.param({"parts": [{"name": "x"}]}, {"parts": [{"$patch": "merge"}]},
@@ -520,3 +524,48 @@ def test_patch_must_be_an_object(patch, word):
     err = _error({"name": "a"}, patch)
     assert (err.code, err.message) == (
         400, f"json: cannot unmarshal {word} into Go value of type map[string]interface {{}}")
+
+
+# -- bounded work ------------------------------------------------------------------------------
+
+# "Does not hang" bound for patches that take a few milliseconds; slack for a loaded machine.
+PATCH_BOUND_SECONDS = 1.0
+
+
+def _nested(depth: int, leaf, container: str = "map"):
+    """`depth` containers nested inside one another around `leaf`."""
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value} if container == "map" else [value]
+    return value
+
+
+@pytest.mark.parametrize("depth, container, outcome", [
+    pytest.param(MAX_PATCH_DEPTH, "map", "ok", id="deepest map patch accepted"),
+    pytest.param(MAX_PATCH_DEPTH + 1, "map", "invalid character '{' exceeded max depth", id="one map deeper"),
+    pytest.param(MAX_PATCH_DEPTH + 1, "list", "invalid character '[' exceeded max depth", id="one list deeper"),
+    pytest.param(5000, "map", "invalid character '{' exceeded max depth", id="far deeper than recursion allows"),
+])
+def test_patch_depth_is_bounded_with_a_bad_request(depth, container, outcome):
+    patch = {"spec": _nested(depth - 1, 1, container)}
+    original = {"spec": _nested(depth - 1, 0, container)}
+    try:
+        strategic_merge_patch(original, patch, META)
+        got = "ok"
+    except StatusError as e:
+        assert (e.code, e.reason) == (400, "BadRequest")
+        got = e.message
+    assert got == outcome
+
+
+@pytest.mark.parametrize("live, deleted", [
+    pytest.param(20000, 20000, id="every element deleted, one directive each"),
+    pytest.param(40000, 1, id="forty thousand duplicates of one key, one directive"),
+])
+def test_delete_directives_take_linear_time(live, deleted):
+    distinct = deleted > 1
+    original = {"parts": [{"name": str(i) if distinct else "dup"} for i in range(live)]}
+    patch = {"parts": [{"$patch": "delete", "name": str(i) if distinct else "dup"} for i in range(deleted)]}
+    started = time.perf_counter()
+    assert strategic_merge_patch(original, patch, META) == {"parts": []}
+    assert time.perf_counter() - started < PATCH_BOUND_SECONDS
