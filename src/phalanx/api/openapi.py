@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from functools import lru_cache
 from importlib import resources as _resources
 from typing import Any, Callable, Iterable, Optional
@@ -53,6 +52,7 @@ from typing import Any, Callable, Iterable, Optional
 import orjson
 
 from ..machinery.patchmeta import PatchMeta
+from ..machinery.quantity import matches_quantity_pattern
 from .openapipaths import META, REF_PREFIX, add_resource_paths, api_resources_path_item, gv_path
 
 OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.36.0"}
@@ -585,7 +585,6 @@ def strict_decoding_message(errors: list[str]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Type errors (what the Go JSON decoder rejects before any validation runs)
 # ---------------------------------------------------------------------------------------------
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _INT_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
 
@@ -690,7 +689,7 @@ def _quantity_types(node: _Node, value: Any, struct: str, fpath: str, out: list[
     t = type(value)
     if t is bool or t not in (str, int, float):
         out.append(QUANTITY_FORMAT_ERROR)
-    elif not _QUANTITY_RE.match(str(value).strip() if t is str else repr(value)):
+    elif not matches_quantity_pattern(str(value).strip() if t is str else repr(value)):
         out.append(QUANTITY_FORMAT_ERROR)
 
 

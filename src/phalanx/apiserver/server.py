@@ -272,7 +272,8 @@ class Server:
             raise errors.too_large()
         return raw
 
-    def _decode(self, raw: bytes, content_type: str, rt: ResourceType | None) -> Any:
+    @staticmethod
+    def _decode(raw: bytes, content_type: str, rt: ResourceType | None) -> Any:
         ct = content_type.split(";")[0].strip().lower()
         if ct in ("", "application/json", "*/*") or ct.endswith("+json"):
             try:
