@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import orjson
 
-from ..api import registry
+from ..api import openapi
 from ..api.registry import ResourceType, StrategyContext
+from ..machinery import apply as ssa
 from ..machinery import errors
+from ..machinery import patch as patching
 from ..machinery.errors import FieldError
 from ..machinery.meta import deep_copy, new_uid, now_rfc3339
 from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
                                qualified_name_errors)
+from ..machinery.patchmeta import PatchMeta
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Event, Watcher
 
@@ -63,38 +66,35 @@ def _spec_of(obj: Obj) -> dict:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+class FeatureGateReader(Protocol):
+    """What the API reads of the cluster's feature gates (`FeatureGates` provides it)."""
+
+    def enabled(self, name: str) -> bool: ...
+
+
+class KindStorage(Protocol):
+    """Work a kind's REST storage does beyond its strategy, as upstream's per-kind storage does
+    (Service cluster IPs and node ports): run after `prepare_for_create` / `prepare_for_update`."""
+
+    def before_create(self, obj: Obj) -> None: ...
+
+    def before_update(self, new: Obj, old: Obj) -> None: ...
+
+
 class API:
-    def __init__(self, store: Store, gates: Any, *, now: Callable[[], datetime] | None = None,
-                 runtime_config: dict[str, str] | None = None):
-        registry_loaded()
+    """The resource API over one store. Build it with `apiserver.build_api`, which decides the
+    served types and the per-kind storage; the constructor takes them as given."""
+
+    def __init__(self, store: Store, gates: FeatureGateReader, *, types: list[ResourceType],
+                 kind_storage: dict[str, KindStorage], now: Callable[[], datetime] | None = None):
         self.store = store
         self.gates = gates
         self.now = now or (lambda: datetime.now(timezone.utc))
-        self.runtime_config = runtime_config or {}
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
-        self._types = [rt for rt in registry.all_types() if self._serves(rt)]
+        self._types = list(types)
         self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
-        # Hooks for transports and controllers: called with (rt, operation, obj) after each write.
-        self.patch_meta: Callable[[ResourceType], Any] | None = None
-        self.strict_validator: Any = None  # phalanx.api.openapi module once available
-        self.managed_fields: Any = None  # phalanx.machinery.apply module once available
-
-    # -- catalogue -------------------------------------------------------------------------
-    def _serves(self, rt: ResourceType) -> bool:
-        gv = rt.api_version
-        explicit = self.runtime_config.get(gv) or self.runtime_config.get(f"{gv}/")
-        if explicit is not None:
-            return str(explicit).lower() == "true"
-        if rt.alpha:
-            alpha = self.runtime_config.get("api/alpha")
-            all_ = self.runtime_config.get("api/all")
-            if alpha is not None:
-                return str(alpha).lower() == "true"
-            if all_ is not None:
-                return str(all_).lower() == "true"
-            return True  # phalanx serves alpha versions by default
-        return True
+        self._kind_storage = dict(kind_storage)
 
     @property
     def types(self) -> list[ResourceType]:
@@ -240,23 +240,22 @@ class API:
 
         Values of the wrong JSON type are always an error (400). Unknown and duplicate fields follow
         `fieldValidation`: Strict rejects (400), Warn returns them as warnings, Ignore skips them."""
-        v = self.strict_validator
-        if v is None or (raw is None and field_validation == "Ignore"):
+        if raw is None and field_validation == "Ignore":
             return []  # in-process callers hand over objects, not JSON to decode
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        type_errs = v.type_errors(rt.group, rt.version, rt.kind, obj)
+        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
         if field_validation == "Ignore":
             return []
         if raw is not None:
-            problems = v.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
         else:
-            problems = [f'unknown field "{p}"' for p in v.unknown_fields(rt.group, rt.version, rt.kind, obj)]
+            problems = [f'unknown field "{p}"' for p in openapi.unknown_fields(rt.group, rt.version, rt.kind, obj)]
         if not problems:
             return []
         if field_validation == "Strict":
-            raise errors.bad_request(prefix + v.strict_decoding_message(problems))
+            raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
 
     def _reset_fields(self, rt: ResourceType, subresource: str | None) -> list[tuple[str, ...]] | None:
@@ -267,12 +266,15 @@ class API:
 
     def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,
                                operation: str = "Update", subresource: str | None = None) -> None:
-        mf = self.managed_fields
-        if mf is None or not manager:
+        if not manager:
             return
-        meta = self.patch_meta(rt) if self.patch_meta else None
-        mf.update_managed_fields(old, new, manager, operation, meta, now_rfc3339(self.now()),
-                                 subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
+        ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), now_rfc3339(self.now()),
+                                  subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
+
+    @staticmethod
+    def patch_meta(rt: ResourceType) -> PatchMeta:
+        """Merge keys and list types of a kind, from its OpenAPI schema (strategic merge, apply)."""
+        return openapi.patch_meta(rt.group, rt.version, rt.kind)
 
     # -- create ----------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,
@@ -308,6 +310,9 @@ class API:
         strategy = rt.strategy
         strategy.default(obj, self.ctx)
         strategy.prepare_for_create(obj, self.ctx)
+        storage = self._kind_storage.get(rt.key)
+        if storage is not None:
+            storage.before_create(obj)
         _drop_empty_metadata(md)
         strategy.admit("CREATE", obj, None, self.ctx)
         errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
@@ -460,6 +465,9 @@ class API:
         else:
             strategy.default(obj, self.ctx)
             strategy.prepare_for_update(obj, old, self.ctx)
+            storage = self._kind_storage.get(rt.key)
+            if storage is not None:
+                storage.before_update(obj, old)
             if omd.get("deletionTimestamp"):
                 # A terminating object may only lose finalizers, not gain new ones.
                 newf = set(md.get("finalizers") or [])
@@ -505,14 +513,13 @@ class API:
         """Returns (object, created). Server-side apply may create the object."""
         ns = namespace if rt.namespaced else ""
         old = self.store.get(rt.key, ns, name)
-        meta = self.patch_meta(rt) if self.patch_meta else None
+        meta = self.patch_meta(rt)
         if patch_type == "application/apply-patch+yaml":
             return self._apply(rt, ns, name, old, body, subresource=subresource, dry_run=dry_run,
                                field_manager=field_manager, force=force, field_validation=field_validation,
                                meta=meta, warnings=warnings)
         if old is None:
             raise self._not_found(rt, name)
-        from ..machinery import patch as patching
         if isinstance(body, (bytes, bytearray, str)):
             try:
                 doc = orjson.loads(body)
@@ -523,8 +530,7 @@ class API:
         if patch_type != "application/json-patch+json" and doc is not None and not isinstance(doc, dict):
             raise errors.bad_request("error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")
         base = deep_copy(old)
-        from ..machinery.patchmeta import PatchMeta
-        patched = patching.apply_patch(base, patch_type, doc, meta or PatchMeta.empty())
+        patched = patching.apply_patch(base, patch_type, doc, meta)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch produced an object that is not a JSON object")
         # A resourceVersion in the patch is a precondition; otherwise the patch applies to the current state.
@@ -541,7 +547,6 @@ class API:
 
     def _apply(self, rt: ResourceType, ns: str, name: str, old: Obj | None, body: Any, *, subresource, dry_run,
                field_manager, force, field_validation, meta, warnings) -> tuple[Obj, bool]:
-        from ..machinery import apply as ssa
         if not field_manager:
             raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
         if isinstance(body, (bytes, bytearray, str)):
@@ -566,9 +571,8 @@ class API:
         if warnings is not None:
             warnings.extend(w)
         now = now_rfc3339(self.now())
-        from ..machinery.patchmeta import PatchMeta
         merged = ssa.server_side_apply(deep_copy(old) if old is not None else None, applied, field_manager,
-                                       meta or PatchMeta.empty(), force, now, subresource=subresource or "",
+                                       meta, force, now, subresource=subresource or "",
                                        reset_fields=self._reset_fields(rt, subresource),
                                        api_version=rt.api_version, kind=rt.kind)
         if old is None:
@@ -658,12 +662,25 @@ class API:
 
     def finalize(self, rt: ResourceType, name: str, body: Obj) -> Obj:
         """`PUT namespaces/<name>/finalize`: only spec.finalizers changes; a terminating namespace
-        whose finalizers are all gone is removed."""
+        whose finalizers are all gone is removed. A resourceVersion in the body is a precondition."""
         if rt.key != "core/namespaces":
             raise errors.method_not_allowed("finalize is only served for namespaces")
         old = self.get(rt, "", name)
         self._check_type_meta(rt, body)
+        bmd = body["metadata"]
+        if bmd.get("name") and bmd["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({bmd['name']}) does not match the name on the URL ({name})")
+        rv = bmd.get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
         new = deep_copy(body)
+        new["metadata"]["name"] = name
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if f in old["metadata"]:
+                new["metadata"][f] = old["metadata"][f]
+            else:
+                new["metadata"].pop(f, None)
         strategy = rt.strategy
         if hasattr(strategy, "prepare_for_finalize_update"):
             strategy.prepare_for_finalize_update(new, old, self.ctx)
@@ -852,11 +869,3 @@ class WatchStream:
     def close(self) -> None:
         self.watcher.close()
 
-
-def registry_loaded() -> None:
-    from .. import api as api_pkg
-    api_pkg.load_all()
-    from . import serviceip
-    serviceip.install()
-    from ..dra import cel
-    cel.install_validation_hook()

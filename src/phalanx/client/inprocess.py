@@ -1,6 +1,6 @@
 """`InProcessClient`: the `Client` protocol over a `rest.API` in the same process.
 
-    api = API(MemoryStore(), gates)
+    api = build_api(MemoryStore(), gates)
     client = InProcessClient(api, field_manager="kube-scheduler")
     pod = await client.get("v1", "Pod", "default", "p")
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..apiserver.rest import API
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
@@ -77,7 +78,7 @@ class InProcessWatch:
 
 
 class InProcessClient:
-    def __init__(self, api: Any, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
+    def __init__(self, api: API, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
                  host: str = "", shared_reads: bool = False):
         self.api = api
         self.shared_reads = shared_reads
@@ -190,29 +191,11 @@ class InProcessClient:
                                         "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
 
     async def finalize(self, namespace: Obj) -> Obj:
-        """`PUT /api/v1/namespaces/<n>/finalize`: replace `spec.finalizers`; a terminating namespace
-        left with no finalizers of either kind is deleted (upstream's ShouldDeleteDuringUpdate)."""
+        """`PUT /api/v1/namespaces/<n>/finalize` (`API.finalize`): replaces `spec.finalizers`; a
+        terminating namespace left with no finalizers of either kind is deleted."""
         rt = self._rt("v1", "Namespace")
         name = (namespace.get("metadata") or {}).get("name", "")
-        old = self.api.get(rt, "", name)
-        rv = (namespace.get("metadata") or {}).get("resourceVersion")
-        if rv and rv != old["metadata"].get("resourceVersion"):
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
-        new = deep_copy(old)
-        new.setdefault("spec", {})["finalizers"] = list((namespace.get("spec") or {}).get("finalizers") or [])
-        if new == old:
-            return deep_copy(old)
-        store = self.api.store
-        from ..store import StoreConflict, StoreNotFound
-        try:
-            if new["metadata"].get("deletionTimestamp") and not new["spec"]["finalizers"] \
-                    and not new["metadata"].get("finalizers"):
-                return deep_copy(store.delete(rt.key, "", name, expected_rv=old["metadata"]["resourceVersion"]))
-            return deep_copy(store.update(rt.key, "", name, new, expected_rv=old["metadata"]["resourceVersion"]))
-        except StoreConflict:
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
-        except StoreNotFound:
-            raise errors.not_found_error(rt.plural, rt.group, name) from None
+        return deep_copy(self.api.finalize(rt, name, deep_copy(namespace)))
 
     # -- events ------------------------------------------------------------------------------
     async def create_event(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",

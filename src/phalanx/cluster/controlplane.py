@@ -2,7 +2,7 @@
 
 `ControlPlane(spec, ...)` wires a `ClusterSpec` into running parts:
 
-    store (SQLite or memory) -> API (rest.API) -> HTTP server (TLS + token)
+    store (SQLite or memory) -> API (apiserver.build_api) -> HTTP server (TLS + token)
                                    \\-> in-process Client -> controllers, scheduler, simulated nodes
 
 `serve(state_dir)` is what `phalanx serve --state-dir DIR` runs in the foreground (and what
@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..apiserver.rest import API
+from ..apiserver import build_api
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
 from .bootstrap import bootstrap
@@ -47,8 +47,7 @@ class ControlPlane:
             else:
                 store = MemoryStore()
         self.store = store
-        self.api = API(store, self.gates, runtime_config=spec.runtime_config)
-        _wire_optional_machinery(self.api)
+        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config)
         self.components_enabled = components
         self.components: list[Any] = []
         self._runner: web.AppRunner | None = None
@@ -88,22 +87,6 @@ class ControlPlane:
             await self._runner.cleanup()
             self._runner = None
         self.store.close()
-
-
-def _wire_optional_machinery(api: API) -> None:
-    """Connect the schema-driven parts (strict validation, patch metadata, managed fields)."""
-    try:
-        from ..api import openapi
-    except ImportError:  # pragma: no cover - during bring-up only
-        openapi = None  # type: ignore[assignment]
-    if openapi is not None:
-        api.strict_validator = openapi
-        api.patch_meta = lambda rt: openapi.patch_meta(rt.group, rt.version, rt.kind)
-    try:
-        from ..machinery import apply as ssa
-        api.managed_fields = ssa
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def _server_ssl_context(state_dir: str) -> ssl.SSLContext | None:

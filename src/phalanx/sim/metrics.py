@@ -341,13 +341,13 @@ def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: A
     Also the raw `Store.update` rate for pods.
 
     The objects are first created untimed from the run's own (unbound, status-less) copies."""
-    from ..apiserver.rest import API
+    from ..apiserver import build_api
     from ..cluster.bootstrap import bootstrap
     from ..cluster.spec import ClusterSpec
     from ..machinery.meta import deep_copy
     from ..store import MemoryStore
 
-    api = API(store if store is not None else MemoryStore(), gates)
+    api = build_api(store if store is not None else MemoryStore(), gates)
     bootstrap(api, ClusterSpec(nodes=[]))
     ns_rt = api.resource("", "v1", "namespaces")
     for ns in sorted({p["metadata"].get("namespace", "") for p in pods + claims} - {""}):
