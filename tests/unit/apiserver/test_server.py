@@ -1,0 +1,144 @@
+"""`server.Server`, the HTTP front: paths, verbs, authentication, content types and Status bodies, as
+an HTTP client sees them (aiohttp's test client against an API from `build_api`)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from phalanx.apiserver import build_api
+from phalanx.apiserver.server import Server
+from phalanx.cluster.featuregates import FeatureGates
+from phalanx.store import MemoryStore
+
+TOKEN = "s3cret"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+CM_PATH = "/api/v1/namespaces/default/configmaps"
+
+
+@asynccontextmanager
+async def http() -> AsyncIterator[TestClient]:
+    api = build_api(MemoryStore(), FeatureGates.from_config({}))
+    api.create(api.resource("", "v1", "namespaces"), "", {"metadata": {"name": "default"}})
+    async with TestClient(TestServer(Server(api, TOKEN).app())) as client:
+        yield client
+
+
+def cm(name: str = "cm", **extra) -> bytes:
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra})
+
+
+async def test_crud_round_trip():
+    async with http() as c:
+        r = await c.post(CM_PATH, data=cm(data={"k": "v"}), headers=AUTH)
+        assert r.status == 201
+        created = await r.json()
+        r = await c.get(f"{CM_PATH}/cm", headers=AUTH)
+        assert r.status == 200 and (await r.json())["data"] == {"k": "v"}
+        body = {**created, "data": {"k": "w"}}
+        r = await c.put(f"{CM_PATH}/cm", data=orjson.dumps(body), headers=AUTH)
+        assert r.status == 200 and (await r.json())["data"] == {"k": "w"}
+        r = await c.patch(f"{CM_PATH}/cm", data=b'{"data":{"n":"1"}}',
+                          headers={**AUTH, "Content-Type": "application/merge-patch+json"})
+        assert r.status == 200 and (await r.json())["data"] == {"k": "w", "n": "1"}
+        r = await c.get(CM_PATH, headers=AUTH)
+        assert [i["metadata"]["name"] for i in (await r.json())["items"]] == ["cm"]
+        r = await c.delete(f"{CM_PATH}/cm", headers=AUTH)
+        assert r.status == 200
+        r = await c.get(f"{CM_PATH}/cm", headers=AUTH)
+        assert r.status == 404
+
+
+@pytest.mark.parametrize("path, headers, status", [
+    ("/version", {}, 200),
+    ("/healthz", {}, 200),
+    ("/readyz", {}, 200),
+    ("/api", {}, 401),
+    (CM_PATH, {}, 401),
+    (CM_PATH, {"Authorization": "Bearer wrong"}, 401),
+    (CM_PATH, {"Authorization": TOKEN}, 401),
+    (CM_PATH, AUTH, 200),
+])
+async def test_authentication(path, headers, status):
+    async with http() as c:
+        r = await c.get(path, headers=headers)
+        assert r.status == status
+        if status == 401:
+            assert (await r.json())["reason"] == "Unauthorized"
+
+
+@pytest.mark.parametrize("method, path, headers, body, status, reason", [
+    ("GET", "/api/v1/widgets", {}, b"", 404, "NotFound"),
+    ("GET", "/apis/example.com/v1", {}, b"", 404, "NotFound"),
+    ("GET", "/api/v1/configmaps/cm", {}, b"", 404, "NotFound"),  # a namespaced item needs its namespace
+    ("GET", f"{CM_PATH}/cm/status", {}, b"", 404, "NotFound"),  # ConfigMaps have no status subresource
+    ("PUT", CM_PATH, {}, b"{}", 405, "MethodNotAllowed"),
+    ("POST", "/api/v1", {}, b"{}", 405, "MethodNotAllowed"),
+    ("POST", CM_PATH, {}, b"{", 400, "BadRequest"),
+    ("POST", CM_PATH, {}, b"[]", 400, "BadRequest"),
+    ("POST", CM_PATH, {"Content-Type": "text/plain"}, b"x", 415, "UnsupportedMediaType"),
+    ("POST", f"{CM_PATH}?dryRun=Some", {}, cm(), 400, "BadRequest"),
+    ("POST", f"{CM_PATH}?fieldValidation=Loose", {}, cm(), 400, "BadRequest"),
+    ("POST", f"{CM_PATH}?fieldValidation=Strict", {}, cm(foo=1), 400, "BadRequest"),
+    ("PATCH", f"{CM_PATH}/cm", {"Content-Type": "application/json"}, b"{}", 415, "UnsupportedMediaType"),
+    ("POST", CM_PATH, {}, b" " * (3 * 1024 * 1024 + 1), 413, "RequestEntityTooLarge"),
+])
+async def test_errors_are_status_bodies(method, path, headers, body, status, reason):
+    async with http() as c:
+        r = await c.request(method, path, data=body, headers={**AUTH, **headers})
+        got = await r.json()
+        assert (r.status, got["kind"], got["status"], got["reason"], got["code"]) == (
+            status, "Status", "Failure", reason, status)
+
+
+async def test_dry_run_create_answers_without_storing():
+    async with http() as c:
+        r = await c.post(f"{CM_PATH}?dryRun=All", data=cm(), headers=AUTH)
+        assert r.status == 201 and (await r.json())["metadata"]["name"] == "cm"
+        assert (await c.get(f"{CM_PATH}/cm", headers=AUTH)).status == 404
+
+
+async def test_warn_field_validation_answers_with_warning_headers():
+    async with http() as c:
+        r = await c.post(f"{CM_PATH}?fieldValidation=Warn", data=cm(foo=1), headers=AUTH)
+        assert r.status == 201
+        assert r.headers.getall("Warning") == ['299 - "unknown field \\"foo\\""']
+
+
+async def test_tables_for_kubectl_get():
+    async with http() as c:
+        await c.post(CM_PATH, data=cm(data={"a": "1", "b": "2"}), headers=AUTH)
+        r = await c.get(CM_PATH, headers={**AUTH, "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+        table = await r.json()
+        assert table["kind"] == "Table"
+        assert [col["name"] for col in table["columnDefinitions"]] == ["Name", "Data", "Age"]
+        assert table["rows"][0]["cells"][:2] == ["cm", 2]
+
+
+async def test_namespace_finalize_subresource():
+    async with http() as c:
+        await c.post("/api/v1/namespaces", data=orjson.dumps({"metadata": {"name": "doomed"}}), headers=AUTH)
+        r = await c.delete("/api/v1/namespaces/doomed", headers=AUTH)
+        ns = await r.json()
+        assert ns["status"]["phase"] == "Terminating"
+        ns["spec"]["finalizers"] = []
+        r = await c.put("/api/v1/namespaces/doomed/finalize", data=orjson.dumps(ns), headers=AUTH)
+        assert r.status == 200
+        assert (await c.get("/api/v1/namespaces/doomed", headers=AUTH)).status == 404
+
+
+async def test_pod_binding_subresource():
+    async with http() as c:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        await c.post("/api/v1/namespaces/default/pods", data=orjson.dumps(pod), headers=AUTH)
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
+        r = await c.post("/api/v1/namespaces/default/pods/p/binding", data=orjson.dumps(binding), headers=AUTH)
+        assert r.status == 201 and (await r.json())["status"] == "Success"
+        r = await c.get("/api/v1/namespaces/default/pods/p", headers=AUTH)
+        assert (await r.json())["spec"]["nodeName"] == "n1"
