@@ -235,26 +235,30 @@ class API:
         elif not isinstance(md, dict):
             raise errors.bad_request(f"the object provided is not a valid {rt.kind}: metadata must be an object")
 
-    def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str, raw: bytes | None = None) -> list[str]:
+    def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str | None,
+                     raw: bytes | None = None) -> list[str]:
         """Decoding checks on a request body, as upstream's decoder makes them.
 
-        Values of the wrong JSON type are always an error (400). Unknown and duplicate fields follow
-        `fieldValidation`: Strict rejects (400), Warn returns them as warnings, Ignore skips them."""
-        if raw is None and field_validation == "Ignore":
-            return []  # in-process callers hand over objects, not JSON to decode
+        Values of the wrong JSON type are always an error (400). Unknown fields are dropped from
+        `obj`, as decoding into a typed object drops them; `fieldValidation` decides what the caller
+        hears of them and of duplicate fields: Strict rejects (400), Warn returns them as warnings,
+        Ignore says nothing. `field_validation=None` is for in-process callers, which hand over
+        objects they built rather than JSON to decode: no checks."""
+        if field_validation is None:
+            return []
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
         type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
+        problems: list[str] = []
+        if raw is not None and field_validation != "Ignore":
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True)
         if field_validation == "Ignore":
             return []
-        if raw is not None:
-            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
-        else:
-            problems = [f'unknown field "{p}"' for p in openapi.unknown_fields(rt.group, rt.version, rt.kind, obj)]
-        if not problems:
-            return []
-        if field_validation == "Strict":
+        if raw is None:
+            problems = [f'unknown field "{p}"' for p in unknown]
+        if problems and field_validation == "Strict":
             raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
 
@@ -278,7 +282,7 @@ class API:
 
     # -- create ----------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,
-               field_manager: str | None = None, field_validation: str = "Ignore",
+               field_manager: str | None = None, field_validation: str | None = None,
                raw: bytes | None = None, warnings: list[str] | None = None,
                keep_managed_fields: bool = False) -> Obj:
         self._check_type_meta(rt, obj)
@@ -305,7 +309,8 @@ class API:
         md["creationTimestamp"] = now_rfc3339(self.now())
         if getattr(rt.strategy, "tracks_generation", True):
             md["generation"] = 1
-        if not md.get("name") and md.get("generateName"):
+        generated = not md.get("name") and bool(md.get("generateName"))  # an explicit name wins
+        if generated:
             md["name"] = generate_name(md["generateName"])
         strategy = rt.strategy
         strategy.default(obj, self.ctx)
@@ -326,7 +331,7 @@ class API:
             try:
                 return self.store.create(rt.key, namespace, md["name"], obj)
             except StoreAlreadyExists:
-                if md.get("generateName") and attempt < 7:
+                if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
                     continue
                 raise errors.already_exists(rt.plural, rt.group, md["name"]) from None
@@ -422,7 +427,7 @@ class API:
 
     # -- update ----------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, subresource: str | None = None,
-               dry_run: bool = False, field_manager: str | None = None, field_validation: str = "Ignore",
+               dry_run: bool = False, field_manager: str | None = None, field_validation: str | None = None,
                raw: bytes | None = None, warnings: list[str] | None = None,
                operation: str = "Update", _old: Obj | None = None) -> Obj:
         self._check_type_meta(rt, obj)
@@ -508,7 +513,7 @@ class API:
     # -- patch -----------------------------------------------------------------------------
     def patch(self, rt: ResourceType, namespace: str, name: str, patch_type: str, body: bytes | Any, *,
               subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None,
-              force: bool = False, field_validation: str = "Ignore",
+              force: bool = False, field_validation: str | None = None,
               warnings: list[str] | None = None) -> tuple[Obj, bool]:
         """Returns (object, created). Server-side apply may create the object."""
         ns = namespace if rt.namespaced else ""
@@ -542,7 +547,7 @@ class API:
         if warnings is not None:
             warnings.extend(w)
         result = self.update(rt, ns, name, patched, subresource=subresource, dry_run=dry_run,
-                             field_manager=field_manager, field_validation="Ignore", _old=old)
+                             field_manager=field_manager, _old=old)
         return result, False
 
     def _apply(self, rt: ResourceType, ns: str, name: str, old: Obj | None, body: Any, *, subresource, dry_run,

@@ -232,3 +232,11 @@ def test_finalize_is_only_served_for_namespaces():
     api = new_api()
     stored(api)
     assert error_of(lambda: api.finalize(cms(api), "cm", cm()))[:2] == (405, "MethodNotAllowed")
+
+
+def test_an_explicit_name_wins_over_generate_name():
+    api = new_api()
+    body = {"metadata": {"name": "gn-fixed", "generateName": "gn-"}}
+    assert api.create(cms(api), "default", {"metadata": dict(body["metadata"])})["metadata"]["name"] == "gn-fixed"
+    assert error_of(lambda: api.create(cms(api), "default", {"metadata": dict(body["metadata"])})) == (
+        409, "AlreadyExists", 'configmaps "gn-fixed" already exists')

@@ -142,3 +142,35 @@ async def test_pod_binding_subresource():
         assert r.status == 201 and (await r.json())["status"] == "Success"
         r = await c.get("/api/v1/namespaces/default/pods/p", headers=AUTH)
         assert (await r.json())["spec"]["nodeName"] == "n1"
+
+
+@pytest.mark.parametrize("validation, warnings", [
+    ("Warn", ['299 - "unknown field \\"foo\\""', '299 - "unknown field \\"status\\""']),
+    ("Ignore", []),
+])
+@pytest.mark.parametrize("how", ["create", "merge-patch", "strategic-merge-patch", "update"])
+async def test_unknown_fields_are_pruned_unless_strict(validation, warnings, how):
+    extra = {"foo": 1, "status": {"z": 1}}
+    async with http() as c:
+        if how == "create":
+            r = await c.post(f"{CM_PATH}?fieldValidation={validation}", data=cm(data={"k": "v"}, **extra),
+                             headers=AUTH)
+        else:
+            created = await (await c.post(CM_PATH, data=cm(data={"k": "v"}), headers=AUTH)).json()
+            if how == "update":
+                r = await c.put(f"{CM_PATH}/cm?fieldValidation={validation}", data=orjson.dumps({**created, **extra}),
+                                headers=AUTH)
+            else:
+                r = await c.patch(f"{CM_PATH}/cm?fieldValidation={validation}", data=orjson.dumps(extra),
+                                  headers={**AUTH, "Content-Type": f"application/{how}+json"})
+        assert r.status in (200, 201) and r.headers.getall("Warning", []) == warnings
+        answered = await r.json()
+        stored = await (await c.get(f"{CM_PATH}/cm", headers=AUTH)).json()
+        for obj in (answered, stored):
+            assert "foo" not in obj and "status" not in obj
+            assert all(set(m["fieldsV1"]) <= {"f:data"} for m in obj["metadata"]["managedFields"])
+        r = await c.patch(f"{CM_PATH}/cm?fieldValidation=Strict", data=orjson.dumps(extra),
+                          headers={**AUTH, "Content-Type": "application/merge-patch+json"})
+        assert r.status == 400 and (await r.json())["message"] == (
+            'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+            'unknown field "foo", unknown field "status"')
