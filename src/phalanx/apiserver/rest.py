@@ -44,6 +44,9 @@ FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Kinds whose REST storage answers a completed DELETE with the deleted object (upstream's
+# `ReturnDeletedObject: true`); every other kind answers with a Success `Status`.
+RETURNS_DELETED_OBJECT = frozenset({"core/pods", "core/services", "core/namespaces", "core/serviceaccounts"})
 
 # Fields the server owns on create: any value the client sends is replaced.
 _METADATA_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -657,6 +660,22 @@ class API:
             return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
         except StoreConflict:
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    @staticmethod
+    def delete_result(rt: ResourceType, obj: Obj, deleted_now: bool) -> Obj:
+        """What a DELETE answers, given `delete`'s result: the object while finalizers or a grace
+        period hold it; once it is gone, the object for the kinds that return it and otherwise a
+        Success `Status` naming it (details.kind is the resource, as upstream writes it)."""
+        if not deleted_now or rt.key in RETURNS_DELETED_OBJECT:
+            return obj
+        md = obj["metadata"]
+        details = {"name": md.get("name", "")}
+        if rt.group:
+            details["group"] = rt.group
+        details["kind"] = rt.plural
+        if md.get("uid"):
+            details["uid"] = md["uid"]
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
     @staticmethod
     def _spec_finalizers(rt: ResourceType, obj: Obj) -> list:

@@ -413,7 +413,12 @@ class Server:
         obj, deleted = self.api.delete(rt, namespace, name, propagation=self._propagation(opts),
                                        grace_period=opts.get("gracePeriodSeconds"),
                                        preconditions=opts.get("preconditions"), dry_run=dry)
-        return self._respond(request, rt, obj, status=200 if deleted else 202)
+        # 202 only where upstream answers it: held back after an explicit orphanDependents=false.
+        status = 202 if not deleted and opts.get("orphanDependents") is False else 200
+        result = self.api.delete_result(rt, obj, deleted)
+        if result is not obj:
+            return _json(result, status=status)
+        return self._respond(request, rt, obj, status=status)
 
     async def delete_collection(self, request: web.Request, rt: ResourceType,
                                 namespace: str | None) -> web.Response:

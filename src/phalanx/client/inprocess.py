@@ -179,9 +179,9 @@ class InProcessClient:
                      propagation: str | None = None, grace_period: int | None = None,
                      preconditions: dict | None = None) -> Obj:
         rt = self._rt(api_version, kind)
-        obj, _ = self.api.delete(rt, namespace or "", name, propagation=propagation, grace_period=grace_period,
-                                 preconditions=preconditions)
-        return deep_copy(obj)
+        obj, deleted_now = self.api.delete(rt, namespace or "", name, propagation=propagation,
+                                           grace_period=grace_period, preconditions=preconditions)
+        return deep_copy(self.api.delete_result(rt, obj, deleted_now))
 
     async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
         md: dict = {"name": name, "namespace": namespace}

@@ -174,3 +174,60 @@ async def test_unknown_fields_are_pruned_unless_strict(validation, warnings, how
         assert r.status == 400 and (await r.json())["message"] == (
             'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
             'unknown field "foo", unknown field "status"')
+
+
+def obj_of(kind: str, name: str) -> tuple[str, bytes]:
+    """(collection path, body) of a minimal object of each kind the DELETE table uses."""
+    bodies = {
+        "configmaps": (CM_PATH, {"apiVersion": "v1", "kind": "ConfigMap"}),
+        "pods": ("/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
+                                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+        "services": ("/api/v1/namespaces/default/services", {"apiVersion": "v1", "kind": "Service",
+                                                              "spec": {"ports": [{"port": 80}]}}),
+        "serviceaccounts": ("/api/v1/namespaces/default/serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount"}),
+        "nodes": ("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node"}),
+        "jobs": ("/apis/batch/v1/namespaces/default/jobs", {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "busybox"}]}}}}),
+        "priorityclasses": ("/apis/scheduling.k8s.io/v1/priorityclasses", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 10}),
+    }
+    path, body = bodies[kind]
+    return path, orjson.dumps({**body, "metadata": {"name": name}})
+
+
+@pytest.mark.parametrize("kind, group, returns_object", [
+    ("configmaps", "", False),
+    ("nodes", "", False),
+    ("jobs", "batch", False),
+    ("priorityclasses", "scheduling.k8s.io", False),
+    ("pods", "", True),
+    ("services", "", True),
+    ("serviceaccounts", "", True),
+])
+async def test_delete_answers_with_a_status_or_the_object(kind, group, returns_object):
+    async with http() as c:
+        path, body = obj_of(kind, "x")
+        created = await (await c.post(path, data=body, headers=AUTH)).json()
+        r = await c.delete(f"{path}/x", headers=AUTH)
+        got = await r.json()
+        assert r.status == 200
+        if returns_object:
+            assert (got["kind"], got["metadata"]["uid"]) == (created["kind"], created["metadata"]["uid"])
+        else:
+            details = {"name": "x", "kind": kind, "uid": created["metadata"]["uid"]}
+            if group:
+                details = {"name": "x", "group": group, "kind": kind, "uid": created["metadata"]["uid"]}
+            assert await r.read() == orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                   "status": "Success", "details": details})
+
+
+@pytest.mark.parametrize("query, status", [("", 200), ("?orphanDependents=false", 202)])
+async def test_delete_held_by_a_finalizer_answers_with_the_object(query, status):
+    async with http() as c:
+        await c.post(CM_PATH, data=orjson.dumps({"metadata": {"name": "cm", "finalizers": ["example.com/hold"]}}),
+                     headers=AUTH)
+        r = await c.delete(f"{CM_PATH}/cm{query}", headers=AUTH)
+        got = await r.json()
+        assert r.status == status and got["kind"] == "ConfigMap" and got["metadata"]["deletionTimestamp"]
