@@ -106,8 +106,7 @@ class API:
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self._by_gvr.get((group, version, plural))
         if rt is None:
-            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",
-                                     {"group": group, "kind": plural})
+            raise errors.requested_resource_not_found()
         return rt
 
     def resource_for_kind(self, api_version: str, kind: str) -> ResourceType:

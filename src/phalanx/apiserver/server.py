@@ -46,7 +46,9 @@ DEFAULT_WATCH_TIMEOUT = 1800.0
 
 def _json(body: Any, status: int = 200, content_type: str = "application/json",
           warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=orjson.dumps(body), status=status, content_type=None)
+    """A JSON response as kube-apiserver writes it: Go's encoder ends the document with a newline."""
+    resp = web.Response(body=orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), status=status,
+                        content_type=None)
     resp.headers["Content-Type"] = content_type
     resp.headers["Cache-Control"] = "no-cache, private"
     for w in warnings or ():
@@ -169,10 +171,10 @@ class Server:
         elif parts[:1] == ["apis"] and len(parts) == 3:
             group, version = parts[1], parts[2]
         else:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         resources = [rt for rt in self.api.types if rt.group == group and rt.version == version]
         if not resources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         resp = web.Response(body=openapi.openapi_v3_document_bytes(group, version, resources))
         resp.headers["Content-Type"] = "application/json"
         resp.headers["Cache-Control"] = "public, immutable"
@@ -189,7 +191,7 @@ class Server:
             if len(parts) == 2:
                 doc = discovery.api_group(self.api.types, parts[1])
                 if doc is None:
-                    raise StatusError(404, "NotFound", "the server could not find the requested resource")
+                    raise errors.requested_resource_not_found()
                 return _json(doc)
             group, version, rest = parts[1], parts[2], parts[3:]
         if not rest:
@@ -197,7 +199,7 @@ class Server:
                 raise errors.method_not_allowed("the server does not allow this method on the requested resource")
             doc = discovery.api_resource_list(self.api.types, group, version)
             if doc is None:
-                raise StatusError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.requested_resource_not_found()
             return _json(doc)
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3:
@@ -210,11 +212,11 @@ class Server:
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
         if len(rest) > 3:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         if sub is not None and sub not in rt.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         if rt.namespaced and name is not None and namespace is None:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         m = request.method
         if name is None:
             if m == "GET":

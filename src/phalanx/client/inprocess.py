@@ -119,7 +119,7 @@ class InProcessClient:
     @staticmethod
     def _require_subresource(rt, sub: str | None) -> None:
         if sub is not None and sub not in rt.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
 
     # -- verbs -------------------------------------------------------------------------------
     async def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
