@@ -432,11 +432,9 @@ class API:
                dry_run: bool = False, field_manager: str | None = None, field_validation: str | None = None,
                raw: bytes | None = None, warnings: list[str] | None = None,
                operation: str = "Update", _old: Obj | None = None) -> Obj:
+        # As upstream's handler: decode and check the body against the URL first, then look up.
         self._check_type_meta(rt, obj)
         ns = namespace if rt.namespaced else ""
-        old = _old if _old is not None else self.store.get(rt.key, ns, name)
-        if old is None:
-            raise self._not_found(rt, name)
         md = obj["metadata"]
         if md.get("name") and md["name"] != name:
             raise errors.bad_request(
@@ -450,6 +448,9 @@ class API:
         w = self.strict_check(rt, obj, field_validation, raw)
         if warnings is not None:
             warnings.extend(w)
+        old = _old if _old is not None else self.store.get(rt.key, ns, name)
+        if old is None:
+            raise self._not_found(rt, name)
         omd = old["metadata"]
         rv = md.get("resourceVersion")
         if rv and rv != omd.get("resourceVersion"):

@@ -272,3 +272,19 @@ async def test_status_bodies_are_byte_for_byte_upstream(method, path, headers, b
             assert raw.endswith(b"}\n")
         else:
             assert raw == expected
+
+
+@pytest.mark.parametrize("exists", [True, False])
+@pytest.mark.parametrize("body_md, message", [
+    ({"name": "other"}, "the name of the object (other) does not match the name on the URL (cm)"),
+    ({"name": "cm", "namespace": "kube-system"},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+])
+async def test_put_body_must_match_the_url_whether_or_not_the_object_exists(exists, body_md, message):
+    async with http() as c:
+        if exists:
+            await c.post(CM_PATH, data=cm(), headers=AUTH)
+        r = await c.put(f"{CM_PATH}/cm", data=orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                                            "metadata": body_md}), headers=AUTH)
+        got = await r.json()
+        assert (r.status, got["reason"], got["message"]) == (400, "BadRequest", message)
