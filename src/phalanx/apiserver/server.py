@@ -31,6 +31,7 @@ from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from . import discovery, protobuf, tables
+from .listener import ServingLimits
 from .rest import API
 
 log = logging.getLogger("phalanx.apiserver")
@@ -60,10 +61,18 @@ def _status_response(err: StatusError) -> web.Response:
     return _json(err.status(), status=err.code)
 
 
+def _request_timeout() -> StatusError:
+    """504 for a request that did not complete in time (upstream's request deadline)."""
+    return StatusError(504, "Timeout",
+                       "Timeout: request did not complete within requested timeout - context deadline exceeded", {})
+
+
 class Server:
-    def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443"):
+    def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443",
+                 limits: ServingLimits | None = None):
         self.api = api
         self.token = token
+        self.limits = limits or ServingLimits()
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
@@ -269,7 +278,11 @@ class Server:
         return v
 
     async def _raw(self, request: web.Request) -> bytes:
-        raw = await request.read()
+        try:
+            async with asyncio.timeout(self.limits.body_timeout):
+                raw = await request.read()
+        except TimeoutError:
+            raise _request_timeout() from None
         if len(raw) > MAX_BODY:
             raise errors.too_large()
         return raw

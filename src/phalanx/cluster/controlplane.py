@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from ..apiserver import build_api
+from ..apiserver.listener import Listener, ServingLimits, serve_app
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
 from .bootstrap import bootstrap
@@ -50,22 +51,20 @@ class ControlPlane:
         self.api = build_api(store, self.gates, runtime_config=spec.runtime_config)
         self.components_enabled = components
         self.components: list[Any] = []
+        self.limits = ServingLimits()
         self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self.port: int | None = None
         self.server: Server | None = None
 
     async def start(self) -> int:
         bootstrap(self.api, self.spec)
         host = self.spec.listen_address or "127.0.0.1"
-        self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}")
-        app = self.server.app()
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, self.spec.port or 0, ssl_context=self.ssl_context,
-                           reuse_address=True)
-        await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else self.spec.port
+        self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}",
+                             limits=self.limits)
+        self._runner, self._listener = await serve_app(self.server.app(), host, self.spec.port or 0,
+                                                       ssl_context=self.ssl_context, limits=self.limits)
+        self.port = self._listener.port
         self.server.server_address = f"{host}:{self.port}"
         if self.components_enabled:
             await self._start_components()
@@ -83,6 +82,9 @@ class ControlPlane:
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping %s", c)
         self.components = []
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
