@@ -21,7 +21,9 @@ its TLS port with `400 Bad Request` and "Client sent an HTTP request to an HTTPS
 - on a TLS port, the first bytes of a connection are peeked before the handshake: a plain HTTP
   request gets Go's answer instead of a failed handshake.
 
-A watch is one long request: none of these limits cut it short.
+A watch is one long request: none of these limits cut it short. `phalanx serve` reads the limits
+from the environment (`ServingLimits.from_env`): PHALANX_APISERVER_HEADER_TIMEOUT,
+PHALANX_APISERVER_BODY_TIMEOUT (seconds) and PHALANX_APISERVER_MAX_CONNECTIONS.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import contextlib
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from aiohttp import web
 
@@ -47,6 +49,14 @@ class ServingLimits:
     header_timeout: float = 32.0  # kube-apiserver's ReadHeaderTimeout
     body_timeout: float = 60.0  # kube-apiserver's default --request-timeout
     max_connections: int = 1000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "ServingLimits":
+        """The defaults, overridden by PHALANX_APISERVER_{HEADER_TIMEOUT,BODY_TIMEOUT,MAX_CONNECTIONS}."""
+        default = cls()
+        return cls(header_timeout=float(env.get("PHALANX_APISERVER_HEADER_TIMEOUT", default.header_timeout)),
+                   body_timeout=float(env.get("PHALANX_APISERVER_BODY_TIMEOUT", default.body_timeout)),
+                   max_connections=int(env.get("PHALANX_APISERVER_MAX_CONNECTIONS", default.max_connections)))
 
 
 class _ReleasingProtocol(asyncio.Protocol):

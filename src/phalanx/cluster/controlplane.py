@@ -36,7 +36,7 @@ log = logging.getLogger("phalanx.controlplane")
 class ControlPlane:
     def __init__(self, spec: ClusterSpec, *, state_dir: str | None = None, token: str | None = None,
                  ssl_context: ssl.SSLContext | None = None, store: Store | None = None,
-                 components: bool = True):
+                 components: bool = True, limits: ServingLimits | None = None):
         self.spec = spec
         self.state_dir = state_dir
         self.token = token
@@ -51,7 +51,7 @@ class ControlPlane:
         self.api = build_api(store, self.gates, runtime_config=spec.runtime_config)
         self.components_enabled = components
         self.components: list[Any] = []
-        self.limits = ServingLimits()
+        self.limits = limits or ServingLimits()
         self._runner: web.AppRunner | None = None
         self._listener: Listener | None = None
         self.port: int | None = None
@@ -126,7 +126,7 @@ def serve(state_dir: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = ClusterSpec.load(state_dir)
     cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
-                      ssl_context=_server_ssl_context(state_dir))
+                      ssl_context=_server_ssl_context(state_dir), limits=ServingLimits.from_env(os.environ))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
