@@ -252,14 +252,12 @@ class API:
         type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
-        problems: list[str] = []
-        if raw is not None and field_validation != "Ignore":
-            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
         unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True)
         if field_validation == "Ignore":
             return []
-        if raw is None:
-            problems = [f'unknown field "{p}"' for p in unknown]
+        problems = [f'unknown field "{p}"' for p in unknown]
+        if raw is not None and openapi.duplicate_fields(raw):  # the decoder's own words and order
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
         if problems and field_validation == "Strict":
             raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
