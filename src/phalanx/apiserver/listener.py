@@ -172,8 +172,12 @@ class Listener:
     async def _tls_expected(self, conn: socket.socket) -> bool:
         """Peek at the first bytes: answer plain HTTP as Go does and say False; True otherwise."""
         loop = asyncio.get_running_loop()
-        readable = loop.create_future()
-        loop.add_reader(conn.fileno(), lambda: readable.done() or readable.set_result(None))
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def on_readable() -> None:
+            if not readable.done():
+                readable.set_result(None)
+        loop.add_reader(conn.fileno(), on_readable)
         try:
             await asyncio.wait_for(readable, self.limits.header_timeout)
         except asyncio.TimeoutError:
