@@ -39,6 +39,8 @@ from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNo
 from ..store.base import Event, Watcher
 
 Obj = dict[str, Any]
+Warnings = list[str]  # (named: inside `API`, `list` is the list verb)
+Finalizers = list[str]
 
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
@@ -428,7 +430,7 @@ class API:
     # -- update ----------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, subresource: str | None = None,
                dry_run: bool = False, field_manager: str | None = None, field_validation: str | None = None,
-               raw: bytes | None = None, warnings: list[str] | None = None,
+               raw: bytes | None = None, warnings: Warnings | None = None,
                operation: str = "Update", _old: Obj | None = None) -> Obj:
         # As upstream's handler: decode and check the body against the URL first, then look up.
         self._check_type_meta(rt, obj)
@@ -515,7 +517,7 @@ class API:
     def patch(self, rt: ResourceType, namespace: str, name: str, patch_type: str, body: bytes | Any, *,
               subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None,
               force: bool = False, field_validation: str | None = None,
-              warnings: list[str] | None = None) -> tuple[Obj, bool]:
+              warnings: Warnings | None = None) -> tuple[Obj, bool]:
         """Returns (object, created). Server-side apply may create the object."""
         ns = namespace if rt.namespaced else ""
         old = self.store.get(rt.key, ns, name)
@@ -676,7 +678,7 @@ class API:
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
     @staticmethod
-    def _spec_finalizers(rt: ResourceType, obj: Obj) -> list:
+    def _spec_finalizers(rt: ResourceType, obj: Obj) -> Finalizers:
         """Namespaces also wait for `spec.finalizers` (the namespace controller's `kubernetes`)."""
         if rt.key != "core/namespaces":
             return []
@@ -703,10 +705,10 @@ class API:
                 new["metadata"][f] = old["metadata"][f]
             else:
                 new["metadata"].pop(f, None)
-        strategy = rt.strategy
-        if hasattr(strategy, "prepare_for_finalize_update"):
-            strategy.prepare_for_finalize_update(new, old, self.ctx)
-            self._raise_invalid(rt, new, strategy.validate_finalize_update(new, old, self.ctx))
+        prepare = getattr(rt.strategy, "prepare_for_finalize_update", None)
+        if prepare is not None:
+            prepare(new, old, self.ctx)
+            self._raise_invalid(rt, new, getattr(rt.strategy, "validate_finalize_update")(new, old, self.ctx))
         else:
             new = deep_copy(old)
             new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])

@@ -18,9 +18,9 @@ store verifies that nobody changed an object it shares (store/base.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from ..apiserver.rest import API
+from ..apiserver.rest import API, WatchStream
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
@@ -36,10 +36,10 @@ def _namespace(md: dict) -> str:
 class InProcessWatch:
     """Adapts `WatchStream` (`ready()` / `await wait()`) to `async for (type, obj)`."""
 
-    def __init__(self, open_stream, copy: bool = True):
+    def __init__(self, open_stream: Callable[[], WatchStream], copy: bool = True):
         self._open = open_stream
         self._copy = copy
-        self._stream = None
+        self._stream: WatchStream | None = None
         self._pending: list[tuple[str, Obj]] = []
         self._closed = False
 
@@ -49,10 +49,10 @@ class InProcessWatch:
     async def __anext__(self) -> tuple[str, Obj]:
         if self._closed:
             raise StopAsyncIteration
-        if self._stream is None:
-            self._stream = self._open()  # raises StatusError (e.g. 410 Expired) here, like HTTP does
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self._open()  # raises StatusError (e.g. 410 Expired) here, like HTTP does
         while not self._pending:
-            stream = self._stream
             self._pending = list(reversed(stream.ready()))
             if self._pending:
                 break
