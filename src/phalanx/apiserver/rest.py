@@ -32,18 +32,16 @@ from ..machinery import errors
 from ..machinery import patch as patching
 from ..machinery.errors import FieldError
 from ..machinery.meta import deep_copy, new_uid, now_rfc3339
-from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
-                               qualified_name_errors)
+from ..machinery.names import generate_name
 from ..machinery.patchmeta import PatchMeta
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Event, Watcher
+from .objectmeta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, drop_empty_metadata, validate_object_meta
 
 Obj = dict[str, Any]
 Warnings = list[str]  # (named: inside `API`, `list` is the list verb)
 Finalizers = list[str]
 
-FINALIZER_ORPHAN = "orphan"
-FINALIZER_FOREGROUND = "foregroundDeletion"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Kinds whose REST storage answers a completed DELETE with the deleted object (upstream's
@@ -53,17 +51,6 @@ RETURNS_DELETED_OBJECT = frozenset({"core/pods", "core/services", "core/namespac
 # Fields the server owns on create: any value the client sends is replaced.
 _METADATA_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                            "generation", "selfLink")
-
-
-_OMIT_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
-
-
-def _drop_empty_metadata(md: dict) -> None:
-    """Go's `omitempty` on ObjectMeta: an empty map or list is not stored (`finalizers: []`)."""
-    for f in _OMIT_WHEN_EMPTY:
-        v = md.get(f, 0)
-        if v is None or v == [] or v == {}:
-            del md[f]
 
 
 def _spec_of(obj: Obj) -> dict:
@@ -146,75 +133,6 @@ class API:
                      "causes": [{"reason": "NamespaceTerminating",
                                  "message": f"namespace {namespace} is being terminated",
                                  "field": "metadata.namespace"}]})
-
-    def _validate_metadata(self, rt: ResourceType, obj: Obj, old: Obj | None) -> list[FieldError]:
-        md = obj.get("metadata") or {}
-        errs: list[FieldError] = []
-        name = md.get("name")
-        how = getattr(rt.strategy, "name_validation", "subdomain")
-        if old is None:
-            if how == "label":
-                errs += validate_name(name, "metadata.name", label=True)
-            elif how == "label1035":
-                if not name:
-                    errs.append(errors.required("metadata.name", "name or generateName is required"))
-                else:
-                    import re
-                    if len(name) > 63 or not re.match(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", name):
-                        errs.append(errors.invalid(
-                            "metadata.name", name,
-                            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                            "with an alphabetic character, and end with an alphanumeric character (e.g. "
-                            "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"))
-            elif how == "path_segment":
-                if not name:
-                    errs.append(errors.required("metadata.name", "name or generateName is required"))
-                elif name in (".", "..") or "/" in name or "%" in name:
-                    errs.append(errors.invalid("metadata.name", name, "may not contain '/' or '%'"))
-            else:
-                errs += validate_name(name, "metadata.name")
-        if rt.namespaced and not md.get("namespace"):
-            errs.append(errors.required("metadata.namespace", ""))
-        if not rt.namespaced and md.get("namespace"):
-            errs.append(errors.forbidden("metadata.namespace", "not allowed on this type"))
-        errs += validate_labels(md.get("labels"), "metadata.labels")
-        errs += validate_annotations(md.get("annotations"), "metadata.annotations")
-        controllers = 0
-        for i, ref in enumerate(md.get("ownerReferences") or []):
-            p = f"metadata.ownerReferences[{i}]"
-            if not ref.get("apiVersion"):
-                errs.append(errors.invalid(f"{p}.apiVersion", ref.get("apiVersion", ""), "version must not be empty"))
-            if not ref.get("kind"):
-                errs.append(errors.invalid(f"{p}.kind", ref.get("kind", ""), "kind must not be empty"))
-            if not ref.get("name"):
-                errs.append(errors.invalid(f"{p}.name", ref.get("name", ""), "name must not be empty"))
-            if not ref.get("uid"):
-                errs.append(errors.invalid(f"{p}.uid", ref.get("uid", ""), "uid must not be empty"))
-            if ref.get("controller"):
-                controllers += 1
-        if controllers > 1:
-            errs.append(errors.invalid("metadata.ownerReferences", md.get("ownerReferences"),
-                                       "Only one reference can have Controller set to true"))
-        for i, f in enumerate(md.get("finalizers") or []):
-            if not isinstance(f, str):
-                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, "must be a string"))
-                continue
-            if "/" not in f and f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes"):
-                errs.append(errors.forbidden(
-                    f"metadata.finalizers[{i}]",
-                    "name is neither a standard finalizer name nor is it fully qualified"))
-            for m in qualified_name_errors(f):
-                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, m))
-        if FINALIZER_ORPHAN in (md.get("finalizers") or []) and FINALIZER_FOREGROUND in (md.get("finalizers") or []):
-            errs.append(errors.invalid("metadata.finalizers", md.get("finalizers"),
-                                       "finalizer orphan and foregroundDeletion cannot be both set"))
-        if old is not None:
-            omd = old["metadata"]
-            if md.get("name") != omd.get("name"):
-                errs.append(errors.immutable("metadata.name", md.get("name")))
-            if md.get("namespace", "") != omd.get("namespace", ""):
-                errs.append(errors.immutable("metadata.namespace", md.get("namespace")))
-        return errs
 
     def _raise_invalid(self, rt: ResourceType, obj: Obj, errs: list[FieldError]) -> None:
         if errs:
@@ -320,9 +238,9 @@ class API:
         storage = self._kind_storage.get(rt.key)
         if storage is not None:
             storage.before_create(obj)
-        _drop_empty_metadata(md)
+        drop_empty_metadata(md)
         strategy.admit("CREATE", obj, None, self.ctx)
-        errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
+        errs = validate_object_meta(rt, obj, None) + strategy.validate(obj, self.ctx)
         self._raise_invalid(rt, obj, errs)
         if not keep_managed_fields:
             md.pop("managedFields", None)
@@ -486,9 +404,9 @@ class API:
                         f"no new finalizers can be added if the object is being deleted, found new finalizers "
                         f"{sorted(added)!r}".replace("'", '"'))])
             strategy.admit("UPDATE", obj, old, self.ctx)
-            errs = self._validate_metadata(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+            errs = validate_object_meta(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
         self._raise_invalid(rt, obj, errs)
-        _drop_empty_metadata(md)
+        drop_empty_metadata(md)
         if getattr(strategy, "tracks_generation", True) and "generation" in omd:
             if _spec_of(obj) != _spec_of(old):
                 md["generation"] = omd["generation"] + 1

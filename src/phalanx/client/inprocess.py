@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 from ..apiserver.rest import API, WatchStream
 from ..machinery import errors
-from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
 from .clock import REAL_CLOCK, Clock
 from .events import EventRecorder
