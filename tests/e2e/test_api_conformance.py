@@ -126,6 +126,7 @@ def test_status_bodies_are_byte_for_byte_upstream(cluster: Cluster, ns: str):
     assert (code, body) == (404, b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
                                  b'"the server could not find the requested resource","reason":"NotFound",'
                                  b'"details":{},"code":404}\n')
+    assert raw(cluster, "GET", "/apis/example.com/v1/widgets") == (404, b"404 page not found\n")
     got = cluster.kubectl("get", "--raw", f"/apis/batch/v1/namespaces/{ns}/widgets")
     assert got.returncode != 0 and "Error from server (NotFound)" in got.stderr
 

@@ -57,6 +57,14 @@ def _json(body: Any, status: int = 200, content_type: str = "application/json",
     return resp
 
 
+def _page_not_found() -> web.Response:
+    """kube-apiserver's answer for a path outside every API group it serves: Go's `http.NotFound`."""
+    resp = web.Response(body=b"404 page not found\n", status=404, content_type=None)
+    resp.headers["Content-Type"] = "text/plain; charset=utf-8"
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    return resp
+
+
 def _status_response(err: StatusError) -> web.Response:
     return _json(err.status(), status=err.code)
 
@@ -197,6 +205,8 @@ class Server:
                 return await self.core_discovery(request)
             group, version, rest = "", parts[1], parts[2:]
         else:
+            if not any(rt.group == parts[1] for rt in self.api.types):
+                return _page_not_found()  # no handler serves the group at all
             if len(parts) == 2:
                 doc = discovery.api_group(self.api.types, parts[1])
                 if doc is None:

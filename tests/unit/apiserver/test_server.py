@@ -73,7 +73,7 @@ async def test_authentication(path, headers, status):
 
 @pytest.mark.parametrize("method, path, headers, body, status, reason", [
     ("GET", "/api/v1/widgets", {}, b"", 404, "NotFound"),
-    ("GET", "/apis/example.com/v1", {}, b"", 404, "NotFound"),
+    ("GET", "/apis/batch/v9", {}, b"", 404, "NotFound"),
     ("GET", "/api/v1/configmaps/cm", {}, b"", 404, "NotFound"),  # a namespaced item needs its namespace
     ("GET", f"{CM_PATH}/cm/status", {}, b"", 404, "NotFound"),  # ConfigMaps have no status subresource
     ("PUT", CM_PATH, {}, b"{}", 405, "MethodNotAllowed"),
@@ -246,7 +246,9 @@ GENERIC_404 = (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Fail
      b'not found","reason":"NotFound","details":{"name":"missing","group":"batch","kind":"jobs"},"code":404}\n'),
     ("GET", "/api/v1/widgets", AUTH, b"", GENERIC_404),
     ("GET", "/apis/batch/v1/namespaces/default/widgets", AUTH, b"", GENERIC_404),
-    ("GET", "/apis/example.com/v1/namespaces/default/widgets", AUTH, b"", GENERIC_404),
+    ("GET", "/apis/batch/v2/jobs", AUTH, b"", GENERIC_404),
+    ("GET", "/apis/example.com/v1/namespaces/default/widgets", AUTH, b"", b"404 page not found\n"),
+    ("GET", "/apis/example.com", AUTH, b"", b"404 page not found\n"),
     ("GET", CM_PATH, {}, b"",
      b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized",'
      b'"reason":"Unauthorized","code":401}\n'),
