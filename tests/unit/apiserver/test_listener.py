@@ -140,3 +140,12 @@ async def test_a_client_that_connects_and_says_nothing_is_dropped_on_the_tls_por
         reader, writer = await s.connect()
         assert await asyncio.wait_for(reader.read(), 3) == b""
         writer.close()
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, ServingLimits(header_timeout=32.0, body_timeout=60.0, max_connections=1000)),
+    ({"PHALANX_APISERVER_HEADER_TIMEOUT": "1.5", "PHALANX_APISERVER_BODY_TIMEOUT": "2",
+      "PHALANX_APISERVER_MAX_CONNECTIONS": "7"}, ServingLimits(header_timeout=1.5, body_timeout=2.0, max_connections=7)),
+])
+def test_limits_from_the_environment(env, expected):
+    assert ServingLimits.from_env(env) == expected
