@@ -522,43 +522,26 @@ class API:
         if obj is None:
             raise self._not_found(rt, name)
         md = obj["metadata"]
-        if preconditions:
-            if preconditions.get("uid") and preconditions["uid"] != md.get("uid"):
-                raise errors.conflict(rt.plural, rt.group, name,
-                                      f"Precondition failed: UID in precondition: {preconditions['uid']}, "
-                                      f"UID in object meta: {md.get('uid')}")
-            if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != md.get("resourceVersion"):
-                raise errors.conflict(rt.plural, rt.group, name,
-                                      f"Precondition failed: ResourceVersion in precondition: "
-                                      f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
-                                      f"{md.get('resourceVersion')}")
-        if propagation not in (None, "Background", "Foreground", "Orphan"):
-            raise errors.invalid_error("DeleteOptions", "", "", [errors.not_supported(
-                "propagationPolicy", propagation, ["Foreground", "Background", "Orphan", "nil"])])
-        if propagation is None:
-            propagation = getattr(rt.strategy, "default_propagation", "Background")
-        finalizers = list(md.get("finalizers") or [])
-        if propagation == "Foreground" and FINALIZER_FOREGROUND not in finalizers:
-            finalizers = [f for f in finalizers if f != FINALIZER_ORPHAN] + [FINALIZER_FOREGROUND]
-        elif propagation == "Orphan" and FINALIZER_ORPHAN not in finalizers:
-            finalizers = [f for f in finalizers if f != FINALIZER_FOREGROUND] + [FINALIZER_ORPHAN]
-        elif propagation == "Background":
-            # An explicit Background request drops a pending orphan/foreground intent.
-            if not md.get("deletionTimestamp"):
-                finalizers = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
-        # Namespaces always go through the namespace controller.
-        if rt.key == "core/namespaces":
-            if name in SYSTEM_NAMESPACES[:3] or name == "kube-node-lease":
-                raise errors.forbidden_error("namespaces", "", name,
-                                             "this namespace may not be deleted")
+        _check_delete_preconditions(rt, name, md, preconditions or {})
+        finalizers = _finalizers_for_propagation(rt, md, propagation)
+        if rt.key == "core/namespaces" and name in SYSTEM_NAMESPACES:  # NamespaceLifecycle: immortal
+            raise errors.forbidden_error("namespaces", "", name, "this namespace may not be deleted")
         grace = self._grace_period(rt, obj, grace_period)
         if dry_run:
             return obj, not finalizers and not grace
-        spec_finalizers = (obj.get("spec") or {}).get("finalizers") if rt.key == "core/namespaces" else None
-        if not finalizers and not grace and not spec_finalizers:
+        if not finalizers and not grace and not self._spec_finalizers(rt, obj):
             return self._finish_delete(rt, ns, name, None), True
         if md.get("deletionTimestamp") and finalizers == (md.get("finalizers") or []) and not grace:
             return obj, False  # already terminating; nothing changes
+        new = self._marked_for_deletion(rt, obj, grace, finalizers)
+        try:
+            return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    def _marked_for_deletion(self, rt: ResourceType, obj: Obj, grace: int, finalizers: Finalizers) -> Obj:
+        """A copy of `obj` with `deletionTimestamp` (now + grace, or sooner than before), the
+        finalizers that hold it and, for a namespace, phase Terminating."""
         new = deep_copy(obj)
         nmd = new["metadata"]
         now = self.now()
@@ -574,10 +557,7 @@ class API:
             nmd["finalizers"] = finalizers
         if rt.key == "core/namespaces":
             new.setdefault("status", {})["phase"] = "Terminating"
-        try:
-            return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
-        except StoreConflict:
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+        return new
 
     @staticmethod
     def delete_result(rt: ResourceType, obj: Obj, deleted_now: bool) -> Obj:
@@ -750,6 +730,37 @@ class API:
         start_rv = self.store.resource_version
         return WatchStream(self, rt, watcher, pred, send_initial_events=send_initial_events,
                            allow_bookmarks=allow_bookmarks, initial_rv=start_rv)
+
+
+def _check_delete_preconditions(rt: ResourceType, name: str, md: dict[str, Any], preconditions: dict) -> None:
+    """DeleteOptions.preconditions: the uid and resourceVersion the caller expects (409 otherwise)."""
+    uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != md.get("uid"):
+        raise errors.conflict(rt.plural, rt.group, name,
+                              f"Precondition failed: UID in precondition: {uid}, UID in object meta: {md.get('uid')}")
+    if rv and rv != md.get("resourceVersion"):
+        raise errors.conflict(rt.plural, rt.group, name,
+                              f"Precondition failed: ResourceVersion in precondition: {rv}, "
+                              f"ResourceVersion in object meta: {md.get('resourceVersion')}")
+
+
+def _finalizers_for_propagation(rt: ResourceType, md: dict[str, Any], propagation: str | None) -> Finalizers:
+    """The finalizers a delete leaves on the object: Foreground adds `foregroundDeletion`, Orphan
+    adds `orphan` (each replacing the other); an explicit Background drops a pending intent of
+    either kind unless the object is already terminating. No policy: the kind's default."""
+    if propagation not in (None, "Background", "Foreground", "Orphan"):
+        raise errors.invalid_error("DeleteOptions", "", "", [errors.not_supported(
+            "propagationPolicy", propagation, ["Foreground", "Background", "Orphan", "nil"])])
+    if propagation is None:
+        propagation = getattr(rt.strategy, "default_propagation", "Background")
+    finalizers = list(md.get("finalizers") or [])
+    if propagation == "Foreground" and FINALIZER_FOREGROUND not in finalizers:
+        return [f for f in finalizers if f != FINALIZER_ORPHAN] + [FINALIZER_FOREGROUND]
+    if propagation == "Orphan" and FINALIZER_ORPHAN not in finalizers:
+        return [f for f in finalizers if f != FINALIZER_FOREGROUND] + [FINALIZER_ORPHAN]
+    if propagation == "Background" and not md.get("deletionTimestamp"):
+        return [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+    return finalizers
 
 
 class WatchStream:
