@@ -354,15 +354,7 @@ class API:
         self._check_type_meta(rt, obj)
         ns = namespace if rt.namespaced else ""
         md = obj["metadata"]
-        if md.get("name") and md["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
-        md["name"] = name
-        if rt.namespaced:
-            if md.get("namespace") and md["namespace"] != ns:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request")
-            md["namespace"] = ns
+        _place_at_url(rt, md, ns, name)
         w = self.strict_check(rt, obj, field_validation, raw)
         if warnings is not None:
             warnings.extend(w)
@@ -373,41 +365,14 @@ class API:
         rv = md.get("resourceVersion")
         if rv and rv != omd.get("resourceVersion"):
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
-        # Server-owned metadata comes from the stored object.
-        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
-            if f in omd:
-                md[f] = omd[f]
-            else:
-                md.pop(f, None)
-        strategy = rt.strategy
+        _copy_fields(omd, md, _METADATA_SERVER_OWNED)
         if subresource == "status":
-            for f in ("labels", "annotations", "finalizers", "ownerReferences"):
-                if f in omd:
-                    md[f] = omd[f]
-                else:
-                    md.pop(f, None)
-            strategy.prepare_for_status_update(obj, old, self.ctx)
-            errs = strategy.validate_status_update(obj, old, self.ctx)
+            errs = self._prepare_status_update(rt, obj, old)
         else:
-            strategy.default(obj, self.ctx)
-            strategy.prepare_for_update(obj, old, self.ctx)
-            storage = self._kind_storage.get(rt.key)
-            if storage is not None:
-                storage.before_update(obj, old)
-            if omd.get("deletionTimestamp"):
-                # A terminating object may only lose finalizers, not gain new ones.
-                newf = set(md.get("finalizers") or [])
-                added = newf - set(omd.get("finalizers") or [])
-                if added:
-                    raise errors.invalid_error(rt.kind, rt.group, name, [errors.forbidden(
-                        "metadata.finalizers",
-                        f"no new finalizers can be added if the object is being deleted, found new finalizers "
-                        f"{sorted(added)!r}".replace("'", '"'))])
-            strategy.admit("UPDATE", obj, old, self.ctx)
-            errs = validate_object_meta(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+            errs = self._prepare_update(rt, obj, old)
         self._raise_invalid(rt, obj, errs)
         drop_empty_metadata(md)
-        if getattr(strategy, "tracks_generation", True) and "generation" in omd:
+        if getattr(rt.strategy, "tracks_generation", True) and "generation" in omd:
             if _spec_of(obj) != _spec_of(old):
                 md["generation"] = omd["generation"] + 1
         # Managed fields: the client may not rewrite them except by sending an explicit list.
@@ -420,6 +385,30 @@ class API:
             return old
         if dry_run:
             return obj
+        return self._write_update(rt, ns, name, obj, old)
+
+    def _prepare_status_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+        """`/status`: metadata the main resource owns stays as stored; the strategy's status rules."""
+        _copy_fields(old["metadata"], obj["metadata"], ("labels", "annotations", "finalizers", "ownerReferences"))
+        rt.strategy.prepare_for_status_update(obj, old, self.ctx)
+        return rt.strategy.validate_status_update(obj, old, self.ctx)
+
+    def _prepare_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+        """The main resource: defaults, the strategy's update rules, the kind's storage work,
+        admission, then metadata and strategy validation."""
+        strategy = rt.strategy
+        strategy.default(obj, self.ctx)
+        strategy.prepare_for_update(obj, old, self.ctx)
+        storage = self._kind_storage.get(rt.key)
+        if storage is not None:
+            storage.before_update(obj, old)
+        _no_finalizers_added_while_deleting(rt, obj["metadata"], old["metadata"])
+        strategy.admit("UPDATE", obj, old, self.ctx)
+        return validate_object_meta(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+
+    def _write_update(self, rt: ResourceType, ns: str, name: str, obj: Obj, old: Obj) -> Obj:
+        """Store the update; a terminating object left with nothing holding it is deleted instead."""
+        md, omd = obj["metadata"], old["metadata"]
         if (omd.get("deletionTimestamp") and not md.get("finalizers") and not omd.get("deletionGracePeriodSeconds")
                 and not self._spec_finalizers(rt, obj)):
             self._finish_delete(rt, ns, name, omd.get("resourceVersion"))
@@ -598,11 +587,7 @@ class API:
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
         new = deep_copy(body)
         new["metadata"]["name"] = name
-        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
-            if f in old["metadata"]:
-                new["metadata"][f] = old["metadata"][f]
-            else:
-                new["metadata"].pop(f, None)
+        _copy_fields(old["metadata"], new["metadata"], _METADATA_SERVER_OWNED)
         prepare = getattr(rt.strategy, "prepare_for_finalize_update", None)
         if prepare is not None:
             prepare(new, old, self.ctx)
@@ -730,6 +715,43 @@ class API:
         start_rv = self.store.resource_version
         return WatchStream(self, rt, watcher, pred, send_initial_events=send_initial_events,
                            allow_bookmarks=allow_bookmarks, initial_rv=start_rv)
+
+
+# Metadata only the server writes: an update or finalize takes it from the stored object.
+_METADATA_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+
+def _copy_fields(source: dict[str, Any], target: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Make `target` hold exactly what `source` holds for each of `fields` (absent stays absent)."""
+    for f in fields:
+        if f in source:
+            target[f] = source[f]
+        else:
+            target.pop(f, None)
+
+
+def _place_at_url(rt: ResourceType, md: dict[str, Any], ns: str, name: str) -> None:
+    """The body of a PUT names the object the URL names (400 otherwise); fill in what it omits."""
+    if md.get("name") and md["name"] != name:
+        raise errors.bad_request(f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
+    md["name"] = name
+    if rt.namespaced:
+        if md.get("namespace") and md["namespace"] != ns:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request")
+        md["namespace"] = ns
+
+
+def _no_finalizers_added_while_deleting(rt: ResourceType, md: dict[str, Any], omd: dict[str, Any]) -> None:
+    """A terminating object may only lose finalizers, not gain new ones (422 otherwise)."""
+    if not omd.get("deletionTimestamp"):
+        return
+    added = set(md.get("finalizers") or []) - set(omd.get("finalizers") or [])
+    if added:
+        raise errors.invalid_error(rt.kind, rt.group, md.get("name", ""), [errors.forbidden(
+            "metadata.finalizers",
+            f"no new finalizers can be added if the object is being deleted, found new finalizers "
+            f"{sorted(added)!r}".replace("'", '"'))])
 
 
 def _check_delete_preconditions(rt: ResourceType, name: str, md: dict[str, Any], preconditions: dict) -> None:
