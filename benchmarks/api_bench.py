@@ -23,7 +23,7 @@ import time
 import aiohttp
 import orjson
 
-from phalanx.apiserver.rest import API
+from phalanx.apiserver import build_api
 from phalanx.cluster.controlplane import ControlPlane
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import ClusterSpec, default_nodes
@@ -44,7 +44,7 @@ def _store(kind: str, tmp: str):
 def bench_inprocess(kind: str, pods: int, watchers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         store = _store(kind, tmp)
-        api = API(store, FeatureGates())
+        api = build_api(store, FeatureGates())
         from phalanx.cluster.bootstrap import bootstrap
         bootstrap(api, ClusterSpec(nodes=[]))
         rt = api.resource("", "v1", "pods")

@@ -29,7 +29,7 @@ ZONE = "topology.kubernetes.io/zone"
 
 
 async def run(args: argparse.Namespace) -> dict[str, str]:
-    from phalanx.apiserver.rest import API
+    from phalanx.apiserver import build_api
     from phalanx.client import InformerFactory, InProcessClient, VirtualClock
     from phalanx.cluster.bootstrap import bootstrap
     from phalanx.machinery.featuregates import FeatureGates
@@ -43,7 +43,7 @@ async def run(args: argparse.Namespace) -> dict[str, str]:
         placementsearch._capacity_plugin = lambda fw: None  # type: ignore[assignment]
     clock = VirtualClock()
     gates = FeatureGates()
-    api = API(MemoryStore(), gates, now=clock.datetime)
+    api = build_api(MemoryStore(), gates, now=clock.datetime)
     nodes = [NodeSpec(f"node-{i}", capacity={"cpu": "4", "memory": "32Gi", "pods": "110"},
                       labels={ZONE: f"zone-{i // 100}", RACK: f"rack-{i // args.per_rack}"})
              for i in range(args.nodes)]

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from phalanx.apiserver.rest import API
+from phalanx.apiserver import build_api
 from phalanx.client import InformerFactory, InProcessClient, VirtualClock
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import NodeSpec
@@ -33,9 +33,7 @@ class Cluster:
         self.clock = VirtualClock()
         self.store = MemoryStore()
         self.gates = FeatureGates.from_config(gates or {})
-        self.api = API(self.store, self.gates, now=self.clock.datetime)
-        from phalanx.cluster.controlplane import _wire_optional_machinery
-        _wire_optional_machinery(self.api)
+        self.api = build_api(self.store, self.gates, now=self.clock.datetime)
         self.client = InProcessClient(self.api, clock=self.clock, field_manager="test")
         self.scheduler_kw = scheduler_kw
         self.components: list = []

@@ -12,7 +12,7 @@ import inspect
 
 import pytest
 
-from phalanx.apiserver.rest import API
+from phalanx.apiserver import build_api
 from phalanx.client import InProcessClient, VirtualClock
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.store import MemoryStore
@@ -31,7 +31,7 @@ class Env:
     def __init__(self, history: int | None = None):
         self.clock = VirtualClock()
         self.store = MemoryStore(history=history)
-        self.api = API(self.store, FeatureGates.from_config({}), now=self.clock.datetime)
+        self.api = build_api(self.store, FeatureGates.from_config({}), now=self.clock.datetime)
         self.client = InProcessClient(self.api, clock=self.clock, field_manager="unit-test")
 
     def bootstrap(self, nodes: list | None = None) -> None:

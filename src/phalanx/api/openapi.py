@@ -421,33 +421,36 @@ def _object_path(path: str, key: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Unknown and duplicate fields
 # ---------------------------------------------------------------------------------------------
-def unknown_fields(group: str, version: str, kind: str, obj: Any) -> list[str]:
+def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False) -> list[str]:
     """Paths of fields in `obj` that the kind's schema does not declare, in document order, as
-    upstream's strict decoder words them (`spec.containers[0].foo`). Empty for an unknown kind."""
+    upstream's strict decoder words them (`spec.containers[0].foo`). Empty for an unknown kind.
+    `prune` also removes them from `obj`, as decoding into upstream's typed objects drops them."""
     root = _compiled(group, version, kind)
     if root is None or type(obj) is not dict:
         return []
     out: list[str] = []
     props = root.props or {}
-    for key, value in obj.items():
+    for key, value in list(obj.items()):
         child = props.get(key)
         if child is None:
             if key not in _ALWAYS_KNOWN_TOP_LEVEL and root.values is None and not root.preserve:
                 out.append(key)
+                if prune:
+                    del obj[key]
             continue
         if child.kind in _CONTAINERS and value is not None:
-            _unknown(child, value, key, out)
+            _unknown(child, value, key, out, prune)
     return out
 
 
-def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
+def _unknown(node: _Node, value: Any, path: str, out: list[str], prune: bool) -> None:
     kind = node.kind
     if kind == OBJ:
         if type(value) is not dict:
             return
         props = node.props
         values = node.values
-        for key, v in value.items():
+        for key, v in list(value.items()):
             child = props.get(key)
             if child is None:
                 if values is not None:
@@ -456,9 +459,11 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
                     continue
                 else:
                     out.append(f"{path}.{key}")
+                    if prune:
+                        del value[key]
                     continue
             if v is not None and child.kind in _CONTAINERS:
-                _unknown(child, v, f"{path}.{key}", out)
+                _unknown(child, v, f"{path}.{key}", out, prune)
     elif kind == ARR:
         if type(value) is not list:
             return
@@ -466,7 +471,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
         if item.kind in _CONTAINERS:
             for i, v in enumerate(value):
                 if v is not None:
-                    _unknown(item, v, f"{path}[{i}]", out)
+                    _unknown(item, v, f"{path}[{i}]", out, prune)
     elif kind == MAP:
         if type(value) is not dict:
             return
@@ -474,7 +479,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
         if child.kind in _CONTAINERS:
             for key, v in value.items():
                 if v is not None:
-                    _unknown(child, v, f"{path}.{key}", out)
+                    _unknown(child, v, f"{path}.{key}", out, prune)
 
 
 class _Pairs(list):

@@ -1,13 +1,12 @@
-"""core/v1 Service: defaulting by type, the cluster IP allocation hook, validation and the
-table columns (external IPs, ports).
+"""core/v1 Service: defaulting by type, validation and the table columns (external IPs, ports).
 
-`SERVICE_STRATEGY.ip_allocator`: set to `fn(service, old_or_None)` to allocate `clusterIP(s)`, IP
-families and node ports; it runs where upstream's service REST allocates (create and update, after
-defaulting). Without it services keep whatever the client sent."""
+Cluster IPs and node ports are allocated by the API server (`apiserver/serviceip.py`, a per-kind
+hook that `apiserver.build_api` wires after `prepare_for_create`/`prepare_for_update`); the strategy
+alone keeps whatever the client sent."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from ..machinery.names import dns1123_label_errors, dns1123_subdomain_errors, validate_labels
@@ -183,9 +182,6 @@ class ServiceStrategy(Strategy):
         "spec.clusterIP": lambda o: _dict(o.get("spec")).get("clusterIP", ""),
         "spec.type": lambda o: _dict(o.get("spec")).get("type", ""),
     }
-    # Hook for cluster IP / node port allocation: fn(service, old_or_None) mutates `service`.
-    ip_allocator: Callable[[Obj, Obj | None], None] | None = None
-
     def default(self, obj: Obj, ctx: StrategyContext) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
@@ -216,8 +212,6 @@ class ServiceStrategy(Strategy):
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
         obj["status"] = {"loadBalancer": {}}
-        if self.ip_allocator is not None:
-            self.ip_allocator(obj, None)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         _keep_status_from(new, old)
@@ -225,8 +219,6 @@ class ServiceStrategy(Strategy):
         if isinstance(ns, dict):
             _keep_allocated_values(ns, os_)
             _drop_type_dependent_fields(new, old)
-        if self.ip_allocator is not None:
-            self.ip_allocator(new, old)
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         spec = _dict(obj.get("spec"))

@@ -21,42 +21,37 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import orjson
 
-from ..api import registry
+from ..api import openapi
 from ..api.registry import ResourceType, StrategyContext
+from ..machinery import apply as ssa
 from ..machinery import errors
+from ..machinery import patch as patching
 from ..machinery.errors import FieldError
 from ..machinery.meta import deep_copy, new_uid
 from ..machinery.timestamps import now_rfc3339
-from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
-                               qualified_name_errors)
+from ..machinery.names import generate_name
+from ..machinery.patchmeta import PatchMeta
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Event, Watcher
+from .objectmeta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, drop_empty_metadata, validate_object_meta
 
 Obj = dict[str, Any]
+Warnings = list[str]  # (named: inside `API`, `list` is the list verb)
+Finalizers = list[str]
 
-FINALIZER_ORPHAN = "orphan"
-FINALIZER_FOREGROUND = "foregroundDeletion"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Kinds whose REST storage answers a completed DELETE with the deleted object (upstream's
+# `ReturnDeletedObject: true`); every other kind answers with a Success `Status`.
+RETURNS_DELETED_OBJECT = frozenset({"core/pods", "core/services", "core/namespaces", "core/serviceaccounts"})
 
 # Fields the server owns on create: any value the client sends is replaced.
 _METADATA_SERVER_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                            "generation", "selfLink")
-
-
-_OMIT_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
-
-
-def _drop_empty_metadata(md: dict) -> None:
-    """Go's `omitempty` on ObjectMeta: an empty map or list is not stored (`finalizers: []`)."""
-    for f in _OMIT_WHEN_EMPTY:
-        v = md.get(f, 0)
-        if v is None or v == [] or v == {}:
-            del md[f]
 
 
 def _spec_of(obj: Obj) -> dict:
@@ -64,38 +59,35 @@ def _spec_of(obj: Obj) -> dict:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+class FeatureGateReader(Protocol):
+    """What the API reads of the cluster's feature gates (`FeatureGates` provides it)."""
+
+    def enabled(self, name: str) -> bool: ...
+
+
+class KindStorage(Protocol):
+    """Work a kind's REST storage does beyond its strategy, as upstream's per-kind storage does
+    (Service cluster IPs and node ports): run after `prepare_for_create` / `prepare_for_update`."""
+
+    def before_create(self, obj: Obj) -> None: ...
+
+    def before_update(self, new: Obj, old: Obj) -> None: ...
+
+
 class API:
-    def __init__(self, store: Store, gates: Any, *, now: Callable[[], datetime] | None = None,
-                 runtime_config: dict[str, str] | None = None):
-        registry_loaded()
+    """The resource API over one store. Build it with `apiserver.build_api`, which decides the
+    served types and the per-kind storage; the constructor takes them as given."""
+
+    def __init__(self, store: Store, gates: FeatureGateReader, *, types: list[ResourceType],
+                 kind_storage: dict[str, KindStorage], now: Callable[[], datetime] | None = None):
         self.store = store
         self.gates = gates
         self.now = now or (lambda: datetime.now(timezone.utc))
-        self.runtime_config = runtime_config or {}
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
-        self._types = [rt for rt in registry.all_types() if self._serves(rt)]
+        self._types = list(types)
         self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
-        # Hooks for transports and controllers: called with (rt, operation, obj) after each write.
-        self.patch_meta: Callable[[ResourceType], Any] | None = None
-        self.strict_validator: Any = None  # phalanx.api.openapi module once available
-        self.managed_fields: Any = None  # phalanx.machinery.apply module once available
-
-    # -- catalogue -------------------------------------------------------------------------
-    def _serves(self, rt: ResourceType) -> bool:
-        gv = rt.api_version
-        explicit = self.runtime_config.get(gv) or self.runtime_config.get(f"{gv}/")
-        if explicit is not None:
-            return str(explicit).lower() == "true"
-        if rt.alpha:
-            alpha = self.runtime_config.get("api/alpha")
-            all_ = self.runtime_config.get("api/all")
-            if alpha is not None:
-                return str(alpha).lower() == "true"
-            if all_ is not None:
-                return str(all_).lower() == "true"
-            return True  # phalanx serves alpha versions by default
-        return True
+        self._kind_storage = dict(kind_storage)
 
     @property
     def types(self) -> list[ResourceType]:
@@ -104,8 +96,7 @@ class API:
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self._by_gvr.get((group, version, plural))
         if rt is None:
-            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",
-                                     {"group": group, "kind": plural})
+            raise errors.requested_resource_not_found()
         return rt
 
     def resource_for_kind(self, api_version: str, kind: str) -> ResourceType:
@@ -144,75 +135,6 @@ class API:
                                  "message": f"namespace {namespace} is being terminated",
                                  "field": "metadata.namespace"}]})
 
-    def _validate_metadata(self, rt: ResourceType, obj: Obj, old: Obj | None) -> list[FieldError]:
-        md = obj.get("metadata") or {}
-        errs: list[FieldError] = []
-        name = md.get("name")
-        how = getattr(rt.strategy, "name_validation", "subdomain")
-        if old is None:
-            if how == "label":
-                errs += validate_name(name, "metadata.name", label=True)
-            elif how == "label1035":
-                if not name:
-                    errs.append(errors.required("metadata.name", "name or generateName is required"))
-                else:
-                    import re
-                    if len(name) > 63 or not re.match(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", name):
-                        errs.append(errors.invalid(
-                            "metadata.name", name,
-                            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                            "with an alphabetic character, and end with an alphanumeric character (e.g. "
-                            "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"))
-            elif how == "path_segment":
-                if not name:
-                    errs.append(errors.required("metadata.name", "name or generateName is required"))
-                elif name in (".", "..") or "/" in name or "%" in name:
-                    errs.append(errors.invalid("metadata.name", name, "may not contain '/' or '%'"))
-            else:
-                errs += validate_name(name, "metadata.name")
-        if rt.namespaced and not md.get("namespace"):
-            errs.append(errors.required("metadata.namespace", ""))
-        if not rt.namespaced and md.get("namespace"):
-            errs.append(errors.forbidden("metadata.namespace", "not allowed on this type"))
-        errs += validate_labels(md.get("labels"), "metadata.labels")
-        errs += validate_annotations(md.get("annotations"), "metadata.annotations")
-        controllers = 0
-        for i, ref in enumerate(md.get("ownerReferences") or []):
-            p = f"metadata.ownerReferences[{i}]"
-            if not ref.get("apiVersion"):
-                errs.append(errors.invalid(f"{p}.apiVersion", ref.get("apiVersion", ""), "version must not be empty"))
-            if not ref.get("kind"):
-                errs.append(errors.invalid(f"{p}.kind", ref.get("kind", ""), "kind must not be empty"))
-            if not ref.get("name"):
-                errs.append(errors.invalid(f"{p}.name", ref.get("name", ""), "name must not be empty"))
-            if not ref.get("uid"):
-                errs.append(errors.invalid(f"{p}.uid", ref.get("uid", ""), "uid must not be empty"))
-            if ref.get("controller"):
-                controllers += 1
-        if controllers > 1:
-            errs.append(errors.invalid("metadata.ownerReferences", md.get("ownerReferences"),
-                                       "Only one reference can have Controller set to true"))
-        for i, f in enumerate(md.get("finalizers") or []):
-            if not isinstance(f, str):
-                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, "must be a string"))
-                continue
-            if "/" not in f and f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes"):
-                errs.append(errors.forbidden(
-                    f"metadata.finalizers[{i}]",
-                    "name is neither a standard finalizer name nor is it fully qualified"))
-            for m in qualified_name_errors(f):
-                errs.append(errors.invalid(f"metadata.finalizers[{i}]", f, m))
-        if FINALIZER_ORPHAN in (md.get("finalizers") or []) and FINALIZER_FOREGROUND in (md.get("finalizers") or []):
-            errs.append(errors.invalid("metadata.finalizers", md.get("finalizers"),
-                                       "finalizer orphan and foregroundDeletion cannot be both set"))
-        if old is not None:
-            omd = old["metadata"]
-            if md.get("name") != omd.get("name"):
-                errs.append(errors.immutable("metadata.name", md.get("name")))
-            if md.get("namespace", "") != omd.get("namespace", ""):
-                errs.append(errors.immutable("metadata.namespace", md.get("namespace")))
-        return errs
-
     def _raise_invalid(self, rt: ResourceType, obj: Obj, errs: list[FieldError]) -> None:
         if errs:
             raise errors.invalid_error(rt.kind, rt.group, (obj.get("metadata") or {}).get("name", ""), errs)
@@ -236,28 +158,29 @@ class API:
         elif not isinstance(md, dict):
             raise errors.bad_request(f"the object provided is not a valid {rt.kind}: metadata must be an object")
 
-    def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str, raw: bytes | None = None) -> list[str]:
+    def strict_check(self, rt: ResourceType, obj: Obj, field_validation: str | None,
+                     raw: bytes | None = None) -> list[str]:
         """Decoding checks on a request body, as upstream's decoder makes them.
 
-        Values of the wrong JSON type are always an error (400). Unknown and duplicate fields follow
-        `fieldValidation`: Strict rejects (400), Warn returns them as warnings, Ignore skips them."""
-        v = self.strict_validator
-        if v is None or (raw is None and field_validation == "Ignore"):
-            return []  # in-process callers hand over objects, not JSON to decode
+        Values of the wrong JSON type are always an error (400). Unknown fields are dropped from
+        `obj`, as decoding into a typed object drops them; `fieldValidation` decides what the caller
+        hears of them and of duplicate fields: Strict rejects (400), Warn returns them as warnings,
+        Ignore says nothing. `field_validation=None` is for in-process callers, which hand over
+        objects they built rather than JSON to decode: no checks."""
+        if field_validation is None:
+            return []
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        type_errs = v.type_errors(rt.group, rt.version, rt.kind, obj)
+        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
+        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True)
         if field_validation == "Ignore":
             return []
-        if raw is not None:
-            problems = v.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
-        else:
-            problems = [f'unknown field "{p}"' for p in v.unknown_fields(rt.group, rt.version, rt.kind, obj)]
-        if not problems:
-            return []
-        if field_validation == "Strict":
-            raise errors.bad_request(prefix + v.strict_decoding_message(problems))
+        problems = [f'unknown field "{p}"' for p in unknown]
+        if raw is not None and openapi.duplicate_fields(raw):  # the decoder's own words and order
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+        if problems and field_validation == "Strict":
+            raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
 
     def _reset_fields(self, rt: ResourceType, subresource: str | None) -> list[tuple[str, ...]] | None:
@@ -268,16 +191,19 @@ class API:
 
     def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,
                                operation: str = "Update", subresource: str | None = None) -> None:
-        mf = self.managed_fields
-        if mf is None or not manager:
+        if not manager:
             return
-        meta = self.patch_meta(rt) if self.patch_meta else None
-        mf.update_managed_fields(old, new, manager, operation, meta, now_rfc3339(self.now()),
-                                 subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
+        ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), now_rfc3339(self.now()),
+                                  subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
+
+    @staticmethod
+    def patch_meta(rt: ResourceType) -> PatchMeta:
+        """Merge keys and list types of a kind, from its OpenAPI schema (strategic merge, apply)."""
+        return openapi.patch_meta(rt.group, rt.version, rt.kind)
 
     # -- create ----------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,
-               field_manager: str | None = None, field_validation: str = "Ignore",
+               field_manager: str | None = None, field_validation: str | None = None,
                raw: bytes | None = None, warnings: list[str] | None = None,
                keep_managed_fields: bool = False) -> Obj:
         self._check_type_meta(rt, obj)
@@ -304,14 +230,18 @@ class API:
         md["creationTimestamp"] = now_rfc3339(self.now())
         if getattr(rt.strategy, "tracks_generation", True):
             md["generation"] = 1
-        if not md.get("name") and md.get("generateName"):
+        generated = not md.get("name") and bool(md.get("generateName"))  # an explicit name wins
+        if generated:
             md["name"] = generate_name(md["generateName"])
         strategy = rt.strategy
         strategy.default(obj, self.ctx)
         strategy.prepare_for_create(obj, self.ctx)
-        _drop_empty_metadata(md)
+        storage = self._kind_storage.get(rt.key)
+        if storage is not None:
+            storage.before_create(obj)
+        drop_empty_metadata(md)
         strategy.admit("CREATE", obj, None, self.ctx)
-        errs = self._validate_metadata(rt, obj, None) + strategy.validate(obj, self.ctx)
+        errs = validate_object_meta(rt, obj, None) + strategy.validate(obj, self.ctx)
         self._raise_invalid(rt, obj, errs)
         if not keep_managed_fields:
             md.pop("managedFields", None)
@@ -322,7 +252,7 @@ class API:
             try:
                 return self.store.create(rt.key, namespace, md["name"], obj)
             except StoreAlreadyExists:
-                if md.get("generateName") and attempt < 7:
+                if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
                     continue
                 raise errors.already_exists(rt.plural, rt.group, md["name"]) from None
@@ -418,63 +348,32 @@ class API:
 
     # -- update ----------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, subresource: str | None = None,
-               dry_run: bool = False, field_manager: str | None = None, field_validation: str = "Ignore",
-               raw: bytes | None = None, warnings: list[str] | None = None,
+               dry_run: bool = False, field_manager: str | None = None, field_validation: str | None = None,
+               raw: bytes | None = None, warnings: Warnings | None = None,
                operation: str = "Update", _old: Obj | None = None) -> Obj:
+        # As upstream's handler: decode and check the body against the URL first, then look up.
         self._check_type_meta(rt, obj)
         ns = namespace if rt.namespaced else ""
-        old = _old if _old is not None else self.store.get(rt.key, ns, name)
-        if old is None:
-            raise self._not_found(rt, name)
         md = obj["metadata"]
-        if md.get("name") and md["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
-        md["name"] = name
-        if rt.namespaced:
-            if md.get("namespace") and md["namespace"] != ns:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request")
-            md["namespace"] = ns
+        _place_at_url(rt, md, ns, name)
         w = self.strict_check(rt, obj, field_validation, raw)
         if warnings is not None:
             warnings.extend(w)
+        old = _old if _old is not None else self.store.get(rt.key, ns, name)
+        if old is None:
+            raise self._not_found(rt, name)
         omd = old["metadata"]
         rv = md.get("resourceVersion")
         if rv and rv != omd.get("resourceVersion"):
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
-        # Server-owned metadata comes from the stored object.
-        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
-            if f in omd:
-                md[f] = omd[f]
-            else:
-                md.pop(f, None)
-        strategy = rt.strategy
+        _copy_fields(omd, md, _METADATA_SERVER_OWNED)
         if subresource == "status":
-            for f in ("labels", "annotations", "finalizers", "ownerReferences"):
-                if f in omd:
-                    md[f] = omd[f]
-                else:
-                    md.pop(f, None)
-            strategy.prepare_for_status_update(obj, old, self.ctx)
-            errs = strategy.validate_status_update(obj, old, self.ctx)
+            errs = self._prepare_status_update(rt, obj, old)
         else:
-            strategy.default(obj, self.ctx)
-            strategy.prepare_for_update(obj, old, self.ctx)
-            if omd.get("deletionTimestamp"):
-                # A terminating object may only lose finalizers, not gain new ones.
-                newf = set(md.get("finalizers") or [])
-                added = newf - set(omd.get("finalizers") or [])
-                if added:
-                    raise errors.invalid_error(rt.kind, rt.group, name, [errors.forbidden(
-                        "metadata.finalizers",
-                        f"no new finalizers can be added if the object is being deleted, found new finalizers "
-                        f"{sorted(added)!r}".replace("'", '"'))])
-            strategy.admit("UPDATE", obj, old, self.ctx)
-            errs = self._validate_metadata(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+            errs = self._prepare_update(rt, obj, old)
         self._raise_invalid(rt, obj, errs)
-        _drop_empty_metadata(md)
-        if getattr(strategy, "tracks_generation", True) and "generation" in omd:
+        drop_empty_metadata(md)
+        if getattr(rt.strategy, "tracks_generation", True) and "generation" in omd:
             if _spec_of(obj) != _spec_of(old):
                 md["generation"] = omd["generation"] + 1
         # Managed fields: the client may not rewrite them except by sending an explicit list.
@@ -487,6 +386,30 @@ class API:
             return old
         if dry_run:
             return obj
+        return self._write_update(rt, ns, name, obj, old)
+
+    def _prepare_status_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+        """`/status`: metadata the main resource owns stays as stored; the strategy's status rules."""
+        _copy_fields(old["metadata"], obj["metadata"], ("labels", "annotations", "finalizers", "ownerReferences"))
+        rt.strategy.prepare_for_status_update(obj, old, self.ctx)
+        return rt.strategy.validate_status_update(obj, old, self.ctx)
+
+    def _prepare_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+        """The main resource: defaults, the strategy's update rules, the kind's storage work,
+        admission, then metadata and strategy validation."""
+        strategy = rt.strategy
+        strategy.default(obj, self.ctx)
+        strategy.prepare_for_update(obj, old, self.ctx)
+        storage = self._kind_storage.get(rt.key)
+        if storage is not None:
+            storage.before_update(obj, old)
+        _no_finalizers_added_while_deleting(rt, obj["metadata"], old["metadata"])
+        strategy.admit("UPDATE", obj, old, self.ctx)
+        return validate_object_meta(rt, obj, old) + strategy.validate_update(obj, old, self.ctx)
+
+    def _write_update(self, rt: ResourceType, ns: str, name: str, obj: Obj, old: Obj) -> Obj:
+        """Store the update; a terminating object left with nothing holding it is deleted instead."""
+        md, omd = obj["metadata"], old["metadata"]
         if (omd.get("deletionTimestamp") and not md.get("finalizers") and not omd.get("deletionGracePeriodSeconds")
                 and not self._spec_finalizers(rt, obj)):
             self._finish_delete(rt, ns, name, omd.get("resourceVersion"))
@@ -501,19 +424,18 @@ class API:
     # -- patch -----------------------------------------------------------------------------
     def patch(self, rt: ResourceType, namespace: str, name: str, patch_type: str, body: bytes | Any, *,
               subresource: str | None = None, dry_run: bool = False, field_manager: str | None = None,
-              force: bool = False, field_validation: str = "Ignore",
-              warnings: list[str] | None = None) -> tuple[Obj, bool]:
+              force: bool = False, field_validation: str | None = None,
+              warnings: Warnings | None = None) -> tuple[Obj, bool]:
         """Returns (object, created). Server-side apply may create the object."""
         ns = namespace if rt.namespaced else ""
         old = self.store.get(rt.key, ns, name)
-        meta = self.patch_meta(rt) if self.patch_meta else None
+        meta = self.patch_meta(rt)
         if patch_type == "application/apply-patch+yaml":
             return self._apply(rt, ns, name, old, body, subresource=subresource, dry_run=dry_run,
                                field_manager=field_manager, force=force, field_validation=field_validation,
                                meta=meta, warnings=warnings)
         if old is None:
             raise self._not_found(rt, name)
-        from ..machinery import patch as patching
         if isinstance(body, (bytes, bytearray, str)):
             try:
                 doc = orjson.loads(body)
@@ -524,8 +446,7 @@ class API:
         if patch_type != "application/json-patch+json" and doc is not None and not isinstance(doc, dict):
             raise errors.bad_request("error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")
         base = deep_copy(old)
-        from ..machinery.patchmeta import PatchMeta
-        patched = patching.apply_patch(base, patch_type, doc, meta or PatchMeta.empty())
+        patched = patching.apply_patch(base, patch_type, doc, meta)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch produced an object that is not a JSON object")
         # A resourceVersion in the patch is a precondition; otherwise the patch applies to the current state.
@@ -537,12 +458,11 @@ class API:
         if warnings is not None:
             warnings.extend(w)
         result = self.update(rt, ns, name, patched, subresource=subresource, dry_run=dry_run,
-                             field_manager=field_manager, field_validation="Ignore", _old=old)
+                             field_manager=field_manager, _old=old)
         return result, False
 
     def _apply(self, rt: ResourceType, ns: str, name: str, old: Obj | None, body: Any, *, subresource, dry_run,
                field_manager, force, field_validation, meta, warnings) -> tuple[Obj, bool]:
-        from ..machinery import apply as ssa
         if not field_manager:
             raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
         if isinstance(body, (bytes, bytearray, str)):
@@ -567,9 +487,8 @@ class API:
         if warnings is not None:
             warnings.extend(w)
         now = now_rfc3339(self.now())
-        from ..machinery.patchmeta import PatchMeta
         merged = ssa.server_side_apply(deep_copy(old) if old is not None else None, applied, field_manager,
-                                       meta or PatchMeta.empty(), force, now, subresource=subresource or "",
+                                       meta, force, now, subresource=subresource or "",
                                        reset_fields=self._reset_fields(rt, subresource),
                                        api_version=rt.api_version, kind=rt.kind)
         if old is None:
@@ -593,43 +512,26 @@ class API:
         if obj is None:
             raise self._not_found(rt, name)
         md = obj["metadata"]
-        if preconditions:
-            if preconditions.get("uid") and preconditions["uid"] != md.get("uid"):
-                raise errors.conflict(rt.plural, rt.group, name,
-                                      f"Precondition failed: UID in precondition: {preconditions['uid']}, "
-                                      f"UID in object meta: {md.get('uid')}")
-            if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != md.get("resourceVersion"):
-                raise errors.conflict(rt.plural, rt.group, name,
-                                      f"Precondition failed: ResourceVersion in precondition: "
-                                      f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
-                                      f"{md.get('resourceVersion')}")
-        if propagation not in (None, "Background", "Foreground", "Orphan"):
-            raise errors.invalid_error("DeleteOptions", "", "", [errors.not_supported(
-                "propagationPolicy", propagation, ["Foreground", "Background", "Orphan", "nil"])])
-        if propagation is None:
-            propagation = getattr(rt.strategy, "default_propagation", "Background")
-        finalizers = list(md.get("finalizers") or [])
-        if propagation == "Foreground" and FINALIZER_FOREGROUND not in finalizers:
-            finalizers = [f for f in finalizers if f != FINALIZER_ORPHAN] + [FINALIZER_FOREGROUND]
-        elif propagation == "Orphan" and FINALIZER_ORPHAN not in finalizers:
-            finalizers = [f for f in finalizers if f != FINALIZER_FOREGROUND] + [FINALIZER_ORPHAN]
-        elif propagation == "Background":
-            # An explicit Background request drops a pending orphan/foreground intent.
-            if not md.get("deletionTimestamp"):
-                finalizers = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
-        # Namespaces always go through the namespace controller.
-        if rt.key == "core/namespaces":
-            if name in SYSTEM_NAMESPACES[:3] or name == "kube-node-lease":
-                raise errors.forbidden_error("namespaces", "", name,
-                                             "this namespace may not be deleted")
+        _check_delete_preconditions(rt, name, md, preconditions or {})
+        finalizers = _finalizers_for_propagation(rt, md, propagation)
+        if rt.key == "core/namespaces" and name in SYSTEM_NAMESPACES:  # NamespaceLifecycle: immortal
+            raise errors.forbidden_error("namespaces", "", name, "this namespace may not be deleted")
         grace = self._grace_period(rt, obj, grace_period)
         if dry_run:
             return obj, not finalizers and not grace
-        spec_finalizers = (obj.get("spec") or {}).get("finalizers") if rt.key == "core/namespaces" else None
-        if not finalizers and not grace and not spec_finalizers:
+        if not finalizers and not grace and not self._spec_finalizers(rt, obj):
             return self._finish_delete(rt, ns, name, None), True
         if md.get("deletionTimestamp") and finalizers == (md.get("finalizers") or []) and not grace:
             return obj, False  # already terminating; nothing changes
+        new = self._marked_for_deletion(rt, obj, grace, finalizers)
+        try:
+            return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
+        except StoreConflict:
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+
+    def _marked_for_deletion(self, rt: ResourceType, obj: Obj, grace: int, finalizers: Finalizers) -> Obj:
+        """A copy of `obj` with `deletionTimestamp` (now + grace, or sooner than before), the
+        finalizers that hold it and, for a namespace, phase Terminating."""
         new = deep_copy(obj)
         nmd = new["metadata"]
         now = self.now()
@@ -645,13 +547,26 @@ class API:
             nmd["finalizers"] = finalizers
         if rt.key == "core/namespaces":
             new.setdefault("status", {})["phase"] = "Terminating"
-        try:
-            return self.store.update(rt.key, ns, name, new, expected_rv=md.get("resourceVersion")), False
-        except StoreConflict:
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
+        return new
 
     @staticmethod
-    def _spec_finalizers(rt: ResourceType, obj: Obj) -> list:
+    def delete_result(rt: ResourceType, obj: Obj, deleted_now: bool) -> Obj:
+        """What a DELETE answers, given `delete`'s result: the object while finalizers or a grace
+        period hold it; once it is gone, the object for the kinds that return it and otherwise a
+        Success `Status` naming it (details.kind is the resource, as upstream writes it)."""
+        if not deleted_now or rt.key in RETURNS_DELETED_OBJECT:
+            return obj
+        md = obj["metadata"]
+        details = {"name": md.get("name", "")}
+        if rt.group:
+            details["group"] = rt.group
+        details["kind"] = rt.plural
+        if md.get("uid"):
+            details["uid"] = md["uid"]
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+    @staticmethod
+    def _spec_finalizers(rt: ResourceType, obj: Obj) -> Finalizers:
         """Namespaces also wait for `spec.finalizers` (the namespace controller's `kubernetes`)."""
         if rt.key != "core/namespaces":
             return []
@@ -659,16 +574,25 @@ class API:
 
     def finalize(self, rt: ResourceType, name: str, body: Obj) -> Obj:
         """`PUT namespaces/<name>/finalize`: only spec.finalizers changes; a terminating namespace
-        whose finalizers are all gone is removed."""
+        whose finalizers are all gone is removed. A resourceVersion in the body is a precondition."""
         if rt.key != "core/namespaces":
             raise errors.method_not_allowed("finalize is only served for namespaces")
         old = self.get(rt, "", name)
         self._check_type_meta(rt, body)
+        bmd = body["metadata"]
+        if bmd.get("name") and bmd["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({bmd['name']}) does not match the name on the URL ({name})")
+        rv = bmd.get("resourceVersion")
+        if rv and rv != old["metadata"].get("resourceVersion"):
+            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
         new = deep_copy(body)
-        strategy = rt.strategy
-        if hasattr(strategy, "prepare_for_finalize_update"):
-            strategy.prepare_for_finalize_update(new, old, self.ctx)
-            self._raise_invalid(rt, new, strategy.validate_finalize_update(new, old, self.ctx))
+        new["metadata"]["name"] = name
+        _copy_fields(old["metadata"], new["metadata"], _METADATA_SERVER_OWNED)
+        prepare = getattr(rt.strategy, "prepare_for_finalize_update", None)
+        if prepare is not None:
+            prepare(new, old, self.ctx)
+            self._raise_invalid(rt, new, getattr(rt.strategy, "validate_finalize_update")(new, old, self.ctx))
         else:
             new = deep_copy(old)
             new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
@@ -794,6 +718,74 @@ class API:
                            allow_bookmarks=allow_bookmarks, initial_rv=start_rv)
 
 
+# Metadata only the server writes: an update or finalize takes it from the stored object.
+_METADATA_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+
+def _copy_fields(source: dict[str, Any], target: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Make `target` hold exactly what `source` holds for each of `fields` (absent stays absent)."""
+    for f in fields:
+        if f in source:
+            target[f] = source[f]
+        else:
+            target.pop(f, None)
+
+
+def _place_at_url(rt: ResourceType, md: dict[str, Any], ns: str, name: str) -> None:
+    """The body of a PUT names the object the URL names (400 otherwise); fill in what it omits."""
+    if md.get("name") and md["name"] != name:
+        raise errors.bad_request(f"the name of the object ({md['name']}) does not match the name on the URL ({name})")
+    md["name"] = name
+    if rt.namespaced:
+        if md.get("namespace") and md["namespace"] != ns:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request")
+        md["namespace"] = ns
+
+
+def _no_finalizers_added_while_deleting(rt: ResourceType, md: dict[str, Any], omd: dict[str, Any]) -> None:
+    """A terminating object may only lose finalizers, not gain new ones (422 otherwise)."""
+    if not omd.get("deletionTimestamp"):
+        return
+    added = set(md.get("finalizers") or []) - set(omd.get("finalizers") or [])
+    if added:
+        raise errors.invalid_error(rt.kind, rt.group, md.get("name", ""), [errors.forbidden(
+            "metadata.finalizers",
+            f"no new finalizers can be added if the object is being deleted, found new finalizers "
+            f"{sorted(added)!r}".replace("'", '"'))])
+
+
+def _check_delete_preconditions(rt: ResourceType, name: str, md: dict[str, Any], preconditions: dict) -> None:
+    """DeleteOptions.preconditions: the uid and resourceVersion the caller expects (409 otherwise)."""
+    uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != md.get("uid"):
+        raise errors.conflict(rt.plural, rt.group, name,
+                              f"Precondition failed: UID in precondition: {uid}, UID in object meta: {md.get('uid')}")
+    if rv and rv != md.get("resourceVersion"):
+        raise errors.conflict(rt.plural, rt.group, name,
+                              f"Precondition failed: ResourceVersion in precondition: {rv}, "
+                              f"ResourceVersion in object meta: {md.get('resourceVersion')}")
+
+
+def _finalizers_for_propagation(rt: ResourceType, md: dict[str, Any], propagation: str | None) -> Finalizers:
+    """The finalizers a delete leaves on the object: Foreground adds `foregroundDeletion`, Orphan
+    adds `orphan` (each replacing the other); an explicit Background drops a pending intent of
+    either kind unless the object is already terminating. No policy: the kind's default."""
+    if propagation not in (None, "Background", "Foreground", "Orphan"):
+        raise errors.invalid_error("DeleteOptions", "", "", [errors.not_supported(
+            "propagationPolicy", propagation, ["Foreground", "Background", "Orphan", "nil"])])
+    if propagation is None:
+        propagation = getattr(rt.strategy, "default_propagation", "Background")
+    finalizers = list(md.get("finalizers") or [])
+    if propagation == "Foreground" and FINALIZER_FOREGROUND not in finalizers:
+        return [f for f in finalizers if f != FINALIZER_ORPHAN] + [FINALIZER_FOREGROUND]
+    if propagation == "Orphan" and FINALIZER_ORPHAN not in finalizers:
+        return [f for f in finalizers if f != FINALIZER_FOREGROUND] + [FINALIZER_ORPHAN]
+    if propagation == "Background" and not md.get("deletionTimestamp"):
+        return [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+    return finalizers
+
+
 class WatchStream:
     """The events of one watch, filtered by selectors (with ADDED/DELETED on selector transitions)."""
 
@@ -853,9 +845,3 @@ class WatchStream:
     def close(self) -> None:
         self.watcher.close()
 
-
-def registry_loaded() -> None:
-    from .. import api as api_pkg
-    api_pkg.load_all()
-    from . import serviceip
-    serviceip.install()

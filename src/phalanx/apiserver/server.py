@@ -32,6 +32,7 @@ from ..machinery import errors
 from ..machinery.errors import StatusError
 from . import discovery, protobuf, tables
 from .auth.filters import RequestAuth
+from .listener import ServingLimits
 from .rest import API
 
 log = logging.getLogger("phalanx.apiserver")
@@ -47,7 +48,9 @@ DEFAULT_WATCH_TIMEOUT = 1800.0
 
 def _json(body: Any, status: int = 200, content_type: str = "application/json",
           warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=orjson.dumps(body), status=status, content_type=None)
+    """A JSON response as kube-apiserver writes it: Go's encoder ends the document with a newline."""
+    resp = web.Response(body=orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE), status=status,
+                        content_type=None)
     resp.headers["Content-Type"] = content_type
     resp.headers["Cache-Control"] = "no-cache, private"
     for w in warnings or ():
@@ -55,16 +58,31 @@ def _json(body: Any, status: int = 200, content_type: str = "application/json",
     return resp
 
 
+def _page_not_found() -> web.Response:
+    """kube-apiserver's answer for a path outside every API group it serves: Go's `http.NotFound`."""
+    resp = web.Response(body=b"404 page not found\n", status=404, content_type=None)
+    resp.headers["Content-Type"] = "text/plain; charset=utf-8"
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    return resp
+
+
 def _status_response(err: StatusError) -> web.Response:
     return _json(err.status(), status=err.code)
 
 
+def _request_timeout() -> StatusError:
+    """504 for a request that did not complete in time (upstream's request deadline)."""
+    return StatusError(504, "Timeout",
+                       "Timeout: request did not complete within requested timeout - context deadline exceeded", {})
+
+
 class Server:
     def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443",
-                 auth: RequestAuth | None = None):
+                 auth: RequestAuth | None = None, limits: ServingLimits | None = None):
         self.api = api
         self.token = token
         self.auth = auth or RequestAuth.for_cluster(api, token, anonymous_paths=PUBLIC_PATHS)
+        self.limits = limits or ServingLimits()
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
@@ -169,10 +187,10 @@ class Server:
         elif parts[:1] == ["apis"] and len(parts) == 3:
             group, version = parts[1], parts[2]
         else:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         resources = [rt for rt in self.api.types if rt.group == group and rt.version == version]
         if not resources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         resp = web.Response(body=openapi.openapi_v3_document_bytes(group, version, resources))
         resp.headers["Content-Type"] = "application/json"
         resp.headers["Cache-Control"] = "public, immutable"
@@ -186,10 +204,12 @@ class Server:
                 return await self.core_discovery(request)
             group, version, rest = "", parts[1], parts[2:]
         else:
+            if not any(rt.group == parts[1] for rt in self.api.types):
+                return _page_not_found()  # no handler serves the group at all
             if len(parts) == 2:
                 doc = discovery.api_group(self.api.types, parts[1])
                 if doc is None:
-                    raise StatusError(404, "NotFound", "the server could not find the requested resource")
+                    raise errors.requested_resource_not_found()
                 return _json(doc)
             group, version, rest = parts[1], parts[2], parts[3:]
         if not rest:
@@ -197,7 +217,7 @@ class Server:
                 raise errors.method_not_allowed("the server does not allow this method on the requested resource")
             doc = discovery.api_resource_list(self.api.types, group, version)
             if doc is None:
-                raise StatusError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.requested_resource_not_found()
             return _json(doc)
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3:
@@ -210,11 +230,11 @@ class Server:
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
         if len(rest) > 3:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         if sub is not None and sub not in rt.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         if rt.namespaced and name is not None and namespace is None:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
         m = request.method
         if name is None:
             if m == "GET":
@@ -267,7 +287,11 @@ class Server:
         return v
 
     async def _raw(self, request: web.Request) -> bytes:
-        raw = await request.read()
+        try:
+            async with asyncio.timeout(self.limits.body_timeout):
+                raw = await request.read()
+        except TimeoutError:
+            raise _request_timeout() from None
         if len(raw) > MAX_BODY:
             raise errors.too_large()
         return raw
@@ -414,7 +438,12 @@ class Server:
         obj, deleted = self.api.delete(rt, namespace, name, propagation=self._propagation(opts),
                                        grace_period=opts.get("gracePeriodSeconds"),
                                        preconditions=opts.get("preconditions"), dry_run=dry)
-        return self._respond(request, rt, obj, status=200 if deleted else 202)
+        # 202 only where upstream answers it: held back after an explicit orphanDependents=false.
+        status = 202 if not deleted and opts.get("orphanDependents") is False else 200
+        result = self.api.delete_result(rt, obj, deleted)
+        if result is not obj:
+            return _json(result, status=status)
+        return self._respond(request, rt, obj, status=status)
 
     async def delete_collection(self, request: web.Request, rt: ResourceType,
                                 namespace: str | None) -> web.Response:

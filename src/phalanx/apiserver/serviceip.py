@@ -4,6 +4,10 @@ Upstream allocates a random free address; phalanx derives it from the Service's 
 allocation table. With 2^20 addresses a collision is unlikely (about 0.05% at 1,000 Services); the
 simulated cluster has no data plane where one would matter. `kubernetes` in `default` keeps
 10.96.0.1. NodePorts come from 30000-32767 the same way.
+
+`ServiceIPAllocator` is the Service kind's storage work in `rest.API` (`apiserver.build_api` connects
+it): it runs after the Service strategy's `prepare_for_create` / `prepare_for_update`, where
+upstream's Service REST storage allocates.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ def allocate(service: dict, old: dict | None) -> None:
                 p["nodePort"] = 30000 + _hash(f"{service['metadata'].get('uid')}/{i}") % 2768
 
 
-def install() -> None:
-    from ..api import services
-    services.SERVICE_STRATEGY.ip_allocator = allocate
+class ServiceIPAllocator:
+    """Allocates `clusterIP(s)`, IP families and node ports of Services as they are written."""
+
+    def before_create(self, obj: dict) -> None:
+        allocate(obj, None)
+
+    def before_update(self, new: dict, old: dict) -> None:
+        allocate(new, old)

@@ -1,6 +1,6 @@
 """`InProcessClient`: the `Client` protocol over a `rest.API` in the same process.
 
-    api = API(MemoryStore(), gates)
+    api = build_api(MemoryStore(), gates)
     client = InProcessClient(api, field_manager="kube-scheduler")
     pod = await client.get("v1", "Pod", "default", "p")
 
@@ -18,10 +18,10 @@ store verifies that nobody changed an object it shares (store/base.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+from ..apiserver.rest import API, WatchStream
 from ..machinery import errors
-from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
 from .clock import REAL_CLOCK, Clock
 from .events import EventRecorder
@@ -35,10 +35,10 @@ def _namespace(md: dict) -> str:
 class InProcessWatch:
     """Adapts `WatchStream` (`ready()` / `await wait()`) to `async for (type, obj)`."""
 
-    def __init__(self, open_stream, copy: bool = True):
+    def __init__(self, open_stream: Callable[[], WatchStream], copy: bool = True):
         self._open = open_stream
         self._copy = copy
-        self._stream = None
+        self._stream: WatchStream | None = None
         self._pending: list[tuple[str, Obj]] = []
         self._closed = False
 
@@ -48,10 +48,10 @@ class InProcessWatch:
     async def __anext__(self) -> tuple[str, Obj]:
         if self._closed:
             raise StopAsyncIteration
-        if self._stream is None:
-            self._stream = self._open()  # raises StatusError (e.g. 410 Expired) here, like HTTP does
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self._open()  # raises StatusError (e.g. 410 Expired) here, like HTTP does
         while not self._pending:
-            stream = self._stream
             self._pending = list(reversed(stream.ready()))
             if self._pending:
                 break
@@ -77,7 +77,7 @@ class InProcessWatch:
 
 
 class InProcessClient:
-    def __init__(self, api: Any, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
+    def __init__(self, api: API, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
                  host: str = "", shared_reads: bool = False):
         self.api = api
         self.shared_reads = shared_reads
@@ -118,7 +118,7 @@ class InProcessClient:
     @staticmethod
     def _require_subresource(rt, sub: str | None) -> None:
         if sub is not None and sub not in rt.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.requested_resource_not_found()
 
     # -- verbs -------------------------------------------------------------------------------
     async def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
@@ -178,9 +178,9 @@ class InProcessClient:
                      propagation: str | None = None, grace_period: int | None = None,
                      preconditions: dict | None = None) -> Obj:
         rt = self._rt(api_version, kind)
-        obj, _ = self.api.delete(rt, namespace or "", name, propagation=propagation, grace_period=grace_period,
-                                 preconditions=preconditions)
-        return deep_copy(obj)
+        obj, deleted_now = self.api.delete(rt, namespace or "", name, propagation=propagation,
+                                           grace_period=grace_period, preconditions=preconditions)
+        return deep_copy(self.api.delete_result(rt, obj, deleted_now))
 
     async def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
         md: dict = {"name": name, "namespace": namespace}
@@ -190,29 +190,11 @@ class InProcessClient:
                                         "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
 
     async def finalize(self, namespace: Obj) -> Obj:
-        """`PUT /api/v1/namespaces/<n>/finalize`: replace `spec.finalizers`; a terminating namespace
-        left with no finalizers of either kind is deleted (upstream's ShouldDeleteDuringUpdate)."""
+        """`PUT /api/v1/namespaces/<n>/finalize` (`API.finalize`): replaces `spec.finalizers`; a
+        terminating namespace left with no finalizers of either kind is deleted."""
         rt = self._rt("v1", "Namespace")
         name = (namespace.get("metadata") or {}).get("name", "")
-        old = self.api.get(rt, "", name)
-        rv = (namespace.get("metadata") or {}).get("resourceVersion")
-        if rv and rv != old["metadata"].get("resourceVersion"):
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
-        new = deep_copy(old)
-        new.setdefault("spec", {})["finalizers"] = list((namespace.get("spec") or {}).get("finalizers") or [])
-        if new == old:
-            return deep_copy(old)
-        store = self.api.store
-        from ..store import StoreConflict, StoreNotFound
-        try:
-            if new["metadata"].get("deletionTimestamp") and not new["spec"]["finalizers"] \
-                    and not new["metadata"].get("finalizers"):
-                return deep_copy(store.delete(rt.key, "", name, expected_rv=old["metadata"]["resourceVersion"]))
-            return deep_copy(store.update(rt.key, "", name, new, expected_rv=old["metadata"]["resourceVersion"]))
-        except StoreConflict:
-            raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED) from None
-        except StoreNotFound:
-            raise errors.not_found_error(rt.plural, rt.group, name) from None
+        return deep_copy(self.api.finalize(rt, name, deep_copy(namespace)))
 
     # -- events ------------------------------------------------------------------------------
     async def create_event(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",

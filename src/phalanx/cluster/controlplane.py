@@ -2,7 +2,7 @@
 
 `ControlPlane(spec, ...)` wires a `ClusterSpec` into running parts:
 
-    store (SQLite or memory) -> API (rest.API) -> HTTP server (TLS + token)
+    store (SQLite or memory) -> API (apiserver.build_api) -> HTTP server (TLS + token)
                                    \\-> in-process Client -> controllers, scheduler, simulated nodes
 
 `serve(state_dir)` is what `phalanx serve --state-dir DIR` runs in the foreground (and what
@@ -22,9 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
+from ..apiserver import build_api
 from ..apiserver.auth.filters import RequestAuth
 from ..apiserver.auth.policy import ensure_bootstrap_policy
-from ..apiserver.rest import API
+from ..apiserver.listener import Listener, ServingLimits, serve_app
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
 from .bootstrap import bootstrap
@@ -37,7 +38,7 @@ log = logging.getLogger("phalanx.controlplane")
 class ControlPlane:
     def __init__(self, spec: ClusterSpec, *, state_dir: str | None = None, token: str | None = None,
                  ssl_context: ssl.SSLContext | None = None, store: Store | None = None,
-                 components: bool = True):
+                 components: bool = True, limits: ServingLimits | None = None):
         self.spec = spec
         self.state_dir = state_dir
         self.token = token
@@ -49,11 +50,12 @@ class ControlPlane:
             else:
                 store = MemoryStore()
         self.store = store
-        self.api = API(store, self.gates, runtime_config=spec.runtime_config)
-        _wire_optional_machinery(self.api)
+        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config)
         self.components_enabled = components
         self.components: list[Any] = []
+        self.limits = limits or ServingLimits()
         self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self.port: int | None = None
         self.server: Server | None = None
 
@@ -62,15 +64,11 @@ class ControlPlane:
         ensure_bootstrap_policy(self.api)
         host = self.spec.listen_address or "127.0.0.1"
         self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}",
-                             auth=RequestAuth.for_cluster(self.api, self.token, self.state_dir))
-        app = self.server.app()
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, self.spec.port or 0, ssl_context=self.ssl_context,
-                           reuse_address=True)
-        await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else self.spec.port
+                             auth=RequestAuth.for_cluster(self.api, self.token, self.state_dir),
+                             limits=self.limits)
+        self._runner, self._listener = await serve_app(self.server.app(), host, self.spec.port or 0,
+                                                       ssl_context=self.ssl_context, limits=self.limits)
+        self.port = self._listener.port
         self.server.server_address = f"{host}:{self.port}"
         if self.components_enabled:
             await self._start_components()
@@ -88,26 +86,13 @@ class ControlPlane:
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping %s", c)
         self.components = []
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
         self.store.close()
-
-
-def _wire_optional_machinery(api: API) -> None:
-    """Connect the schema-driven parts (strict validation, patch metadata, managed fields)."""
-    try:
-        from ..api import openapi
-    except ImportError:  # pragma: no cover - during bring-up only
-        openapi = None  # type: ignore[assignment]
-    if openapi is not None:
-        api.strict_validator = openapi
-        api.patch_meta = lambda rt: openapi.patch_meta(rt.group, rt.version, rt.kind)
-    try:
-        from ..machinery import apply as ssa
-        api.managed_fields = ssa
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def _server_ssl_context(state_dir: str) -> ssl.SSLContext | None:
@@ -145,7 +130,7 @@ def serve(state_dir: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = ClusterSpec.load(state_dir)
     cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
-                      ssl_context=_server_ssl_context(state_dir))
+                      ssl_context=_server_ssl_context(state_dir), limits=ServingLimits.from_env(os.environ))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

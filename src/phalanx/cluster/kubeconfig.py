@@ -9,9 +9,10 @@ Each cluster gets one `clusters`, `contexts` and `users` entry, all named `phala
 (kind names them `kind-<name>`), with `certificate-authority-data`, `server:` and a bearer
 `token:`. Merging replaces only those three entries, leaves every other entry and key as it was,
 and makes the context current. Removing drops them and, if the context was current, sets
-`current-context` to "" (as kind does). Writes are atomic (temp file + rename, symlinks followed,
-mode kept or 0600 for a new file) and serialized with client-go's `<file>.lock` convention so a
-concurrent kubectl does not lose an update.
+`current-context` to "" (as kind does). Writes are atomic (temp file + rename, symlinks followed)
+and serialized with client-go's `<file>.lock` convention so a concurrent kubectl does not lose an
+update. A file that a merge writes a token into is left 0600, whatever its mode was (a bearer token
+in a world-readable file is anyone's); a removal keeps the file's mode.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def merge_cluster_entry(path: str | os.PathLike, cluster: str, server: str, ca_p
             config[section] = entries
         if make_current:
             config["current-context"] = context_name(cluster)
-        _write_atomic(target, render(config))
+        _write_atomic(target, render(config), mode=0o600)
     return target
 
 
@@ -161,12 +162,14 @@ def _resolve(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
-def _write_atomic(target: Path, text: str) -> None:
+def _write_atomic(target: Path, text: str, mode: int | None = None) -> None:
+    """Replace `target` with `text`, in `mode` (None: the file's current mode, 0600 for a new file)."""
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o750)
-    try:
-        mode = target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
+    if mode is None:
+        try:
+            mode = target.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o600
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:

@@ -10,7 +10,7 @@ into a list and raises `invalid(kind_qualified, name, errors)`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import orjson
@@ -121,29 +121,28 @@ def immutable(path: str, value: Any) -> FieldError:
 
 @dataclass
 class StatusError(Exception):
-    """An API error carrying a complete `metav1.Status`."""
+    """An API error carrying a complete `metav1.Status`. `details` None leaves them out of the
+    body; `{}` sends `"details":{}`, as upstream does for its generic server responses."""
 
     code: int
     reason: str
     message: str
-    details: dict = field(default_factory=dict)
+    details: dict | None = None
 
     def __str__(self) -> str:  # pragma: no cover - debugging aid
         return f"{self.code} {self.reason}: {self.message}"
 
     def status(self) -> dict:
-        body = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "code": self.code,
-        }
+        """The body, its fields in metav1.Status' order (kube-apiserver's encoding), empty ones left out."""
+        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        if self.message:
+            body["message"] = self.message
         if self.reason:
             body["reason"] = self.reason
-        if self.details:
+        if self.details is not None:
             body["details"] = self.details
+        if self.code:
+            body["code"] = self.code
         return body
 
 
@@ -205,7 +204,13 @@ def bad_request(message: str) -> StatusError:
 
 
 def method_not_allowed(message: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", message)
+    return StatusError(405, "MethodNotAllowed", message, {})
+
+
+def requested_resource_not_found() -> StatusError:
+    """404 for a path the server does not serve (an unknown group, version, resource or
+    subresource): upstream's generic answer, with empty details."""
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
 
 def unauthorized() -> StatusError:
@@ -225,7 +230,7 @@ def unsupported_media_type(content_type: str) -> StatusError:
 
 
 def internal_error(message: str) -> StatusError:
-    return StatusError(500, "InternalError", f"Internal error occurred: {message}")
+    return StatusError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 
 
 def not_acceptable(message: str) -> StatusError:

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
+from ..apiserver import build_api
 from ..apiserver.rest import API
 from ..client import InformerFactory, InProcessClient
 from ..client.clock import REAL_CLOCK
@@ -461,7 +462,6 @@ def uses_dra(case: TestCase, workload: Workload, ops: list[dict]) -> bool:
 
 async def run_workload_async(case: TestCase, workload: Workload, options: RunOptions | None = None) -> dict[str, Any]:
     from ..cluster.bootstrap import bootstrap
-    from ..cluster.controlplane import _wire_optional_machinery
     from ..cluster.spec import ClusterSpec
 
     options = options or RunOptions()
@@ -482,8 +482,7 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
 
     clock = options.clock or REAL_CLOCK
     virtual = hasattr(clock, "run_until")
-    api = API(MemoryStore(), gates, now=clock.datetime if virtual else None)
-    _wire_optional_machinery(api)
+    api = build_api(MemoryStore(), gates, now=clock.datetime if virtual else None)
     bootstrap(api, ClusterSpec(nodes=[]))
     factory = InformerFactory(InProcessClient(api, clock=clock, shared_reads=True), clock=clock)
     scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,

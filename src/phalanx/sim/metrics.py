@@ -339,12 +339,12 @@ def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: A
     Also the raw `Store.update` rate for pods.
 
     The objects are first created untimed from the run's own (unbound, status-less) copies."""
-    from ..apiserver.rest import API
+    from ..apiserver import build_api
     from ..cluster.bootstrap import bootstrap
     from ..cluster.spec import ClusterSpec
     from ..store import MemoryStore
 
-    api = API(store if store is not None else MemoryStore(), gates)
+    api = build_api(store if store is not None else MemoryStore(), gates)
     bootstrap(api, ClusterSpec(nodes=[]))
     pod_rt = api.resource("", "v1", "pods")
     claim_rt = api.resource("resource.k8s.io", "v1", "resourceclaims")

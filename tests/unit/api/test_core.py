@@ -350,8 +350,7 @@ def test_namespace_create_and_status_rules():
 # --- Service ----------------------------------------------------------------------------------------
 
 def test_service_defaults_and_row(monkeypatch):
-    # the strategy alone: no cluster IP allocator (the API server installs one)
-    monkeypatch.setattr(rt("", "services").strategy, "ip_allocator", None)
+    # the strategy alone: no cluster IP allocation (the API server's builder adds it)
     svc, errs = create("", "services", {"metadata": {"name": "web"},
                                         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
     assert errs == []
@@ -363,34 +362,22 @@ def test_service_defaults_and_row(monkeypatch):
                                                          "app=web"]
 
 
-def test_service_ip_allocator_hook_and_update_keeps_allocated_values():
+def test_service_update_keeps_allocated_values():
     s = rt("", "services").strategy
-    calls = []
-
-    def allocate(svc, old):
-        calls.append(old is None)
-        svc["spec"].setdefault("clusterIP", "10.96.0.10")
-        svc["spec"].setdefault("clusterIPs", ["10.96.0.10"])
-        for p in svc["spec"]["ports"]:
-            if svc["spec"]["type"] == "NodePort":
-                p.setdefault("nodePort", 30080)
-
-    s.ip_allocator = allocate
-    try:
-        svc, _ = create("", "services", {"metadata": {"name": "web"},
-                                         "spec": {"type": "NodePort", "ports": [{"port": 80}]}})
-        assert s.row(svc, CTX)[2:5] == ["10.96.0.10", "<none>", "80:30080/TCP"]
-        new = copy.deepcopy(svc)
-        del new["spec"]["clusterIP"], new["spec"]["clusterIPs"]
-        s.default(new, CTX)
-        s.prepare_for_update(new, svc, CTX)
-        assert new["spec"]["clusterIPs"] == ["10.96.0.10"] and calls == [True, False]
-        new["spec"]["clusterIPs"] = ["10.96.0.11"]
-        new["spec"]["clusterIP"] = "10.96.0.11"
-        assert 'spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set' in msgs(
-            s.validate_update(new, svc, CTX))
-    finally:
-        s.ip_allocator = None
+    svc, _ = create("", "services", {"metadata": {"name": "web"},
+                                     "spec": {"type": "NodePort", "clusterIP": "10.96.0.10",
+                                              "clusterIPs": ["10.96.0.10"],
+                                              "ports": [{"port": 80, "nodePort": 30080}]}})
+    assert s.row(svc, CTX)[2:5] == ["10.96.0.10", "<none>", "80:30080/TCP"]
+    new = copy.deepcopy(svc)
+    del new["spec"]["clusterIP"], new["spec"]["clusterIPs"]
+    s.default(new, CTX)
+    s.prepare_for_update(new, svc, CTX)
+    assert new["spec"]["clusterIPs"] == ["10.96.0.10"]
+    new["spec"]["clusterIPs"] = ["10.96.0.11"]
+    new["spec"]["clusterIP"] = "10.96.0.11"
+    assert 'spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set' in msgs(
+        s.validate_update(new, svc, CTX))
 
 
 @pytest.mark.parametrize("spec,expected", [

@@ -343,14 +343,12 @@ class CaptureServer:
     def __init__(self) -> None:
         from aiohttp import web
 
-        from phalanx.api import openapi
-        from phalanx.apiserver.rest import API
+        from phalanx.apiserver import build_api
         from phalanx.apiserver.server import build_app
         from phalanx.machinery.featuregates import FeatureGates
         from phalanx.store import MemoryStore
 
-        self.api = API(MemoryStore(), FeatureGates())
-        self.api.strict_validator = openapi
+        self.api = build_api(MemoryStore(), FeatureGates())
         ns = self.api.resource("", "v1", "namespaces")
         self.api.create(ns, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
         self.bodies: list[tuple[str, bytes, dict]] = []

@@ -90,7 +90,7 @@ async def test_crud_and_errors_over_http(env, tmp_path):
             await c.bind("default", "p", "node-1", uid=pod["metadata"]["uid"])
             assert (await c.get("v1", "Pod", "default", "p"))["spec"]["nodeName"] == "node-1"
             deleted = await c.delete("v1", "ConfigMap", "default", "a", propagation="Background")
-            assert deleted["metadata"]["name"] == "a"
+            assert (deleted["kind"], deleted["status"], deleted["details"]["name"]) == ("Status", "Success", "a")
             served = {(r.group, r.plural) for r in await c.served_resources()}
             assert {("", "pods"), ("", "namespaces")} <= served
             ev = await c.create_event(pod, "Scheduled", "Successfully assigned default/p to node-1",

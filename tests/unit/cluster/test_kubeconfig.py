@@ -130,11 +130,20 @@ def test_symlinked_kubeconfig_stays_a_symlink(tmp_path):
     assert link.is_symlink() and "phalanx-dev" in names(read(real), "contexts")
 
 
-def test_existing_file_mode_is_kept(tmp_path):
+@pytest.mark.parametrize("before", [0o644, 0o640, 0o600])
+def test_a_file_holding_the_token_is_left_0600(tmp_path, before):
     path = tmp_path / "config"
     path.write_text(FOREIGN)
-    os.chmod(path, 0o640)
+    os.chmod(path, before)
     merge_cluster_entry(path, "dev", "https://127.0.0.1:6443", CA, "tok")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_removing_an_entry_keeps_the_file_mode(tmp_path):
+    path = tmp_path / "config"
+    merge_cluster_entry(path, "dev", "https://127.0.0.1:6443", CA, "tok")
+    os.chmod(path, 0o640)
+    assert remove_cluster_entry(path, "dev")
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 

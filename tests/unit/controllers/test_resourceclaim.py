@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from phalanx.apiserver.rest import API
+from phalanx.apiserver import build_api
 from phalanx.client import InProcessClient
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.controllers.garbagecollector import GarbageCollector
@@ -77,7 +77,7 @@ def user_claim(name):
 
 def use_gates(env, **gates):
     """Rebuild the env's API and client with the given feature gates (same store and clock)."""
-    env.api = API(env.store, FeatureGates.from_config(gates), now=env.clock.datetime)
+    env.api = build_api(env.store, FeatureGates.from_config(gates), now=env.clock.datetime)
     env.client = InProcessClient(env.api, clock=env.clock, field_manager="unit-test")
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from phalanx.apiserver.rest import API
+from phalanx.apiserver import build_api
 from phalanx.client import InformerFactory, InProcessClient
 from phalanx.cluster.bootstrap import node_object
 from phalanx.cluster.configparse import build_kind_nodes
@@ -252,7 +252,7 @@ async def test_device_taints_are_published_and_stable(env):
 
 async def test_fields_the_api_server_drops_are_not_rewritten_forever(make_env):
     env = make_env()
-    env.api = API(env.store, FeatureGates.from_config({"DRADeviceTaints": False}), now=env.clock.datetime)
+    env.api = build_api(env.store, FeatureGates.from_config({"DRADeviceTaints": False}), now=env.clock.datetime)
     env.client = InProcessClient(env.api, clock=env.clock, field_manager="unit-test")
     driver = {"name": "gpu.example.com", "devicesPerNode": 2,
               "taints": [{"key": "example.com/unhealthy", "effect": "NoSchedule"}]}
