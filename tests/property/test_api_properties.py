@@ -122,9 +122,6 @@ def test_a_long_malformed_quantity_is_refused_at_once(server):
     assert time.perf_counter() - started < 0.5  # milliseconds once linear; generous for a loaded machine
 
 
-@pytest.mark.xfail(strict=True, reason="api/openapi.py _has_duplicates (via rest.strict_check): the raw body is "
-                                       "read as JSON even when it was sent as YAML, so any YAML create under the "
-                                       "default fieldValidation is a 500 InternalError (JSONDecodeError)")
 def test_a_yaml_create_is_not_an_internal_error(server):
     body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-yaml}\ndata: {k: v}\n"
     status, answer = server.request("POST", "/api/v1/namespaces/default/configmaps", body, "application/yaml")
@@ -139,9 +136,6 @@ def _aliased_yaml(levels: int, width: int = 9) -> bytes:
     return "\n".join(lines).encode()
 
 
-@pytest.mark.xfail(strict=True, reason="apiserver/server.py _decode: YAML aliases are expanded without a limit "
-                                       "(upstream's YAML decoder refuses excessive aliasing); 6 levels of 9 take "
-                                       "~2 s of a frozen event loop, 9 levels (387M strings) minutes and gigabytes")
 def test_yaml_alias_expansion_is_refused_at_once(server):
     started = time.perf_counter()
     status, answer = server.request("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Ignore",
@@ -151,10 +145,6 @@ def test_yaml_alias_expansion_is_refused_at_once(server):
     assert time.perf_counter() - started < 0.5
 
 
-@pytest.mark.xfail(strict=True, reason="apiserver/rest.py API.patch: a patch that turns metadata into a non-object "
-                                       "({\"metadata\": false}) reaches patched[\"metadata\"][\"resourceVersion\"] = ... "
-                                       "and is a 500 InternalError; upstream decodes the patched object and answers "
-                                       "422 Invalid on the field path `patch`")
 @pytest.mark.parametrize("patch_type, body", [
     ("application/merge-patch+json", b'{"metadata":false}'),
     ("application/strategic-merge-patch+json", b'{"metadata":false}'),

@@ -44,9 +44,6 @@ def test_any_body_decodes_or_is_a_status_error(raw, content_type):
     assert value is None or isinstance(value, (dict, list, str, int, float, bool))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="apiserver/server.py _decode: PyYAML's SafeLoader raises ValueError (not YAMLError) "
-                          "for an impossible timestamp, so the body becomes a 500 InternalError")
 def test_an_impossible_yaml_timestamp_is_a_bad_request():
     with pytest.raises(StatusError) as info:
         DECODER._decode(b"a: 2001-13-45", "application/yaml", None)

@@ -85,9 +85,6 @@ def test_server_side_apply(live, body, force):
                                                  api_version="v1", kind="Pod"))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="machinery/apply.py load_apply_body: PyYAML's SafeLoader raises ValueError (not "
-                          "YAMLError) for an impossible timestamp, so the body becomes a 500 InternalError")
 def test_server_side_apply_with_an_impossible_yaml_timestamp_is_a_bad_request():
     with pytest.raises(StatusError) as info:
         server_side_apply(None, "a: 2001-13-45", "fuzzer", POD_META, False, NOW)

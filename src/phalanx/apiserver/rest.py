@@ -35,6 +35,7 @@ from ..machinery.meta import deep_copy, new_uid
 from ..machinery.timestamps import now_rfc3339
 from ..machinery.names import generate_name
 from ..machinery.patchmeta import PatchMeta
+from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Event, Watcher
 from .objectmeta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, drop_empty_metadata, validate_object_meta
@@ -452,6 +453,8 @@ class API:
         # A resourceVersion in the patch is a precondition; otherwise the patch applies to the current state.
         prv = (doc.get("metadata") or {}).get("resourceVersion") if isinstance(doc, dict) else None
         patched.setdefault("metadata", {})
+        if not isinstance(patched["metadata"], dict):
+            raise self._undecodable_patch(rt, doc, patched["metadata"])
         if not prv:
             patched["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         w = self.strict_check(rt, patched, field_validation)
@@ -461,6 +464,15 @@ class API:
                              field_manager=field_manager, _old=old)
         return result, False
 
+    @staticmethod
+    def _undecodable_patch(rt: ResourceType, doc: Any, metadata: Any) -> errors.StatusError:
+        """The patched object cannot be decoded into its kind (metadata is not an object): upstream
+        answers 422 Invalid on the field path `patch`, naming no kind or object."""
+        found = "bool" if isinstance(metadata, bool) else "number" if isinstance(metadata, (int, float)) \
+            else "string" if isinstance(metadata, str) else "array"
+        why = f"json: cannot unmarshal {found} into Go struct field {rt.kind}.metadata of type v1.ObjectMeta"
+        return errors.invalid_error("", "", "", [errors.invalid("patch", orjson.dumps(doc).decode(), why)])
+
     def _apply(self, rt: ResourceType, ns: str, name: str, old: Obj | None, body: Any, *, subresource, dry_run,
                field_manager, force, field_validation, meta, warnings) -> tuple[Obj, bool]:
         if not field_manager:
@@ -469,10 +481,9 @@ class API:
             try:
                 applied = orjson.loads(body)
             except orjson.JSONDecodeError:
-                import yaml
                 try:
-                    applied = yaml.load(body, Loader=yaml.CSafeLoader)
-                except yaml.YAMLError as e:
+                    applied = decode_yaml(body)
+                except YAMLDecodeError as e:
                     raise errors.bad_request(f"error decoding YAML: {e}") from None
         else:
             applied = body

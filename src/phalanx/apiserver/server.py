@@ -29,6 +29,7 @@ from aiohttp import web
 from .. import KUBE_GIT_VERSION, KUBE_MAJOR, KUBE_MINOR
 from ..api.registry import ResourceType
 from ..machinery import errors
+from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from . import discovery, protobuf, tables
 from .auth.filters import RequestAuth
@@ -309,19 +310,27 @@ class Server:
                 return orjson.loads(raw)
             except orjson.JSONDecodeError:
                 pass
-            import yaml
             try:
-                return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except yaml.YAMLError as e:
-                raise errors.bad_request(f"error converting YAML to JSON: yaml: {e}") from None
+                return decode_yaml(raw)
+            except YAMLDecodeError as e:
+                raise errors.bad_request(f"error converting YAML to JSON: {e}") from None
         if protobuf.is_protobuf(ct):
             return protobuf.decode(raw)
         raise errors.unsupported_media_type(ct)
 
     @staticmethod
     def _raw_json(request: web.Request, raw: bytes) -> bytes | None:
-        """The raw body for strict duplicate-field checks: JSON only (protobuf has no duplicates)."""
-        return None if protobuf.is_protobuf(request.headers.get("Content-Type", "")) else raw
+        """The raw body for strict duplicate-field checks: JSON only (protobuf has no duplicates; a
+        YAML body is checked when it is JSON, which YAML includes)."""
+        ct = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if protobuf.is_protobuf(ct):
+            return None
+        if ct in ("application/yaml", "application/apply-patch+yaml", "text/yaml"):
+            try:
+                orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return None
+        return raw
 
     async def _body(self, request: web.Request, rt: ResourceType | None) -> Any:
         raw = await self._raw(request)

@@ -40,10 +40,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 import orjson
-import yaml
 
 from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
+from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
 from .managers import (_Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
                        decode_managed_fields, encode_managed_fields)
@@ -118,8 +118,8 @@ def load_apply_body(body: bytes | str | dict) -> dict:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         try:
-            obj = yaml.load(body, Loader=yaml.CSafeLoader)
-        except yaml.YAMLError as e:
+            obj = decode_yaml(body)
+        except YAMLDecodeError as e:
             raise bad_request(f"error decoding YAML: {e}") from None
     if obj is None:
         obj = {}
