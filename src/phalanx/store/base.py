@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import orjson
 from sortedcontainers import SortedDict
@@ -165,10 +166,15 @@ class Store:
     they come from `PHALANX_WATCH_HISTORY_EVENTS` / `PHALANX_WATCH_HISTORY_BYTES` or the defaults
     in `phalanx.store.history`."""
 
+    OVERLAYS_KEPT = 32  # paginated lists in progress whose snapshot overlay is kept between pages
+
     def __init__(self, history: int | None = None, history_bytes: int | None = None):
         self._objects: dict[str, SortedDict] = {}
         self._rv = 0
         self._history = WatchHistory(history, history_bytes)
+        self._overlays: collections.OrderedDict[tuple[str, str | None, int],
+                                                tuple[int, dict[tuple[str, str], Obj | None]]] = \
+            collections.OrderedDict()
         self._watchers: dict[str, list[Watcher]] = {}
         self._lock = threading.RLock()
         self.listeners: list[Callable[[Event], None]] = []  # synchronous in-process observers
@@ -228,25 +234,51 @@ class Store:
             low, high = namespace_bounds(namespace)
             return [bucket[k] for k in bucket.irange(low, high, inclusive=(True, False))], self._rv
 
-    def snapshot(self, key: str, namespace: str | None = None, at_rv: int | None = None) -> Snapshot:
-        """`key` (one namespace of it) as it was at `at_rv` (None: now), to read in pages.
+    @contextlib.contextmanager
+    def snapshot(self, key: str, namespace: str | None = None, at_rv: int | None = None) -> Iterator[Snapshot]:
+        """`key` (one namespace of it) as it was at `at_rv` (None: now), to read one page from:
 
-        Raises `StoreGone` when events after `at_rv` have left the history, `StoreTooNew` when
-        the store has not reached `at_rv`. A snapshot is meant to be read at once (one page);
-        the next page takes a new snapshot at the same resourceVersion."""
+            with store.snapshot(key, ns, rv) as snap:
+                page = list(itertools.islice(snap.items_after(last_key), limit))
+
+        Writes wait until the block ends (a snapshot reads the live buckets). Raises `StoreGone`
+        when events after `at_rv` have left the history, `StoreTooNew` when the store has not
+        reached `at_rv`. The next page takes a new snapshot at the same resourceVersion."""
         with self._lock:
             bucket = self._objects.get(key)
             if bucket is None:
                 bucket = self._objects[key] = SortedDict()
             rv = self._rv
             if at_rv is None or at_rv == rv:
-                return Snapshot(bucket, namespace, rv, {})
+                yield Snapshot(bucket, namespace, rv, {})
+                return
             if at_rv > rv:
                 raise StoreTooNew(at_rv, rv)
             if not self._history.retains(at_rv):
                 raise StoreGone(at_rv, self._history.oldest_rv + 1)
+            yield Snapshot(bucket, namespace, at_rv, self._overlay(key, namespace, at_rv))
+
+    def _forget_overlays_older_than(self, rv: int) -> None:
+        """Lists whose snapshot left the history cannot continue: let their old objects go."""
+        for cache_key in [k for k in self._overlays if k[2] < rv]:
+            del self._overlays[cache_key]
+
+    def _overlay(self, key: str, namespace: str | None, at_rv: int) -> dict[tuple[str, str], Obj | None]:
+        """What the events after `at_rv` changed in `key`, kept between the pages of one list:
+        the next page only looks at the events written since the previous one."""
+        cache_key = (key, namespace, at_rv)
+        cached = self._overlays.pop(cache_key, None)
+        if cached is None:
             overlay = overlay_since(self._history.newest_first_since(at_rv), key, namespace)
-            return Snapshot(bucket, namespace, at_rv, overlay)
+        else:
+            seen_rv, overlay = cached
+            # Keys already in the overlay keep their older state; new keys take the newest events'.
+            newer = overlay_since(self._history.newest_first_since(seen_rv), key, namespace)
+            overlay = {**newer, **overlay}
+        self._overlays[cache_key] = (self._rv, overlay)
+        while len(self._overlays) > self.OVERLAYS_KEPT:
+            self._overlays.popitem(last=False)
+        return overlay
 
     @property
     def oldest_resource_version(self) -> int:
@@ -344,6 +376,8 @@ class Store:
     # -- watch ---------------------------------------------------------------------------
     def _emit(self, ev: Event) -> None:
         self._history.append(ev)
+        if self._overlays:
+            self._forget_overlays_older_than(self._history.oldest_rv)
         for w in list(self._watchers.get(ev.key, ())):
             if w.matches(ev):
                 w.push(ev)
