@@ -213,7 +213,7 @@ class FrameCache:
     the recent frames are kept (watches send an event at about the same time), bounded by count
     and bytes."""
 
-    def __init__(self, max_frames: int = 4096, max_bytes: int = 16 * 1024 * 1024):
+    def __init__(self, max_frames: int = 4096, max_bytes: int = 4 * 1024 * 1024):
         self.max_frames = max_frames
         self.max_bytes = max_bytes
         self._frames: OrderedDict[Hashable, bytes] = OrderedDict()
