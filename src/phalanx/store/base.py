@@ -88,6 +88,7 @@ class Watcher:
         self.closed = False
         self.overflowed = False
         self.after_rv = 0  # a watch from a resourceVersion ahead of the store skips events up to it
+        self._timer: asyncio.TimerHandle | None = None
 
     def matches(self, ev: Event) -> bool:
         if self.namespace is not None and ev.namespace != self.namespace:
@@ -131,32 +132,43 @@ class Watcher:
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait until events are pending or the watch closes; False on timeout.
 
-        One future and at most one timer per wait: with hundreds of watchers woken by every
-        write, `wait_for(shield(...))` (three futures and a timer each) was most of the fan-out."""
+        Cheap because hundreds of watchers wait again after every write: one future per wait,
+        and a timer only when none is pending that fires soon enough. A timer set by an earlier
+        wait may end this one early (False before `timeout`), never late."""
         if self._events or self.closed:
             return True
         loop = asyncio.get_running_loop()
+        if self._loop is not loop and self._timer is not None:  # a timer of another loop never fires here
+            self._timer.cancel()
+            self._timer = None
         self._loop = loop
+        if timeout is not None:
+            due = loop.time() + timeout
+            if self._timer is None or self._timer.when() > due:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = loop.call_at(due, self._on_timer)
         waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, _resolve, waiter) if timeout is not None else None
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
         return bool(self._events) or self.closed
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.store._remove_watcher(self)
             self._wake()
-
-
-def _resolve(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
 
 class Store:
