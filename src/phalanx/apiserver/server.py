@@ -31,7 +31,7 @@ from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.errors import StatusError
 from . import discovery, listing, protobuf, tables
-from .rest import API
+from .rest import API, WatchStream
 
 log = logging.getLogger("phalanx.apiserver")
 
@@ -504,8 +504,8 @@ class Server:
             pass
         return resp
 
-    async def _serve_watch(self, request: web.Request, resp: web.StreamResponse, rt: ResourceType, stream: Any,
-                           timeout: float, as_table: bool) -> None:
+    async def _serve_watch(self, request: web.Request, resp: web.StreamResponse, rt: ResourceType,
+                           stream: WatchStream, timeout: float, as_table: bool) -> None:
         """Write the stream's events until it closes, the timeout passes or the client goes.
 
         Each event is encoded once per form and the bytes are shared among all the watches that
@@ -513,7 +513,8 @@ class Server:
         include = request.query.get("includeObject", "Metadata")
         frames = self.api.watch_frames
         ctx = self.api.ctx
-        deadline = time.monotonic() + timeout
+        last_write = time.monotonic()
+        deadline = last_write + timeout
         headers_sent = False
 
         def table_frame(typ: str, obj: dict, headers: bool) -> bytes:
@@ -550,12 +551,11 @@ class Server:
                     break
                 got = await stream.wait(min(remaining, 5.0))
                 if not got:
-                    idle_for = time.monotonic() - getattr(stream, "_last_write", deadline - timeout)
-                    if stream.allow_bookmarks and idle_for >= WATCH_BOOKMARK_INTERVAL:
+                    if stream.allow_bookmarks and time.monotonic() - last_write >= WATCH_BOOKMARK_INTERVAL:
                         await resp.write(orjson.dumps({"type": "BOOKMARK", "object": stream.bookmark()}) + b"\n")
-                        stream._last_write = time.monotonic()
+                        last_write = time.monotonic()
                 else:
-                    stream._last_write = time.monotonic()
+                    last_write = time.monotonic()
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:

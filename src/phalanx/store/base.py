@@ -20,6 +20,7 @@ reads a bucket as it was at a past resourceVersion, page by page (`phalanx.store
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import contextlib
 import os
@@ -28,7 +29,7 @@ import time
 from typing import Any, Callable, Iterator, Optional
 
 import orjson
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
 from .history import Event, WatchHistory
 from .snapshot import Snapshot, namespace_bounds, overlay_since
@@ -117,7 +118,7 @@ class Watcher:
                 if running is loop:
                     w.set_result(None)
                 else:
-                    loop.call_soon_threadsafe(lambda: w.done() or w.set_result(None))
+                    loop.call_soon_threadsafe(_resolve, w)
             else:
                 w.set_result(None)
 
@@ -169,6 +170,11 @@ class Watcher:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+
+
+def _resolve(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Store:
@@ -310,8 +316,8 @@ class Store:
     def count(self, key: str) -> int:
         return len(self._objects.get(key) or {})
 
-    def keys(self) -> list[str]:
-        return list(self._objects)
+    def keys(self) -> builtins.list[str]:
+        return builtins.list(self._objects)
 
     # -- writes --------------------------------------------------------------------------
     def _next_rv(self) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Iterable, Iterator
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
 Obj = dict[str, Any]
 Key = tuple[str, ...]  # (namespace, name), or (namespace,) as a range bound

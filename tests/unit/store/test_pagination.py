@@ -97,6 +97,7 @@ def apply(store, op, ns, name, v):
     ("default", ("a-ns", "zz"), [("default", "a", "0"), ("default", "b", "0"), ("default", "c", "0")]),
     ("default", ("default", "c"), []),
     ("other", ("default", "b"), [("other", "d", "0")]),
+    ("default", ("other", "a"), []),
     (None, ("default", "bb"), [("default", "c", "0"), ("other", "d", "0")]),
 ])
 def test_a_snapshot_reads_the_bucket_as_it_was(make_store, namespace, after, expected):
