@@ -509,7 +509,8 @@ class Server:
         """Write the stream's events until it closes, the timeout passes or the client goes.
 
         Each event is encoded once per form and the bytes are shared among all the watches that
-        send it (`API.watch_frames`); a Table's first event (with column definitions) is its own."""
+        send it (`API.watch_frames`); a Table's first event (with column definitions) is its own,
+        and Table frames are shared only within one second (their rows show ages)."""
         include = request.query.get("includeObject", "Metadata")
         frames = self.api.watch_frames
         ctx = self.api.ctx
@@ -534,8 +535,9 @@ class Server:
                             chunks.append(table_frame(typ, obj, True))
                             headers_sent = True
                         else:
-                            chunks.append(frames.frame(typ, obj, ("table", rt.key, include),
-                                                       lambda: table_frame(typ, obj, False)))
+                            # Rows show ages: a Table frame is shared within the second it was made.
+                            form = ("table", rt.key, include, int(time.monotonic()))
+                            chunks.append(frames.frame(typ, obj, form, lambda: table_frame(typ, obj, False)))
                     chunks.append(b"")
                     await resp.write(b"\n".join(chunks))
                 if stream.closed:

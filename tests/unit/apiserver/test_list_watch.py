@@ -195,3 +195,24 @@ async def test_each_event_is_encoded_once_for_all_watches(env):
         streams = await asyncio.gather(*readers)
         assert all(s == streams[0] for s in streams) and len(streams[0]) == 4
         assert (frames.misses - before[0], frames.hits - before[1]) == (4, 16)
+
+
+async def test_table_watches_each_get_column_definitions_first_then_shared_rows(env):
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    async with http(env) as client:
+        rv = (await create(client, "c0"))["metadata"]["resourceVersion"]
+
+        async def table_watch() -> list[dict]:
+            r = await client.get(f"{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=1", headers={"Accept": table})
+            assert r.headers["Content-Type"] == table
+            return [orjson.loads(line) for line in (await r.read()).splitlines() if line.strip()]
+        readers = [asyncio.create_task(table_watch()) for _ in range(3)]
+        while env.store.watcher_count() < 3:
+            await asyncio.sleep(0.01)
+        for i in range(1, 4):
+            await create(client, f"c{i}")
+        streams = await asyncio.gather(*readers)
+        for events in streams:
+            assert [e["object"]["rows"][0]["cells"][0] for e in events] == ["c1", "c2", "c3"]
+            assert ["columnDefinitions" in e["object"] for e in events] == [True, False, False]
+        assert streams[0] == streams[1] == streams[2]
