@@ -33,7 +33,8 @@ from ..machinery.meta import deep_copy, new_uid, now_rfc3339
 from ..machinery.names import (generate_name, validate_annotations, validate_labels, validate_name,
                                qualified_name_errors)
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
-from ..store.base import Event, Watcher
+from ..store.base import Watcher
+from ..store.history import Event
 from . import listing
 
 Obj = dict[str, Any]

@@ -36,7 +36,7 @@ from .snapshot import Snapshot, namespace_bounds, overlay_since
 
 Obj = dict[str, Any]
 
-__all__ = ["Event", "Obj", "SharedObjectModified", "Snapshot", "Store", "StoreAlreadyExists", "StoreConflict",
+__all__ = ["Obj", "SharedObjectModified", "Store", "StoreAlreadyExists", "StoreConflict",
            "StoreGone", "StoreNotFound", "StoreTooNew", "Watcher"]
 
 
