@@ -1,10 +1,11 @@
-"""API benchmark: creates/s, gets/s, list latency for 10,000 pods and watch fan-out.
+"""API benchmark: creates/s, create latency, gets/s, list latency for 10,000 pods and watch fan-out.
 
 Measured in-process (rest.API over the store, as the scheduler and controllers use it) and over
 HTTP (the aiohttp server on loopback, as kubectl and client-go use it), for the in-memory and the
 SQLite store. This is a benchmark, not a test: it reports figures and asserts nothing.
 
     .venv/bin/python benchmarks/api_bench.py [--pods 10000] [--runs 3] [--json out.json]
+    .venv/bin/python benchmarks/api_bench.py --only http/memory --watchers 200 --pods 2000   # fan-out
 
 Each figure is the median of `--runs` runs; the spread (min-max) is printed beside it.
 """
@@ -105,16 +106,20 @@ async def _http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
             if watchers:
                 await asyncio.wait_for(ready.wait(), 30)
             queue = list(range(pods))
+            create_lat: list[float] = []
 
             async def creator() -> None:
                 while queue:
                     i = queue.pop()
+                    t = time.perf_counter()
                     async with s.post("/api/v1/namespaces/default/pods", data=orjson.dumps(make_pod(i))) as r:
                         assert r.status == 201, await r.text()
+                    create_lat.append(time.perf_counter() - t)
 
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             await asyncio.gather(*(creator() for _ in range(concurrency)))
             create_s = time.perf_counter() - t0
+            create_cpu_s = time.process_time() - cpu0
             t0 = time.perf_counter()
             await asyncio.wait_for(asyncio.gather(*wtasks), 120)
             fanout_s = time.perf_counter() - t0 + create_s
@@ -142,6 +147,10 @@ async def _http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
                 tlat.append(time.perf_counter() - t0)
         await cp.stop()
         return {"creates_per_s": pods / create_s, "gets_per_s": pods / get_s,
+                "create_p50_ms": statistics.median(create_lat) * 1000,
+                # CPU of this process (server, and the client's watch readers) per create: less
+                # noisy than latency on a shared machine.
+                "create_cpu_ms": create_cpu_s / pods * 1000,
                 "list_10k_ms": statistics.median(lat) * 1000, "table_10k_ms": statistics.median(tlat) * 1000,
                 "watchers": watchers, "watch_events_delivered": sum(counts),
                 "watch_fanout_events_per_s": sum(counts) / fanout_s}
@@ -157,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--watchers", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only these mode/store pairs, e.g. --only http/memory (repeatable)")
     ap.add_argument("--json", help="write the raw results here")
     args = ap.parse_args(argv)
     results: dict[str, list[dict]] = {}
@@ -164,9 +175,12 @@ def main(argv: list[str] | None = None) -> None:
         for mode, fn in (("in-process", lambda k: bench_inprocess(k, args.pods, args.watchers)),
                          ("http", lambda k: bench_http(k, args.pods, args.watchers, args.concurrency))):
             key = f"{mode}/{kind}"
+            if args.only and key not in args.only:
+                continue
             results[key] = [fn(kind) for _ in range(args.runs)]
             print(f"{key}: done", file=sys.stderr)
-    metrics = ["creates_per_s", "gets_per_s", "list_10k_ms", "table_10k_ms", "watch_fanout_events_per_s"]
+    metrics = ["creates_per_s", "create_p50_ms", "create_cpu_ms", "gets_per_s", "list_10k_ms", "table_10k_ms",
+               "watch_fanout_events_per_s"]
     print(f"{'mode/store':<20}" + "".join(f"{m:>28}" for m in metrics))
     for key, runs in results.items():
         cells = []
@@ -176,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
                 cells.append(f"{'-':>28}")
                 continue
             med = statistics.median(vals)
-            cells.append(f"{med:>12.0f} ({min(vals):.0f}-{max(vals):.0f})".rjust(28))
+            digits = 1 if m.endswith("_ms") else 0
+            cells.append(f"{med:>12.{digits}f} ({min(vals):.{digits}f}-{max(vals):.{digits}f})".rjust(28))
         print(f"{key:<20}" + "".join(cells))
     print(f"pods={args.pods} runs={args.runs} watchers={args.watchers} http-concurrency={args.concurrency}; "
           f"median (min-max)")

@@ -19,7 +19,7 @@ handed out are shared with the store and must not be mutated (copy with `meta.de
 
 from __future__ import annotations
 
-import base64
+import functools
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Protocol
 
@@ -37,7 +37,9 @@ from ..machinery.names import generate_name
 from ..machinery.patchmeta import PatchMeta
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
-from ..store.base import Event, Watcher
+from ..store.base import Watcher
+from ..store.history import Event
+from . import listing
 from .objectmeta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, drop_empty_metadata, validate_object_meta
 
 Obj = dict[str, Any]
@@ -312,40 +314,17 @@ class API:
         return pred
 
     def list(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
-             field_selector: str | None = None, limit: int = 0, continue_token: str | None = None) -> Obj:
+             field_selector: str | None = None, limit: int = 0, continue_token: str | None = None,
+             resource_version: str | None = None, resource_version_match: str | None = None) -> Obj:
+        """One page of a list; every page of a paginated list reads the first page's snapshot
+        (see `phalanx.apiserver.listing` for which resourceVersion a list reads)."""
         ns = namespace if rt.namespaced else None
-        items, rv = self.store.list(rt.key, ns or None)
         pred = self._selector_predicate(rt, label_selector, field_selector)
-        start_after: tuple[str, str] | None = None
-        if continue_token:
-            try:
-                tok = orjson.loads(base64.urlsafe_b64decode(continue_token.encode() + b"=="))
-                start_after = (tok["ns"], tok["name"])
-            except Exception:
-                raise errors.bad_request("continue key is not valid: invalid continue token") from None
-        out: list[Obj] = []
-        next_token = None
-        remaining = 0
-        for o in items:
-            md = o["metadata"]
-            k = (md.get("namespace", ""), md["name"])
-            if start_after is not None and k <= start_after:
-                continue
-            if pred is not None and not pred(o):
-                continue
-            if limit and len(out) >= limit:
-                remaining += 1
-                continue
-            out.append(o)
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if limit and remaining:
-            last = out[-1]["metadata"]
-            next_token = base64.urlsafe_b64encode(orjson.dumps(
-                {"ns": last.get("namespace", ""), "name": last["name"], "rv": rv})).decode().rstrip("=")
-            meta["continue"] = next_token
-            if pred is None:
-                meta["remainingItemCount"] = remaining
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": out}
+        opts = listing.ListOptions.parse(limit=limit, continue_token=continue_token,
+                                         resource_version=resource_version,
+                                         resource_version_match=resource_version_match)
+        items, meta = listing.list_page(self.store, rt.key, ns or None, pred, opts)
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
 
     # -- update ----------------------------------------------------------------------------
     def update(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, subresource: str | None = None,
@@ -704,18 +683,19 @@ class API:
     def watch(self, rt: ResourceType, namespace: str | None, *, resource_version: str | None = None,
               label_selector: str | None = None, field_selector: str | None = None,
               send_initial_events: bool = False, allow_bookmarks: bool = False) -> "WatchStream":
+        """A watch from `resource_version` (events after it; one ahead of the store waits for the
+        store to pass it), or from now after the current objects as ADDED ("" or "0"). With
+        `send_initial_events` the current objects come first, then the initial-events-end
+        bookmark; a resource_version ahead of the store is then 504 Too large resource version."""
         ns = (namespace or None) if rt.namespaced else None
         pred = self._selector_predicate(rt, label_selector, field_selector)
-        rv: int | None = None
-        if resource_version not in (None, "", "0"):
-            try:
-                rv = int(resource_version)
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+        rv: int | None = listing.parse_resource_version(resource_version) or None
         if send_initial_events:
             if not allow_bookmarks:
                 raise errors.invalid_error("ListOptions", "meta.k8s.io", "", [errors.forbidden(
                     "allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is true")])
+            if rv is not None and rv > self.store.resource_version:
+                raise listing.too_large_resource_version(rv, self.store.resource_version)
             initial = True
             rv = None
         else:
@@ -724,9 +704,14 @@ class API:
             watcher = self.store.watch(rt.key, ns, from_rv=rv, initial=initial)
         except StoreGone as e:
             raise errors.gone(f"too old resource version: {e.requested} ({e.oldest})") from None
-        start_rv = self.store.resource_version
+        start_rv = max(self.store.resource_version, rv or 0)
         return WatchStream(self, rt, watcher, pred, send_initial_events=send_initial_events,
                            allow_bookmarks=allow_bookmarks, initial_rv=start_rv)
+
+    @functools.cached_property
+    def watch_frames(self) -> listing.FrameCache:
+        """Encoded watch events, shared by the HTTP watches on this API's store."""
+        return listing.FrameCache()
 
 
 # Metadata only the server writes: an update or finalize takes it from the stored object.

@@ -31,10 +31,10 @@ from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
-from . import discovery, protobuf, tables
+from . import discovery, listing, protobuf, tables
 from .auth.filters import RequestAuth
 from .listener import ServingLimits
-from .rest import API
+from .rest import API, WatchStream
 
 log = logging.getLogger("phalanx.apiserver")
 
@@ -241,7 +241,7 @@ class Server:
             if m == "GET":
                 if _qbool(request, "watch"):
                     return await self.watch(request, rt, namespace)
-                return self.list(request, rt, namespace)
+                return await self.list(request, rt, namespace)
             if m == "POST":
                 return await self.create(request, rt, namespace or "")
             if m == "DELETE":
@@ -350,17 +350,23 @@ class Server:
 
     # -- verbs -----------------------------------------------------------------------------
     def get(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+        _check_get_resource_version(self.api, request.query.get("resourceVersion"))
         return self._respond(request, rt, self.api.get(rt, namespace, name))
 
-    def list(self, request: web.Request, rt: ResourceType, namespace: str | None) -> web.Response:
+    async def list(self, request: web.Request, rt: ResourceType, namespace: str | None) -> web.Response:
         q = request.query
-        try:
-            limit = int(q.get("limit", "0") or 0)
-        except ValueError:
-            raise errors.bad_request(f"invalid limit: {q.get('limit')}") from None
+        limit = listing.parse_int64(q["limit"]) if q.get("limit") else 0
+        rv = q.get("resourceVersion")
+        opts = listing.ListOptions.parse(limit=limit, continue_token=q.get("continue"), resource_version=rv,
+                                         resource_version_match=q.get("resourceVersionMatch"))
+        wanted = max(opts.min_rv, opts.at_rv or 0)
+        if wanted > self.api.store.resource_version:
+            # A version the store has not reached: wait a little for it, as upstream's watch cache does.
+            await self.api.store.wait_for_resource_version(wanted, listing.TOO_LARGE_RV_WAIT_SECONDS)
         lst = self.api.list(rt, namespace, label_selector=q.get("labelSelector"),
                             field_selector=q.get("fieldSelector"), limit=limit,
-                            continue_token=q.get("continue"))
+                            continue_token=q.get("continue"), resource_version=rv,
+                            resource_version_match=q.get("resourceVersionMatch"))
         if tables.wants_table(request.headers.get("Accept", "")):
             t = tables.table(rt, lst["items"], self.api.ctx, resource_version=lst["metadata"]["resourceVersion"],
                              continue_token=lst["metadata"].get("continue"),
@@ -501,17 +507,24 @@ class Server:
 
     async def watch(self, request: web.Request, rt: ResourceType, namespace: str | None) -> web.StreamResponse:
         q = request.query
-        stream = self.api.watch(rt, namespace, resource_version=q.get("resourceVersion"),
-                                label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"),
-                                send_initial_events=_qbool(request, "sendInitialEvents"),
-                                allow_bookmarks=_qbool(request, "allowWatchBookmarks"))
-        try:
-            timeout = float(q.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
-        except ValueError:
-            stream.close()
-            raise errors.bad_request(f"invalid timeoutSeconds: {q.get('timeoutSeconds')}") from None
+        timeout = _watch_timeout(q.get("timeoutSeconds"))
+        rv = q.get("resourceVersion")
+        initial_events = _qbool(request, "sendInitialEvents")
+        too_large: StatusError | None = None
+        if initial_events:
+            # The initial events must be at least that fresh: wait a little for the store to get there.
+            wanted = listing.parse_resource_version(rv)
+            store = self.api.store
+            if wanted > store.resource_version and \
+                    not await store.wait_for_resource_version(wanted, listing.TOO_LARGE_RV_WAIT_SECONDS):
+                too_large = listing.too_large_resource_version(wanted, store.resource_version)
+        stream = None
+        if too_large is None:
+            stream = self.api.watch(rt, namespace, resource_version=rv,
+                                    label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"),
+                                    send_initial_events=initial_events,
+                                    allow_bookmarks=_qbool(request, "allowWatchBookmarks"))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
-        include = q.get("includeObject", "Metadata")
         resp = web.StreamResponse(status=200)
         resp.content_type = "application/json"
         if as_table:
@@ -519,20 +532,53 @@ class Server:
         resp.headers["Cache-Control"] = "no-cache, private"
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        deadline = time.monotonic() + timeout
+        if stream is None:
+            # As upstream: the watch starts, then ends with the error as its only event.
+            await resp.write(orjson.dumps({"type": "ERROR", "object": too_large.status()}) + b"\n")  # type: ignore[union-attr]
+        else:
+            await self._serve_watch(request, resp, rt, stream, timeout, as_table)
+        try:
+            await resp.write_eof()
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return resp
+
+    async def _serve_watch(self, request: web.Request, resp: web.StreamResponse, rt: ResourceType,
+                           stream: WatchStream, timeout: float, as_table: bool) -> None:
+        """Write the stream's events until it closes, the timeout passes or the client goes.
+
+        Each event is encoded once per form and the bytes are shared among all the watches that
+        send it (`API.watch_frames`); a Table's first event (with column definitions) is its own,
+        and Table frames are shared only within one second (their rows show ages)."""
+        include = request.query.get("includeObject", "Metadata")
+        frames = self.api.watch_frames
+        ctx = self.api.ctx
+        last_write = time.monotonic()
+        deadline = last_write + timeout
         headers_sent = False
+
+        def table_frame(typ: str, obj: dict, headers: bool) -> bytes:
+            t = tables.table(rt, [obj], ctx, include=include, headers=headers,
+                             resource_version=obj["metadata"].get("resourceVersion", ""))
+            return listing.json_frame(typ, t)
+
         try:
             while True:
                 events = stream.ready()
                 if events:
                     chunks = []
                     for typ, obj in events:
-                        if as_table and typ != "BOOKMARK":
-                            obj = tables.table(rt, [obj], self.api.ctx, include=include, headers=not headers_sent,
-                                               resource_version=obj["metadata"].get("resourceVersion", ""))
+                        if not as_table or typ == "BOOKMARK":
+                            chunks.append(frames.frame(typ, obj, "json", lambda: listing.json_frame(typ, obj)))
+                        elif not headers_sent:
+                            chunks.append(table_frame(typ, obj, True))
                             headers_sent = True
-                        chunks.append(orjson.dumps({"type": typ, "object": obj}))
-                    await resp.write(b"\n".join(chunks) + b"\n")
+                        else:
+                            # Rows show ages: a Table frame is shared within the second it was made.
+                            form = ("table", rt.key, include, int(time.monotonic()))
+                            chunks.append(frames.frame(typ, obj, form, lambda: table_frame(typ, obj, False)))
+                    chunks.append(b"")
+                    await resp.write(b"\n".join(chunks))
                 if stream.closed:
                     if stream.watcher.overflowed:
                         err = errors.gone("watch channel was too slow and was closed")
@@ -546,21 +592,15 @@ class Server:
                     break
                 got = await stream.wait(min(remaining, 5.0))
                 if not got:
-                    idle_for = time.monotonic() - getattr(stream, "_last_write", deadline - timeout)
-                    if stream.allow_bookmarks and idle_for >= WATCH_BOOKMARK_INTERVAL:
+                    if stream.allow_bookmarks and time.monotonic() - last_write >= WATCH_BOOKMARK_INTERVAL:
                         await resp.write(orjson.dumps({"type": "BOOKMARK", "object": stream.bookmark()}) + b"\n")
-                        stream._last_write = time.monotonic()
+                        last_write = time.monotonic()
                 else:
-                    stream._last_write = time.monotonic()
+                    last_write = time.monotonic()
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
             stream.close()
-        try:
-            await resp.write_eof()
-        except (ConnectionResetError, RuntimeError):
-            pass
-        return resp
 
 
 def _scale_of(rt: ResourceType, obj: dict) -> dict:
@@ -576,6 +616,22 @@ def _scale_of(rt: ResourceType, obj: dict) -> dict:
 
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _watch_timeout(value: str | None) -> float:
+    """`timeoutSeconds` as upstream reads it: a Go int64 (400 otherwise); unset or 0 is the
+    server's default; a negative value ends the watch at once."""
+    seconds = listing.parse_int64(value) if value else 0
+    return float(seconds) if seconds else DEFAULT_WATCH_TIMEOUT
+
+
+def _check_get_resource_version(api: API, value: str | None) -> None:
+    """A get's resourceVersion: 400 unless an unsigned integer; 504 when ahead of the store (at
+    once: upstream's storage answers so when the watch cache does not serve the read)."""
+    rv = listing.parse_resource_version(value)
+    current = api.store.resource_version
+    if rv > current:
+        raise listing.too_large_resource_version(rv, current)
 
 
 def _qbool(request: web.Request, name: str) -> bool:

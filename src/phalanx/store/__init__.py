@@ -7,9 +7,10 @@ write to SQLite (WAL) before returning; `MemoryStore` keeps everything in memory
 simulation. See `phalanx.store.base` for the contract.
 """
 
-from .base import Event, Store, Watcher, StoreConflict, StoreNotFound, StoreAlreadyExists, StoreGone
+from .base import Store, Watcher, StoreConflict, StoreNotFound, StoreAlreadyExists, StoreGone, StoreTooNew
+from .history import Event
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
 __all__ = ["Event", "Store", "Watcher", "StoreConflict", "StoreNotFound", "StoreAlreadyExists",
-           "StoreGone", "MemoryStore", "SQLiteStore"]
+           "StoreGone", "StoreTooNew", "MemoryStore", "SQLiteStore"]

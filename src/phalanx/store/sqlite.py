@@ -17,8 +17,8 @@ from .base import Obj, Store
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str, history: int | None = None):
-        super().__init__(history)
+    def __init__(self, path: str, history: int | None = None, history_bytes: int | None = None):
+        super().__init__(history, history_bytes)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -34,18 +34,18 @@ class SQLiteStore(Store):
         row = self._db.execute("SELECT v FROM meta WHERE k='rv'").fetchone()
         max_rv = row[0] if row else 0
         for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
-            self._load(key, ns, name, orjson.loads(data))
+            self._load(key, ns, name, orjson.loads(data), data)
             max_rv = max(max_rv, rv)
         self._rv = max_rv
         # History starts empty after a restart: watches from older versions get 410 and relist.
-        self._oldest_rv = max_rv
+        self._history.reset(max_rv)
 
-    def persist_put(self, key: str, ns: str, name: str, rv: int, obj: Obj) -> None:
+    def persist_put(self, key: str, ns: str, name: str, rv: int, obj: Obj, data: bytes) -> None:
         db = self._db
         db.execute("BEGIN")
         try:
             db.execute("INSERT OR REPLACE INTO objects (key, namespace, name, rv, data) VALUES (?,?,?,?,?)",
-                       (key, ns, name, rv, orjson.dumps(obj)))
+                       (key, ns, name, rv, data))
             db.execute("INSERT OR REPLACE INTO meta (k, v) VALUES ('rv', ?)", (rv,))
             db.execute("COMMIT")
         except BaseException:
