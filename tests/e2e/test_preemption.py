@@ -157,7 +157,8 @@ def test_gang_preempts_exactly_what_it_needs_and_binds(workers: Cluster, space: 
                        "-o", "jsonpath={range .items[*]}{.involvedObject.name}{\"\\n\"}{end}").check().out.split()
     assert sorted(events) == victims
     table = c.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Preempted").check().out
-    assert "Preempted by pod group " + ns + "/train on node" in table
+    uid = c.kubectl("get", "podgroup", "train", "-n", ns, "-o", "jsonpath={.metadata.uid}").check().out
+    assert f"Preempted by podgroup {uid} on node cluster" in table
     nominated = c.kubectl("get", "pods", "-n", ns, "-l", "role=train", "-o",
                           "jsonpath={.items[*].status.nominatedNodeName}").check().out.split()
     assert len(nominated) == 2

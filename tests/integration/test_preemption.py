@@ -87,7 +87,7 @@ async def test_gang_evicts_exactly_the_pods_on_the_nodes_it_needs(cluster_factor
     for v in victims:
         dt = cond(c.pod(v), "DisruptionTarget")
         assert (dt["status"], dt["reason"]) == ("True", "PreemptionByScheduler")
-        assert dt["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
+        assert dt["message"] == "default-scheduler: preempting to accommodate a higher priority podgroup"
         assert c.pod(v)["metadata"].get("deletionTimestamp")
     nominated = {c.pod(f"hi-{i}")["status"].get("nominatedNodeName") for i in range(2)}
     assert nominated == victim_nodes
@@ -96,7 +96,9 @@ async def test_gang_evicts_exactly_the_pods_on_the_nodes_it_needs(cluster_factor
     assert st["message"].endswith(f"; preemption: preempting 8 pod(s) of priority ≤ 0 on nodes "
                                   f"{', '.join(sorted(victim_nodes))}")
     ev = next(e for e in c.events(sorted(victims)[0]) if e["reason"] == "Preempted")
-    assert ev["message"] == f"Preempted by pod group default/hi on node {where[sorted(victims)[0]]}"
+    # upstream's words (TestWorkloadAwarePreemptionInvocation): the preemptor's kind and uid, the
+    # domain of workload-aware preemption ("cluster"), not the victim's node
+    assert ev["message"] == f"Preempted by podgroup {c.podgroup('hi')['metadata']['uid']} on node cluster"
     # once the victims are gone the gang binds on the freed nodes; the other pods never moved
     assert await c.run_until(lambda: len(bound_of(c, "hi-")) == 2, within=120)
     assert set(bound_of(c, "hi-").values()) == victim_nodes

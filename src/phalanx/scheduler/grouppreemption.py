@@ -391,8 +391,7 @@ class GroupPreemption:
                     await self._mark_pod_group(unit, group.key, fw)
                 for pi, node in unit.pods:
                     try:
-                        await self.cycle.evict(pi.pod, f"Preempted by pod group {group.key} on node {node}",
-                                               pod_group)
+                        await self.cycle.evict(pi.pod, victim_event_message(pod_group), pod_group)
                     except Exception:  # keep going: a victim that stays is seen when the group retries
                         log.exception("preempting %s/%s", pi.namespace, pi.name)
             for pi, node in status_patches:
@@ -756,6 +755,13 @@ def _preempting(best: DomainPlan, n_feasible: int) -> dict:
                              "podsEvicted": sum(len(u.pods) for u in best.victims)},
                 nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
                 pdbViolations=best.pdb_violations)
+
+
+def victim_event_message(pod_group: Obj) -> str:
+    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group
+    preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
+    uid = (pod_group.get("metadata") or {}).get("uid", "")
+    return f"Preempted by podgroup {uid} on node {CLUSTER}"
 
 
 def disruption_mode(pod_group: dict) -> str:
