@@ -39,10 +39,12 @@ What it does, as upstream 1.36 describes it:
   (`status.nominatedNodeName` and the Nominator, so the freed room is held for them) and the group
   is requeued. While those victims are still terminating the group starts no new preemption;
   when the group fails without preempting, its nominations are cleared.
-- **Topology (beyond 1.36, which refuses preemption for topology-constrained groups).** With a
-  topology constraint, every candidate domain (the PlacementGenerate placements) gets its own
-  eviction set, and the domain with the smallest one wins: fewest PDB violations, then fewest
-  units, then lowest total priority, then a preferred rank, then generation order.
+- **Topology.** Upstream 1.36 refuses preemption for a group with a topology constraint ("workload
+  aware preemption is not supported for pod groups with scheduling constraints"), and so does
+  phalanx by default. phalanx's gate `PhalanxTopologyAwarePreemption` (off by default) lifts that:
+  every candidate domain (the PlacementGenerate placements) gets its own eviction set, and the
+  domain with the smallest one wins: fewest PDB violations, then fewest units, then lowest total
+  priority, then a preferred rank, then generation order.
 - **Single-pod preemption** (DefaultPreemption) keeps 1.36's behaviour for lone pods, which ignores
   PodGroups; a preemptor that belongs to a PodGroup never picks a pod of a `disruptionMode:
   PodGroup` group as a victim, so a gang never evicts part of such a group.
@@ -79,6 +81,8 @@ from .queue import QueuedPodGroup
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
 GATE = "WorkloadAwarePreemption"
+TOPOLOGY_GATE = "PhalanxTopologyAwarePreemption"  # phalanx's extension: preempt for topology-constrained groups
+MSG_CONSTRAINTS = "workload aware preemption is not supported for pod groups with scheduling constraints"
 POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
 DISRUPTION_MODE_POD = "Pod"
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
@@ -254,6 +258,10 @@ class GroupPreemption:
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
             return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
+        if has_topology_constraint(pod_group) and not fw.feature_enabled(TOPOLOGY_GATE):
+            await self._clear_nominations(members)
+            msg = "preemption: " + MSG_CONSTRAINTS
+            return GroupPreemptionResult(msg, {"result": "NotSupported", "message": msg})
         placements = [o.placement for o in outcomes]
         if not placements:
             await self._clear_nominations(members)
@@ -762,6 +770,10 @@ def victim_event_message(pod_group: Obj) -> str:
     preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
     uid = (pod_group.get("metadata") or {}).get("uid", "")
     return f"Preempted by podgroup {uid} on node {CLUSTER}"
+
+
+def has_topology_constraint(pod_group: Obj) -> bool:
+    return bool((((pod_group or {}).get("spec") or {}).get("schedulingConstraints") or {}).get("topology"))
 
 
 def disruption_mode(pod_group: dict) -> str:
