@@ -392,6 +392,20 @@ class PodGroupCycle:
         return True
 
 
+def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional[Obj],
+                       scheduled: int) -> Optional[Status]:
+    """PlacementFeasible before any pod is placed: the rejection when the group's queued members
+    and its pods already scheduled cannot reach what the policy needs (a gang whose minCount pods
+    exist, but not all of them passed PreEnqueue yet); None when a cycle is worth running."""
+    if pod_group is None or not group.members:
+        return None
+    members = [q.pod_info for q in group.members.values()]
+    info = PodGroupInfo(group.namespace, group.name, pod_group, members)
+    st = fw.run_placement_feasible_plugins(CycleState(), info,
+                                           PlacementProgress(scheduled=scheduled, remaining=len(members)))
+    return st if st is not None and st.code in (Code.Unschedulable, Code.UnschedulableAndUnresolvable) else None
+
+
 def _condition_would_change(pg: Obj, status: str, reason: str, message: str) -> bool:
     """Whether PodGroupScheduled would change: not when it says the same already, and never after
     it was True (the condition records the initial decision only, upstream's documented limit)."""
