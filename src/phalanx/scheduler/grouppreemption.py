@@ -107,6 +107,7 @@ class VictimUnit:
     pods: list[tuple[PodInfo, str]]  # (pod, node)
     start: str = ""
     pod_group: Optional[dict] = None
+    preemptor: Optional[PodInfo] = None  # pod-by-pod preemption: the member that chose this victim
 
     @property
     def is_group(self) -> bool:
@@ -207,13 +208,17 @@ class GroupPreemption:
     """`GroupPreemption(cycle, frameworks, enabled=...)`: `frameworks` are the scheduler's profiles
     (their Handles share the client, informers, nominator and PodGroup lister)."""
 
-    def __init__(self, cycle: GroupCycleOps, frameworks: Sequence[Framework], *, enabled: bool):
+    def __init__(self, cycle: GroupCycleOps, frameworks: Sequence[Framework], *, enabled: bool,
+                 pod_by_pod: bool = False):
         self.cycle = cycle
         self.handle: Handle = frameworks[0]
         self.enabled = enabled
+        # WorkloadAwarePreemption off: the group cycle's members preempt one by one (their
+        # PostFilter); this actuates what they chose and keeps the group waiting for its victims.
+        self.pod_by_pod = pod_by_pod and not enabled
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
-        if not self.enabled:
+        if not (self.enabled or self.pod_by_pod):
             return
         informers = self.handle.shared_informer_factory()
         if informers is None:
@@ -221,7 +226,7 @@ class GroupPreemption:
         self.pods = informers.informer("v1", "Pod")
         self.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
         informers.informer(POD_GROUP_API, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
-        for fw in frameworks:
+        for fw in frameworks if self.enabled else ():
             self._guard_default_preemption(fw)
 
     def _pod_group(self, key: Optional[str]) -> Optional[Obj]:
@@ -232,7 +237,7 @@ class GroupPreemption:
     def before_group_cycle(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> None:
         """The group's own nominations would count its pods twice (nominated and assumed) in its
         own cycle: lift them for the cycle; a failure puts them back while the preemption lasts."""
-        if not self.enabled:
+        if not (self.enabled or self.pod_by_pod):
             return
         for q in members:
             if q.pod_info.key in self._nominated:
@@ -242,18 +247,14 @@ class GroupPreemption:
                                      members: Sequence[QueuedPodInfo], outcomes: Sequence[PlacementOutcome],
                                      *, min_count: int = 0,
                                      already: int = 0) -> GroupPreemptionResult:
-        if not self.enabled or not members:
+        if not (self.enabled or self.pod_by_pod) or not members:
             return GroupPreemptionResult()
-        pending = self.pending.get(group.key)
-        if pending is not None:
-            waiting = self._still_terminating(pending)
-            if waiting:
-                self._restore_nominations(pending, members)
-                nodes = sorted({n for _, _, n in waiting})
-                msg = (f"preemption: waiting for {len(waiting)} preempted pod(s) to terminate on nodes "
-                       f"{_names(nodes)}")
-                return GroupPreemptionResult(msg, dict(pending.diagnosis, result="Waiting", message=msg))
-            self.pending.pop(group.key, None)
+        waiting_result = self._waiting(group, members)
+        if waiting_result is not None:
+            return waiting_result
+        if not self.enabled:  # pod by pod: the cycle's members tried; a failed cycle clears nominations
+            await self._clear_nominations(members)
+            return GroupPreemptionResult()
         if any((q.pod_info.spec.get("preemptionPolicy") == "Never") for q in members):
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
@@ -284,6 +285,45 @@ class GroupPreemption:
             return GroupPreemptionResult("" if quiet else evaluation["message"], evaluation)
         await self._actuate(fw, group, pod_group, priority, plan, evaluation)
         return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
+
+    def _waiting(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> Optional[GroupPreemptionResult]:
+        """A preemption of this group whose victims still terminate: keep its nominations and say
+        so (no new preemption meanwhile); None when there is none (a finished one is dropped)."""
+        pending = self.pending.get(group.key)
+        if pending is None:
+            return None
+        waiting = self._still_terminating(pending)
+        if not waiting:
+            self.pending.pop(group.key, None)
+            return None
+        self._restore_nominations(pending, members)
+        nodes = sorted({n for _, _, n in waiting})
+        msg = f"preemption: waiting for {len(waiting)} preempted pod(s) to terminate on nodes {_names(nodes)}"
+        return GroupPreemptionResult(msg, dict(pending.diagnosis, result="Waiting", message=msg))
+
+    async def actuate_pod_by_pod(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj,
+                                 members: Sequence[QueuedPodInfo], outcome: PlacementOutcome) -> GroupPreemptionResult:
+        """The group fits with the victims its members' PostFilter chose (`outcome.victims`):
+        evict them and nominate every placed member to its node; while an earlier preemption's
+        victims still terminate, evict nothing more and keep that one's nominations."""
+        if not self.pod_by_pod:
+            return GroupPreemptionResult()
+        waiting_result = self._waiting(group, members)
+        if waiting_result is not None:
+            return waiting_result
+        units = [VictimUnit("Pod", v.key, f"{v.namespace}/{v.name}", v.priority, [(v, node)],
+                            pod_start_time_key(v), preemptor=by) for v, node, by in outcome.victims]
+        plan = DomainPlan(Domain(CLUSTER, []), victims=units,
+                          assignment=[(a.pod_info, a.node) for a in outcome.assigned], feasible=True)
+        nodes = sorted({n for _, n, _ in outcome.victims})
+        msg = f"preemption: preempting {describe_units(units)} pod by pod on nodes {_names(nodes)}"
+        diag = dict(result="Preempting", message=msg, domain=CLUSTER,
+                    victims=[u.record() for u in units[:MAX_LISTED]],
+                    victimCount={"pods": len(units), "podGroups": 0, "podsEvicted": len(units)},
+                    nominations={pi.name: n for pi, n in plan.assignment[:MAX_LISTED]})
+        priority = group_priority(pod_group, [q.pod_info for q in members])
+        await self._actuate(fw, group, pod_group, priority, plan, diag)
+        return GroupPreemptionResult(msg, diag, preempted=True)
 
     # -- evaluation ----------------------------------------------------------------------------------
     def _evaluate(self, fw: Framework, group_key: str, priority: int, members: Sequence[QueuedPodInfo],
@@ -399,7 +439,11 @@ class GroupPreemption:
                     await self._mark_pod_group(unit, group.key, fw)
                 for pi, node in unit.pods:
                     try:
-                        await self.cycle.evict(pi.pod, victim_event_message(pod_group), pod_group)
+                        if unit.preemptor is not None:  # pod by pod: the pod preemption's own words
+                            await self.cycle.evict(pi.pod, f"Preempted by pod {unit.preemptor.uid} on node {node}",
+                                                   unit.preemptor.pod)
+                        else:
+                            await self.cycle.evict(pi.pod, victim_event_message(pod_group), pod_group)
                     except Exception:  # keep going: a victim that stays is seen when the group retries
                         log.exception("preempting %s/%s", pi.namespace, pi.name)
             for pi, node in status_patches:

@@ -107,7 +107,8 @@ class Scheduler:
         self._task: asyncio.Task | None = None
         self.group_preemption = GroupPreemption(
             self.group_cycle, list(self.frameworks.values()),
-            enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)))
+            enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)),
+            pod_by_pod=self.group_aware)
         self.group_cycle.preemption = self.group_preemption
 
     # -- construction ------------------------------------------------------------------------------
