@@ -45,6 +45,10 @@ What it does, as upstream 1.36 describes it:
   every candidate domain (the PlacementGenerate placements) gets its own eviction set, and the
   domain with the smallest one wins: fewest PDB violations, then fewest units, then lowest total
   priority, then a preferred rank, then generation order.
+- **Pod by pod (WorkloadAwarePreemption off).** The group cycle runs each member's PostFilter and
+  places it on the nominated node with its victims out of the view; when the group fits so,
+  `actuate_pod_by_pod` evicts those victims ("Preempted by pod <uid> on node <node>"), nominates
+  the members and keeps the group waiting for them like a workload-aware preemption.
 - **Single-pod preemption** (DefaultPreemption) keeps 1.36's behaviour for lone pods, which ignores
   PodGroups; a preemptor that belongs to a PodGroup never picks a pod of a `disruptionMode:
   PodGroup` group as a victim, so a gang never evicts part of such a group.
