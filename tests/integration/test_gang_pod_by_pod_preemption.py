@@ -61,6 +61,11 @@ async def test_group_schedules_after_its_members_preempt(cluster_factory, policy
     uids = {c.pod(f"p{i}")["metadata"]["uid"] for i in range(1, 5)}
     assert any(message == f"Preempted by pod {u} on node node-0" for u in uids), message
     assert c.scheduler.stats["groups_waiting_on_preemption"] >= 1
+    # while the victim went away the group said why it waited, in upstream's words
+    waits = [e["message"] for e in c.events("pg1") if e["reason"] == "FailedScheduling"]
+    assert "pod group is waiting for preemption to complete" in waits
+    diag = c.scheduler.last_diagnosis.get("group:default/pg1")
+    assert diag["result"] == "Scheduled"
     await c.stop()
 
 

@@ -341,14 +341,14 @@ class PodGroupCycle:
             self.revert(fw, chosen)
         ctx.stats["groups_waiting_on_preemption"] += 1
         ctx.queue.requeue(group, chosen.plugins)
-        summary = MSG_WAITING_ON_PREEMPTION
+        summary = MSG_WAITING_ON_PREEMPTION  # upstream's condition and pod message, word for word
         preemption: dict = {}
-        if self.preemption is not None:
+        nominated: dict[str, str] = {}
+        if self.preemption is not None:  # what was preempted, or still terminates, is for `phalanx explain`
             result = await self.preemption.actuate_pod_by_pod(fw, group, attempt.pod_group, attempt.members, chosen)
             preemption = result.diagnosis or {}
-            if result.message:
-                summary += "; " + result.message
-        nominated = {a.pod_info.key: a.node for a in chosen.assigned}
+            if result.preempted:  # else an earlier preemption's nominations stand
+                nominated = {a.pod_info.key: a.node for a in chosen.assigned}
         diag = {"result": "Unschedulable", "podsPlaced": len(chosen.assigned), "podsInCycle": len(attempt.members),
                 "minCount": attempt.min_count, "alreadyScheduled": attempt.already, "message": summary,
                 "pods": {}, "placementsTried": [chosen.record(summary)], "preemption": preemption}
