@@ -157,7 +157,8 @@ def test_gang_preempts_exactly_what_it_needs_and_binds(workers: Cluster, space: 
                        "-o", "jsonpath={range .items[*]}{.involvedObject.name}{\"\\n\"}{end}").check().out.split()
     assert sorted(events) == victims
     table = c.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Preempted").check().out
-    assert "Preempted by pod group " + ns + "/train on node" in table
+    uid = c.kubectl("get", "podgroup", "train", "-n", ns, "-o", "jsonpath={.metadata.uid}").check().out
+    assert f"Preempted by podgroup {uid} on node cluster" in table
     nominated = c.kubectl("get", "pods", "-n", ns, "-l", "role=train", "-o",
                           "jsonpath={.items[*].status.nominatedNodeName}").check().out.split()
     assert len(nominated) == 2
@@ -196,3 +197,73 @@ def test_preemption_policy_never_evicts_nothing(workers: Cluster, space: str):
                      "-o", "name").check().out.strip() == ""
     assert len(running(c, ns, "role=filler")) == 4
     assert not any(disruption_reasons(c, ns).values())
+
+
+def test_topology_constrained_gang_is_refused_workload_aware_preemption(workers: Cluster, space: str):
+    """Upstream 1.36 ("tas gang with constraint does not use workload preemption"); phalanx's own
+    gate PhalanxTopologyAwarePreemption, off by default, would lift it."""
+    c, ns = workers, space
+    gates = c.phalanx("get", "featuregates", "--name", c.name).check().out
+    assert any(line.split()[:4] == ["PhalanxTopologyAwarePreemption", "ALPHA", "(phalanx)", "false"]
+               for line in gates.splitlines())
+    c.kubectl("apply", "-f", "-", input=victims_yaml(ns, 4)).check()
+    assert poll(lambda: len(running(c, ns, "role=filler")) == 4)
+    gang = gang_yaml(ns, "racked", 1, "4", "e2e-high").replace(
+        "  schedulingPolicy:\n", "  schedulingConstraints:\n    topology: [{key: kubernetes.io/hostname}]\n"
+        "  schedulingPolicy:\n", 1)
+    c.kubectl("apply", "-f", "-", input=gang).check()
+    unschedulable = '--for=jsonpath={.status.conditions[?(@.type=="PodGroupScheduled")].reason}=Unschedulable'
+    c.kubectl("wait", "-n", ns, "podgroup/racked", "--timeout=30s", unschedulable).check()
+    msg = c.kubectl("get", "podgroup", "racked", "-n", ns, "-o",
+                    'jsonpath={.status.conditions[?(@.type=="PodGroupScheduled")].message}').check().out
+    assert msg.endswith("preemption: workload aware preemption is not supported for pod groups with "
+                        "scheduling constraints")
+    assert c.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Preempted",
+                     "-o", "name").check().out.strip() == ""
+    assert len(running(c, ns, "role=filler")) == 4
+
+
+@pytest.fixture(scope="module")
+def workers_wap_off(tmp_path_factory) -> Cluster:
+    config = TWO_WORKERS + "featureGates:\n  WorkloadAwarePreemption: false\n"
+    c = create_cluster(tmp_path_factory.mktemp("preemption-pod-by-pod"), "preempt-pbp", config=config)
+    c.kubectl("apply", "-f", "-", input=PRIORITY_CLASSES).check()
+    yield c
+    c.phalanx("delete", "cluster", "--name", c.name)
+
+
+def test_without_workload_aware_preemption_gang_members_preempt_pod_by_pod(workers_wap_off: Cluster):
+    """Upstream 1.36 ("gang schedules with preemption", WorkloadAwarePreemption off): each member
+    that fits nowhere preempts for itself; the victims go only because the whole gang fits, the
+    members are nominated, and the gang binds on the room."""
+    c, ns = workers_wap_off, "pbp"
+    c.kubectl("create", "namespace", ns).check()
+    c.kubectl("apply", "-f", "-", input=victims_yaml(ns, 4)).check()
+    assert poll(lambda: len(running(c, ns, "role=filler")) == 4), c.kubectl("get", "pods", "-n", ns, "-o", "wide").out
+    c.kubectl("apply", "-f", "-", input=gang_yaml(ns, "train", 2, "4", "e2e-high")).check()
+    reasons = poll(lambda: (r := disruption_reasons(c, ns)) and sum(1 for v in r.values() if v) == 2 and r)
+    assert reasons, c.kubectl("get", "pods", "-n", ns, "-o", "yaml").out
+    victims = sorted(n for n, v in reasons.items() if v)
+    members = c.kubectl("get", "pods", "-n", ns, "-l", "role=train", "-o",
+                        "jsonpath={.items[*].metadata.uid}").check().out.split()
+    table = c.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Preempted", "-o",
+                      "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}").check().out.splitlines()
+    assert len(table) == 2 and all(any(m.startswith(f"Preempted by pod {u} on node ") for u in members)
+                                   for m in table), table
+    nominated = c.kubectl("get", "pods", "-n", ns, "-l", "role=train", "-o",
+                          "jsonpath={.items[*].status.nominatedNodeName}").check().out.split()
+    assert len(nominated) == 2
+    msg = c.kubectl("get", "podgroup", "train", "-n", ns, "-o",
+                    'jsonpath={.status.conditions[?(@.type=="PodGroupScheduled")].message}').check().out
+    # upstream's words; a retry while the victims still terminate says it waits for them
+    assert msg == "pod group is waiting for preemption to complete" or \
+        "; preemption: waiting for 2 preempted pod(s) to terminate on nodes " in msg, msg
+    for v in victims:
+        c.kubectl("patch", "pod", v, "-n", ns, "--type=merge", "-p", '{"metadata":{"finalizers":null}}').check()
+    c.kubectl("wait", "-n", ns, "--for=condition=Ready", "pod", "-l", "role=train", "--timeout=60s").check()
+    assert running(c, ns, "role=filler") == sorted(set(reasons) - set(victims))
+    out = c.kubectl("get", "podgroup", "train", "-n", ns, "-o",
+                    'jsonpath={.status.conditions[?(@.type=="PodGroupScheduled")].status}').check().out
+    assert out == "True"
+    for p in c.kubectl("get", "pods", "-n", ns, "-o", "name").out.split():
+        c.kubectl("patch", "-n", ns, p, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')

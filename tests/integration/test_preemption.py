@@ -87,7 +87,7 @@ async def test_gang_evicts_exactly_the_pods_on_the_nodes_it_needs(cluster_factor
     for v in victims:
         dt = cond(c.pod(v), "DisruptionTarget")
         assert (dt["status"], dt["reason"]) == ("True", "PreemptionByScheduler")
-        assert dt["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
+        assert dt["message"] == "default-scheduler: preempting to accommodate a higher priority podgroup"
         assert c.pod(v)["metadata"].get("deletionTimestamp")
     nominated = {c.pod(f"hi-{i}")["status"].get("nominatedNodeName") for i in range(2)}
     assert nominated == victim_nodes
@@ -96,7 +96,9 @@ async def test_gang_evicts_exactly_the_pods_on_the_nodes_it_needs(cluster_factor
     assert st["message"].endswith(f"; preemption: preempting 8 pod(s) of priority ≤ 0 on nodes "
                                   f"{', '.join(sorted(victim_nodes))}")
     ev = next(e for e in c.events(sorted(victims)[0]) if e["reason"] == "Preempted")
-    assert ev["message"] == f"Preempted by pod group default/hi on node {where[sorted(victims)[0]]}"
+    # upstream's words (TestWorkloadAwarePreemptionInvocation): the preemptor's kind and uid, the
+    # domain of workload-aware preemption ("cluster"), not the victim's node
+    assert ev["message"] == f"Preempted by podgroup {c.podgroup('hi')['metadata']['uid']} on node cluster"
     # once the victims are gone the gang binds on the freed nodes; the other pods never moved
     assert await c.run_until(lambda: len(bound_of(c, "hi-")) == 2, within=120)
     assert set(bound_of(c, "hi-").values()) == victim_nodes
@@ -271,10 +273,32 @@ async def test_pod_disruption_budgets_respected_when_possible(cluster_factory, b
     await c.stop()
 
 
-# -- topology (beyond 1.36) ------------------------------------------------------------------------
+# -- topology ----------------------------------------------------------------------------------------
+
+async def test_topology_constrained_gang_does_not_preempt_by_default(cluster_factory):
+    """Upstream 1.36 ("tas gang with constraint does not use workload preemption"): a gang with a
+    topology constraint is refused workload-aware preemption and stays unschedulable."""
+    c = await cluster_factory().start(nodes(2, cpu="4", **{RACK: "rack-0"}))
+    await priority_classes(c)
+    await fill(c, {"lo-0": "node-0", "lo-1": "node-1"}, cpu="4")
+    await gang(c, "hi", 2, schedulingConstraints={"topology": [{"key": RACK}]})
+    assert await c.run_until(lambda: (st := cond(c.podgroup("hi"), "PodGroupScheduled")) is not None
+                             and st["status"] == "False")
+    await c.settle(5)
+    assert preempted(c) == set()
+    assert {"lo-0", "lo-1"} <= set(c.running())
+    assert not bound_of(c, "hi-")
+    msg = cond(c.podgroup("hi"), "PodGroupScheduled")["message"]
+    assert msg.endswith("; preemption: workload aware preemption is not supported for pod groups "
+                        "with scheduling constraints")
+    assert c.scheduler.stats["group_preemptions"] == 0
+    await c.stop()
+
 
 async def test_topology_constrained_gang_takes_the_rack_with_the_smallest_eviction_set(cluster_factory):
-    c = await cluster_factory().start(nodes(6, cpu="4", **{RACK: lambda i: f"rack-{i // 2}"}))
+    """phalanx's extension, behind its own gate PhalanxTopologyAwarePreemption (off by default)."""
+    c = await cluster_factory(gates={"PhalanxTopologyAwarePreemption": True}).start(
+        nodes(6, cpu="4", **{RACK: lambda i: f"rack-{i // 2}"}))
     await priority_classes(c)
     await fill(c, {f"r0-{n}-{i}": f"node-{n}" for n in (0, 1) for i in range(4)})      # 8 victims
     await fill(c, {"r1-a": "node-2", "r1-b": "node-2"}, cpu="2")                       # 3 victims

@@ -108,6 +108,11 @@ KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
     # scheduling.phalanx.dev/preferred-topology, docs/topology.md). It acts only where the
     # TopologyPlacementGenerator plugin runs, i.e. with TopologyAwareWorkloadScheduling on.
     GateSpec("PhalanxPreferredTopology", ALPHA, True, phalanx=True),
+    # Workload-aware preemption for PodGroups with a topology constraint (each domain gets its own
+    # eviction set, the smallest wins; docs/topology.md). Upstream 1.36 refuses preemption for
+    # such groups, and so does phalanx unless this gate is on.
+    GateSpec("PhalanxTopologyAwarePreemption", ALPHA, False, phalanx=True,
+             depends_on=("WorkloadAwarePreemption",)),
 ]}
 
 # Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.

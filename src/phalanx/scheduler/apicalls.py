@@ -75,12 +75,13 @@ async def write_pod_unschedulable(client: Client, clock: Clock, pod: Obj, reason
     await patch_pod_status(client, pod, patch)
 
 
-async def evict_pod(client: Client, clock: Clock, victim: Obj, message: str) -> None:
+async def evict_pod(client: Client, clock: Clock, victim: Obj, message: str, preemptor_type: str = "pod") -> None:
     """Preemption's eviction: DisruptionTarget=True (PreemptionByScheduler), delete with the
-    victim's uid as precondition, and a `Preempted` event on the victim."""
+    victim's uid as precondition, and a `Preempted` event on the victim. `preemptor_type` is
+    upstream's word for the preemptor: `pod`, or `podgroup` for workload-aware preemption."""
     md = victim["metadata"]
     cond = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+            "message": f"default-scheduler: preempting to accommodate a higher priority {preemptor_type}",
             "lastTransitionTime": timestamp(clock)}
     await patch_pod_status(client, victim, {"status": {"conditions": [cond]}})
     try:

@@ -39,10 +39,16 @@ What it does, as upstream 1.36 describes it:
   (`status.nominatedNodeName` and the Nominator, so the freed room is held for them) and the group
   is requeued. While those victims are still terminating the group starts no new preemption;
   when the group fails without preempting, its nominations are cleared.
-- **Topology (beyond 1.36, which refuses preemption for topology-constrained groups).** With a
-  topology constraint, every candidate domain (the PlacementGenerate placements) gets its own
-  eviction set, and the domain with the smallest one wins: fewest PDB violations, then fewest
-  units, then lowest total priority, then a preferred rank, then generation order.
+- **Topology.** Upstream 1.36 refuses preemption for a group with a topology constraint ("workload
+  aware preemption is not supported for pod groups with scheduling constraints"), and so does
+  phalanx by default. phalanx's gate `PhalanxTopologyAwarePreemption` (off by default) lifts that:
+  every candidate domain (the PlacementGenerate placements) gets its own eviction set, and the
+  domain with the smallest one wins: fewest PDB violations, then fewest units, then lowest total
+  priority, then a preferred rank, then generation order.
+- **Pod by pod (WorkloadAwarePreemption off).** The group cycle runs each member's PostFilter and
+  places it on the nominated node with its victims out of the view; when the group fits so,
+  `actuate_pod_by_pod` evicts those victims ("Preempted by pod <uid> on node <node>"), nominates
+  the members and keeps the group waiting for them like a workload-aware preemption.
 - **Single-pod preemption** (DefaultPreemption) keeps 1.36's behaviour for lone pods, which ignores
   PodGroups; a preemptor that belongs to a PodGroup never picks a pod of a `disruptionMode:
   PodGroup` group as a victim, so a gang never evicts part of such a group.
@@ -79,6 +85,8 @@ from .queue import QueuedPodGroup
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
 GATE = "WorkloadAwarePreemption"
+TOPOLOGY_GATE = "PhalanxTopologyAwarePreemption"  # phalanx's extension: preempt for topology-constrained groups
+MSG_CONSTRAINTS = "workload aware preemption is not supported for pod groups with scheduling constraints"
 POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
 DISRUPTION_MODE_POD = "Pod"
 DISRUPTION_MODE_POD_GROUP = "PodGroup"
@@ -103,6 +111,7 @@ class VictimUnit:
     pods: list[tuple[PodInfo, str]]  # (pod, node)
     start: str = ""
     pod_group: Optional[dict] = None
+    preemptor: Optional[PodInfo] = None  # pod-by-pod preemption: the member that chose this victim
 
     @property
     def is_group(self) -> bool:
@@ -203,13 +212,17 @@ class GroupPreemption:
     """`GroupPreemption(cycle, frameworks, enabled=...)`: `frameworks` are the scheduler's profiles
     (their Handles share the client, informers, nominator and PodGroup lister)."""
 
-    def __init__(self, cycle: GroupCycleOps, frameworks: Sequence[Framework], *, enabled: bool):
+    def __init__(self, cycle: GroupCycleOps, frameworks: Sequence[Framework], *, enabled: bool,
+                 pod_by_pod: bool = False):
         self.cycle = cycle
         self.handle: Handle = frameworks[0]
         self.enabled = enabled
+        # WorkloadAwarePreemption off: the group cycle's members preempt one by one (their
+        # PostFilter); this actuates what they chose and keeps the group waiting for its victims.
+        self.pod_by_pod = pod_by_pod and not enabled
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
-        if not self.enabled:
+        if not (self.enabled or self.pod_by_pod):
             return
         informers = self.handle.shared_informer_factory()
         if informers is None:
@@ -217,7 +230,7 @@ class GroupPreemption:
         self.pods = informers.informer("v1", "Pod")
         self.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
         informers.informer(POD_GROUP_API, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
-        for fw in frameworks:
+        for fw in frameworks if self.enabled else ():
             self._guard_default_preemption(fw)
 
     def _pod_group(self, key: Optional[str]) -> Optional[Obj]:
@@ -228,7 +241,7 @@ class GroupPreemption:
     def before_group_cycle(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> None:
         """The group's own nominations would count its pods twice (nominated and assumed) in its
         own cycle: lift them for the cycle; a failure puts them back while the preemption lasts."""
-        if not self.enabled:
+        if not (self.enabled or self.pod_by_pod):
             return
         for q in members:
             if q.pod_info.key in self._nominated:
@@ -238,22 +251,22 @@ class GroupPreemption:
                                      members: Sequence[QueuedPodInfo], outcomes: Sequence[PlacementOutcome],
                                      *, min_count: int = 0,
                                      already: int = 0) -> GroupPreemptionResult:
-        if not self.enabled or not members:
+        if not (self.enabled or self.pod_by_pod) or not members:
             return GroupPreemptionResult()
-        pending = self.pending.get(group.key)
-        if pending is not None:
-            waiting = self._still_terminating(pending)
-            if waiting:
-                self._restore_nominations(pending, members)
-                nodes = sorted({n for _, _, n in waiting})
-                msg = (f"preemption: waiting for {len(waiting)} preempted pod(s) to terminate on nodes "
-                       f"{_names(nodes)}")
-                return GroupPreemptionResult(msg, dict(pending.diagnosis, result="Waiting", message=msg))
-            self.pending.pop(group.key, None)
+        waiting_result = self._waiting(group, members)
+        if waiting_result is not None:
+            return waiting_result
+        if not self.enabled:  # pod by pod: the cycle's members tried; a failed cycle clears nominations
+            await self._clear_nominations(members)
+            return GroupPreemptionResult()
         if any((q.pod_info.spec.get("preemptionPolicy") == "Never") for q in members):
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
             return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
+        if has_topology_constraint(pod_group) and not fw.feature_enabled(TOPOLOGY_GATE):
+            await self._clear_nominations(members)
+            msg = "preemption: " + MSG_CONSTRAINTS
+            return GroupPreemptionResult(msg, {"result": "NotSupported", "message": msg})
         placements = [o.placement for o in outcomes]
         if not placements:
             await self._clear_nominations(members)
@@ -276,6 +289,45 @@ class GroupPreemption:
             return GroupPreemptionResult("" if quiet else evaluation["message"], evaluation)
         await self._actuate(fw, group, pod_group, priority, plan, evaluation)
         return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
+
+    def _waiting(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> Optional[GroupPreemptionResult]:
+        """A preemption of this group whose victims still terminate: keep its nominations and say
+        so (no new preemption meanwhile); None when there is none (a finished one is dropped)."""
+        pending = self.pending.get(group.key)
+        if pending is None:
+            return None
+        waiting = self._still_terminating(pending)
+        if not waiting:
+            self.pending.pop(group.key, None)
+            return None
+        self._restore_nominations(pending, members)
+        nodes = sorted({n for _, _, n in waiting})
+        msg = f"preemption: waiting for {len(waiting)} preempted pod(s) to terminate on nodes {_names(nodes)}"
+        return GroupPreemptionResult(msg, dict(pending.diagnosis, result="Waiting", message=msg))
+
+    async def actuate_pod_by_pod(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj,
+                                 members: Sequence[QueuedPodInfo], outcome: PlacementOutcome) -> GroupPreemptionResult:
+        """The group fits with the victims its members' PostFilter chose (`outcome.victims`):
+        evict them and nominate every placed member to its node; while an earlier preemption's
+        victims still terminate, evict nothing more and keep that one's nominations."""
+        if not self.pod_by_pod:
+            return GroupPreemptionResult()
+        waiting_result = self._waiting(group, members)
+        if waiting_result is not None:
+            return waiting_result
+        units = [VictimUnit("Pod", v.key, f"{v.namespace}/{v.name}", v.priority, [(v, node)],
+                            pod_start_time_key(v), preemptor=by) for v, node, by in outcome.victims]
+        plan = DomainPlan(Domain(CLUSTER, []), victims=units,
+                          assignment=[(a.pod_info, a.node) for a in outcome.assigned], feasible=True)
+        nodes = sorted({n for _, n, _ in outcome.victims})
+        msg = f"preemption: preempting {describe_units(units)} pod by pod on nodes {_names(nodes)}"
+        diag = dict(result="Preempting", message=msg, domain=CLUSTER,
+                    victims=[u.record() for u in units[:MAX_LISTED]],
+                    victimCount={"pods": len(units), "podGroups": 0, "podsEvicted": len(units)},
+                    nominations={pi.name: n for pi, n in plan.assignment[:MAX_LISTED]})
+        priority = group_priority(pod_group, [q.pod_info for q in members])
+        await self._actuate(fw, group, pod_group, priority, plan, diag)
+        return GroupPreemptionResult(msg, diag, preempted=True)
 
     # -- evaluation ----------------------------------------------------------------------------------
     def _evaluate(self, fw: Framework, group_key: str, priority: int, members: Sequence[QueuedPodInfo],
@@ -391,8 +443,11 @@ class GroupPreemption:
                     await self._mark_pod_group(unit, group.key, fw)
                 for pi, node in unit.pods:
                     try:
-                        await self.cycle.evict(pi.pod, f"Preempted by pod group {group.key} on node {node}",
-                                               pod_group)
+                        if unit.preemptor is not None:  # pod by pod: the pod preemption's own words
+                            await self.cycle.evict(pi.pod, f"Preempted by pod {unit.preemptor.uid} on node {node}",
+                                                   unit.preemptor.pod)
+                        else:
+                            await self.cycle.evict(pi.pod, victim_event_message(pod_group), pod_group)
                     except Exception:  # keep going: a victim that stays is seen when the group retries
                         log.exception("preempting %s/%s", pi.namespace, pi.name)
             for pi, node in status_patches:
@@ -756,6 +811,17 @@ def _preempting(best: DomainPlan, n_feasible: int) -> dict:
                              "podsEvicted": sum(len(u.pods) for u in best.victims)},
                 nominations={pi.name: n for pi, n in best.assignment[:MAX_LISTED]},
                 pdbViolations=best.pdb_violations)
+
+
+def victim_event_message(pod_group: Obj) -> str:
+    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group
+    preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
+    uid = (pod_group.get("metadata") or {}).get("uid", "")
+    return f"Preempted by podgroup {uid} on node {CLUSTER}"
+
+
+def has_topology_constraint(pod_group: Obj) -> bool:
+    return bool((((pod_group or {}).get("spec") or {}).get("schedulingConstraints") or {}).get("topology"))
 
 
 def disruption_mode(pod_group: dict) -> str:

@@ -38,6 +38,11 @@ class PlacementOutcome:
     tried: bool = True  # False: left out on capacity without running the group algorithm
     kept: bool = False  # the lone feasible placement: its assumptions stay for the commit
     displaced: list[Assignment] = field(default_factory=list)  # preemption's reprieve: pods to put back
+    # Pod-by-pod preemption in the cycle (WorkloadAwarePreemption off): members placed on the node
+    # their PostFilter nominated, with its victims taken out of the view until the try is reverted.
+    victims: list[tuple[PodInfo, str, PodInfo]] = field(default_factory=list)  # (victim, node, preemptor)
+    preempting: dict[str, FitError] = field(default_factory=dict)  # member key -> why it needed preemption
+    lower_nominated: list[PodInfo] = field(default_factory=list)  # lower-priority nominations to clear
 
     @property
     def name(self) -> str:

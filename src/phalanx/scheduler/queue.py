@@ -116,6 +116,9 @@ class SchedulingQueue:
         self._events_during: dict[str, int] = {}
         # Called when a pod is gated with a new message (the scheduler makes it visible on the pod).
         self.on_gated: Callable[[QueuedPodInfo, Any], None] | None = None
+        # Asked before a pod group is popped: a Status when its members cannot make a cycle worth
+        # running yet (a gang with fewer than minCount pods past PreEnqueue); None when they can.
+        self.group_ready: Callable[[QueuedPodGroup], Any] | None = None
         self._gate_messages: dict[str, str] = {}
 
     # -- bookkeeping -----------------------------------------------------------------------------
@@ -292,6 +295,8 @@ class SchedulingQueue:
                     if not e.members:
                         self._drop_group(e)
                         continue
+                    if self._wait_for_members(e):
+                        continue
                 e.attempts += 1
                 self.in_flight.add(k)
                 self.scheduling_cycle += 1
@@ -310,6 +315,22 @@ class SchedulingQueue:
                 t.cancel()
             self._flush_unschedulable()
         return None
+
+    def _wait_for_members(self, group: QueuedPodGroup) -> bool:
+        """Park a group whose members cannot make a cycle worth running yet (upstream's gang
+        PreEnqueue holds such pods; here some of them are held by another PreEnqueue plugin, e.g.
+        a claim not created yet). Not an attempt and not a failure: no backoff, no event; the
+        group returns to activeQ when another member passes PreEnqueue or a hint of the plugin
+        that held it fires."""
+        if self.group_ready is None:
+            return False
+        st = self.group_ready(group)
+        if st is None:
+            return False
+        plugin = getattr(st, "plugin", None)
+        group.unschedulable_plugins = {plugin} if plugin else set()
+        self.unschedulable[entity_key(group)] = (group, self.clock.now())
+        return True
 
     def done(self, e: Entity) -> None:
         """The cycle for `e` finished (successfully or not)."""

@@ -47,6 +47,13 @@ log = logging.getLogger("phalanx.scheduler")
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
+def preemptor_type(preemptor: Obj) -> str:
+    """Upstream's name for what preempts, in victims' events and conditions: `pod` or `podgroup`."""
+    if preemptor.get("kind") == "PodGroup" or "schedulingPolicy" in (preemptor.get("spec") or {}):
+        return "podgroup"
+    return "pod"
+
+
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
@@ -92,7 +99,7 @@ class CycleContext:
         await patch_pod_status(self.client, pod, patch)
 
     async def evict(self, victim: Obj, message: str, preemptor: Obj) -> None:
-        await evict_pod(self.client, self.clock, victim, message)
+        await evict_pod(self.client, self.clock, victim, message, preemptor_type(preemptor))
 
 
 class PodCycle:

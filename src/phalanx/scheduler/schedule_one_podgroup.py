@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("phalanx.scheduler")
 
 CLUSTER = "cluster"
+WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
+MSG_WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
 MAX_LISTED_PLACEMENTS = 50
 MAX_LISTED_PODS = 10
 
@@ -63,6 +65,7 @@ class GroupAttempt:
     already: int  # the group's pods already assumed or bound
     min_count: int
     state: CycleState
+    preempt: bool = False  # members may preempt pod by pod (PostFilter), as 1.36 without WAP
 
 
 class PodGroupCycle:
@@ -115,7 +118,8 @@ class PodGroupCycle:
         _, min_count = policy_of(pg)
         attempt = GroupAttempt(fw, group, pg, members,
                                PodGroupInfo(group.namespace, group.name, pg, [q.pod_info for q in members]),
-                               len(ctx.cache.scheduled_in_group(group.key)), min_count, CycleState())
+                               len(ctx.cache.scheduled_in_group(group.key)), min_count, CycleState(),
+                               preempt=pod_by_pod_preemption(fw, pg))
         parent = Placement(CLUSTER, list(ctx.snapshot.list()))
         # Members that join an already scheduled group stay in its domain (topology placements).
         placements, st = fw.run_placement_generate_plugins(attempt.state, attempt.info, parent)
@@ -130,6 +134,9 @@ class PodGroupCycle:
             await self._no_placement_fits(attempt, outcomes)
             return
         chosen = self._choose(attempt, feasible)
+        if chosen.victims:
+            await self._waiting_on_preemption(attempt, chosen)
+            return
         self._commit(attempt, chosen)
         self._scheduled(attempt, chosen, outcomes, skipped)
 
@@ -162,7 +169,8 @@ class PodGroupCycle:
         single = len(placements) == 1
 
         def try_one(placement: Placement) -> PlacementOutcome:
-            outcome = self.try_placement(fw, placement, attempt.members, attempt.info, attempt.already)
+            outcome = self.try_placement(fw, placement, attempt.members, attempt.info, attempt.already,
+                                         preempt=attempt.preempt)
             if single and outcome.feasible:
                 outcome.kept = True
             else:
@@ -188,8 +196,10 @@ class PodGroupCycle:
 
     # -- one placement ----------------------------------------------------------------------------------
     def try_placement(self, fw: Framework, placement: Placement, members: Sequence[QueuedPodInfo],
-                      pg_info: PodGroupInfo, already: int) -> PlacementOutcome:
-        """Run the group algorithm on one placement; assumptions stay on its view until `revert`."""
+                      pg_info: PodGroupInfo, already: int, *, preempt: bool = False) -> PlacementOutcome:
+        """Run the group algorithm on one placement; assumptions stay on its view until `revert`.
+        `preempt`: a member that fits nowhere runs PostFilter, and one that gets a nominated node
+        counts as placed there, its victims out of the view (upstream's pod-by-pod preemption)."""
         view = self.ctx.snapshot if placement.name == CLUSTER else Snapshot(placement.nodes)
         outcome = PlacementOutcome(placement, view)
         feasible_status: Optional[Status] = None
@@ -197,7 +207,7 @@ class PodGroupCycle:
         for qpi in members:
             evaluated += 1
             pstate = CycleState()
-            self._place_member(fw, outcome, qpi, pstate)
+            self._place_member(fw, outcome, qpi, pstate, preempt)
             progress = PlacementProgress(scheduled=already + len(outcome.assigned), remaining=len(members) - evaluated)
             feasible_status = fw.run_placement_feasible_plugins(pstate, pg_info, progress)
             if feasible_status is not None and feasible_status.is_rejected():
@@ -213,7 +223,8 @@ class PodGroupCycle:
         outcome.feasible = feasible and bool(outcome.assigned) or (feasible and already > 0 and not members)
         return outcome
 
-    def _place_member(self, fw: Framework, outcome: PlacementOutcome, qpi: QueuedPodInfo, pstate: CycleState) -> None:
+    def _place_member(self, fw: Framework, outcome: PlacementOutcome, qpi: QueuedPodInfo, pstate: CycleState,
+                      preempt: bool = False) -> None:
         """Filter, score, assume and reserve one member on the outcome's view, or record why not."""
         pi = qpi.pod_info
         view = outcome.view
@@ -221,15 +232,18 @@ class PodGroupCycle:
         try:
             res = fw.schedule_pod(pstate, pi, view)
         except FitError as fe:
-            outcome.failures[pi.key] = (qpi, fe)
-            outcome.plugins |= set(fe.diagnosis.unschedulable_plugins)
-            return
+            node = nominate_by_preemption(fw, outcome, pi, pstate, fe) if preempt else ""
+            if not node:
+                outcome.failures[pi.key] = (qpi, fe)
+                outcome.plugins |= set(fe.diagnosis.unschedulable_plugins)
+                return
         except (NoNodesAvailableError, SchedulingError) as e:
             outcome.status_message = str(e)
             return
-        node = res.suggested_host
-        if res.batched:
-            self.ctx.stats["batched"] += 1
+        else:
+            node = res.suggested_host
+            if res.batched:
+                self.ctx.stats["batched"] += 1
         assumed = pi.assumed_on(node)
         view.add_pod(assumed, node)
         st = fw.run_reserve_plugins_reserve(pstate, assumed, node)
@@ -251,7 +265,10 @@ class PodGroupCycle:
             assumed = pi.assumed_on(node)
             fw.run_reserve_plugins_unreserve(pstate, assumed, node)
             view.remove_pod(assumed, node)
+        for victim, node, _ in reversed(outcome.victims):
+            view.add_pod(victim, node)
         self.ctx.cache.mark_dirty(a.node for a in outcome.assigned)
+        self.ctx.cache.mark_dirty(node for _, node, _ in outcome.victims)
 
     # -- success ------------------------------------------------------------------------------------------
     def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
@@ -312,6 +329,38 @@ class PodGroupCycle:
             attempt.pod_group, "Scheduled", f"{verb} {placed_now} pod(s) of pod group {attempt.group.key}{where}",
             annotations=ann)
 
+    # -- pod-by-pod preemption ------------------------------------------------------------------------------
+    async def _waiting_on_preemption(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
+        """The group fits once the victims its members' PostFilter chose are gone: nothing binds
+        now; the victims are evicted, every placed member is nominated to its node, and the group
+        goes back to the queue until the victims' deletion lets it fit (upstream: Unschedulable,
+        "pod group is waiting for preemption to complete"). While earlier victims still terminate,
+        nothing more is evicted."""
+        ctx, fw, group = self.ctx, attempt.fw, attempt.group
+        if chosen.kept:
+            self.revert(fw, chosen)
+        ctx.stats["groups_waiting_on_preemption"] += 1
+        ctx.queue.requeue(group, chosen.plugins)
+        summary = MSG_WAITING_ON_PREEMPTION  # upstream's condition and pod message, word for word
+        preemption: dict = {}
+        nominated: dict[str, str] = {}
+        if self.preemption is not None:  # what was preempted, or still terminates, is for `phalanx explain`
+            result = await self.preemption.actuate_pod_by_pod(fw, group, attempt.pod_group, attempt.members, chosen)
+            preemption = result.diagnosis or {}
+            if result.preempted:  # else an earlier preemption's nominations stand
+                nominated = {a.pod_info.key: a.node for a in chosen.assigned}
+        diag = {"result": "Unschedulable", "podsPlaced": len(chosen.assigned), "podsInCycle": len(attempt.members),
+                "minCount": attempt.min_count, "alreadyScheduled": attempt.already, "message": summary,
+                "pods": {}, "placementsTried": [chosen.record(summary)], "preemption": preemption}
+        ctx.last_diagnosis["group:" + group.key] = diag
+        failures: Failures = {k: (q, fe) for k, (q, fe) in chosen.failures.items()}
+        for a in chosen.assigned:
+            fe = chosen.preempting.get(a.pod_info.key)
+            if fe is not None:
+                failures[a.pod_info.key] = (a.queued, fe)
+        ctx.calls.spawn(self._report_group_unschedulable(fw, attempt.pod_group, attempt.members, failures,
+                                                         summary, diag, nominated))
+
     # -- failure ------------------------------------------------------------------------------------------
     async def _no_placement_fits(self, attempt: GroupAttempt, outcomes: list[PlacementOutcome]) -> None:
         best = max(outcomes, key=lambda o: len(o.assigned)) if outcomes else None
@@ -354,7 +403,8 @@ class PodGroupCycle:
                                                          summary, diag))
 
     async def _report_group_unschedulable(self, fw: Framework, pg: Obj, members: list[QueuedPodInfo],
-                                          failures: Failures, summary: str, diag: dict) -> None:
+                                          failures: Failures, summary: str, diag: dict,
+                                          nominated: Optional[dict[str, str]] = None) -> None:
         """The failed group cycle's API writes, off the cycle: condition, events, pod conditions."""
         recorder = fw.event_recorder()
         await self._set_group_condition(pg, "False", "Unschedulable", summary)
@@ -362,10 +412,16 @@ class PodGroupCycle:
                               annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})
         for qpi in members:
             fe = failures.get(qpi.pod_info.key)
-            msg = str(fe[1]) if fe else f"pod group is unschedulable: {summary}"
+            if fe:
+                msg = str(fe[1])
+            elif summary.startswith(MSG_WAITING_ON_PREEMPTION):
+                msg = summary
+            else:
+                msg = f"pod group is unschedulable: {summary}"
             rec = diagnosis_record(fe[1], msg) if fe else {"result": "Unschedulable", "message": msg,
                                                            "podGroup": summary}
-            await self.ctx.write_pod_unschedulable(qpi.pod, "Unschedulable", msg)
+            await self.ctx.write_pod_unschedulable(qpi.pod, "Unschedulable", msg,
+                                                   (nominated or {}).get(qpi.pod_info.key, ""))
             await recorder.eventf(qpi.pod, "FailedScheduling", msg, type="Warning",
                                   annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(rec).decode()})
 
@@ -390,6 +446,50 @@ class PodGroupCycle:
                 log.warning("updating PodGroup %s status: %s", key, e.message)
             return False
         return True
+
+
+def pod_by_pod_preemption(fw: Framework, pod_group: Obj) -> bool:
+    """Whether the members of this group preempt one by one in its cycle: upstream 1.36 runs
+    PostFilter for each member that fits nowhere when workload-aware preemption is off, except
+    for a group with a topology constraint ("tas gang with constraint does not use pod by pod
+    preemption")."""
+    if fw.feature_enabled(WORKLOAD_AWARE_PREEMPTION) or not fw.has_post_filter_plugins():
+        return False
+    return not ((pod_group.get("spec") or {}).get("schedulingConstraints") or {}).get("topology")
+
+
+def nominate_by_preemption(fw: Framework, outcome: PlacementOutcome, pi: PodInfo, pstate: CycleState,
+                           fit_error: FitError) -> str:
+    """PostFilter for a member that fits nowhere. When it nominates a node, the victims leave the
+    outcome's view (later members see the room, and no victim is chosen twice) and the node is
+    returned for the member to be assumed there; "" when preemption cannot help."""
+    result, st = fw.run_post_filter_plugins(pstate, pi, fit_error.diagnosis.node_to_status)
+    fit_error.diagnosis.post_filter_msg = st.message()
+    node = result.nominated_node_name if result is not None and st.is_success() else ""
+    view = outcome.view
+    if not node or result is None or not result.victims or view is None:
+        return ""
+    for victim in result.victims:
+        view.remove_pod(victim, node)
+        outcome.victims.append((victim, node, pi))
+    outcome.preempting[pi.key] = fit_error
+    outcome.lower_nominated.extend(result.lower_priority_nominated_pods)
+    outcome.plugins |= set(fit_error.diagnosis.unschedulable_plugins)
+    return node
+
+
+def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional[Obj],
+                       scheduled: int) -> Optional[Status]:
+    """PlacementFeasible before any pod is placed: the rejection when the group's queued members
+    and its pods already scheduled cannot reach what the policy needs (a gang whose minCount pods
+    exist, but not all of them passed PreEnqueue yet); None when a cycle is worth running."""
+    if pod_group is None or not group.members:
+        return None
+    members = [q.pod_info for q in group.members.values()]
+    info = PodGroupInfo(group.namespace, group.name, pod_group, members)
+    st = fw.run_placement_feasible_plugins(CycleState(), info,
+                                           PlacementProgress(scheduled=scheduled, remaining=len(members)))
+    return st if st is not None and st.code in (Code.Unschedulable, Code.UnschedulableAndUnresolvable) else None
 
 
 def _condition_would_change(pg: Obj, status: str, reason: str, message: str) -> bool:

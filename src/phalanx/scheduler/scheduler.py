@@ -40,6 +40,7 @@ from .framework.registry import Registry, in_tree_registry
 from .framework.runtime import Framework
 from .framework.services import HandleServices
 from .framework.snapshot import Snapshot
+from .framework.status import Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .grouppreemption import GATE as WORKLOAD_AWARE_PREEMPTION_GATE
 from .grouppreemption import GroupPreemption
@@ -48,7 +49,7 @@ from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
 from .reporting import POD_GROUP_API
 from .schedule_one import CycleContext, PodCycle, is_terminal
-from .schedule_one_podgroup import PodGroupCycle
+from .schedule_one_podgroup import PodGroupCycle, members_fall_short
 
 log = logging.getLogger("phalanx.scheduler")
 
@@ -101,11 +102,13 @@ class Scheduler:
         self.pod_cycle = PodCycle(self.cycle)
         self.group_cycle = PodGroupCycle(self.cycle, self.pod_cycle, self.groups, self.podgroups)
         self.queue.on_gated = self.pod_cycle.pod_gated
+        self.queue.group_ready = self._group_ready
         self._wire()
         self._task: asyncio.Task | None = None
         self.group_preemption = GroupPreemption(
             self.group_cycle, list(self.frameworks.values()),
-            enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)))
+            enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)),
+            pod_by_pod=self.group_aware)
         self.group_cycle.preemption = self.group_preemption
 
     # -- construction ------------------------------------------------------------------------------
@@ -250,6 +253,14 @@ class Scheduler:
     def _pg_delete(self, pg: Obj) -> None:
         self.groups.remove_group(pg)
         self.group_cycle.forget_group(pg)
+
+    def _group_ready(self, group: QueuedPodGroup) -> Optional[Status]:
+        """The queue's question before it pops a group (see `members_fall_short`)."""
+        rep = group.representative()
+        if rep is None:
+            return None
+        fw = self.cycle.framework_for(rep.pod)
+        return members_fall_short(fw, group, self.groups.get(group.key), len(self.cache.scheduled_in_group(group.key)))
 
     def _namespace_labels(self) -> dict:
         return {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in self.namespaces.list()}

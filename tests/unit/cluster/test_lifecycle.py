@@ -389,6 +389,7 @@ def test_cli_featuregates_table_marks_non_default_values(env, tmp_path):
     assert table["DRADeviceTaints"] == ["BETA", "false*"]
     assert table["DynamicResourceAllocation"] == ["GA", "true"]
     assert table["PhalanxPreferredTopology"] == ["ALPHA", "(phalanx)", "true"]
+    assert table["PhalanxTopologyAwarePreemption"] == ["ALPHA", "(phalanx)", "false"]
     assert lines[-2] == "* differs from the upstream Kubernetes 1.36 default"
     assert lines[-1] == "(phalanx) a phalanx extension beyond Kubernetes 1.36, not an upstream gate"
 

@@ -1,8 +1,13 @@
 """The scheduling queue as a gang's pods arrive: members wait (gated) until minCount pods exist,
 then the group is queued once; arrivals before that do not re-run PreEnqueue for the waiting
-members, and events no gating plugin registered for leave gated pods alone."""
+members, and events no gating plugin registered for leave gated pods alone. A group whose
+members past PreEnqueue cannot make minCount is not popped for a cycle that could only fail."""
 
 from __future__ import annotations
+
+import asyncio
+
+import pytest
 
 from phalanx.client.clock import VirtualClock
 from phalanx.machinery.featuregates import FeatureGates
@@ -13,6 +18,7 @@ from phalanx.scheduler.framework.events import ActionType, ClusterEvent, EventRe
 from phalanx.scheduler.plugins import gangscheduling, names
 from phalanx.scheduler.podgroups import PodGroupManager
 from phalanx.scheduler.queue import QueuedPodGroup, SchedulingQueue
+from phalanx.scheduler.schedule_one_podgroup import members_fall_short
 
 from .builders import make_pod
 
@@ -90,3 +96,62 @@ def test_a_pod_group_created_after_its_pods_releases_them():
     s.groups.set_group(pg)
     s.queue.on_event(ClusterEvent(gangscheduling.POD_GROUP, ActionType.Add), None, pg)
     assert not s.queue.gated
+
+
+# -- a gang whose minCount pods exist but not all passed PreEnqueue ---------------------------------
+
+def gated(pod: dict) -> dict:
+    pod["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    return pod
+
+
+def ungated(pod: dict) -> dict:
+    new = {**pod, "spec": {k: v for k, v in pod["spec"].items() if k != "schedulingGates"}}
+    new["metadata"] = {**pod["metadata"], "resourceVersion": "2"}
+    return new
+
+
+async def pop_now(queue: SchedulingQueue) -> QueuedPodGroup | None:
+    try:
+        return await asyncio.wait_for(queue.pop(), 0.05)  # type: ignore[return-value]
+    except asyncio.TimeoutError:
+        return None
+
+
+@pytest.mark.parametrize("held, pops", [
+    pytest.param(0, True, id="all six past PreEnqueue: the group is popped"),
+    pytest.param(3, False, id="three held by another PreEnqueue plugin: the group waits"),
+    pytest.param(1, False, id="one held: five cannot make minCount 6"),
+])
+async def test_group_is_popped_only_when_its_members_can_make_min_count(held, pops):
+    """The tutorial's JobSet: six pods exist, but a pod whose claim is not created yet is held by
+    DynamicResources' PreEnqueue. A cycle with fewer than minCount members could only fail (and
+    report it); the group waits, no attempt counted, until the held members join."""
+    s = Setup()
+    s.queue.group_ready = lambda g: members_fall_short(s.fw, g, s.groups.get(g.key), scheduled=0)
+    s.groups.set_group(podgroup("g", 6))
+    pods = [gated(member(f"p{i}", "g")) if i < held else member(f"p{i}", "g") for i in range(6)]
+    for p in pods:
+        s.arrive(p)
+    popped = await pop_now(s.queue)
+    assert (popped is not None) == pops
+    if popped is not None:
+        assert len(popped.members) == 6 and popped.attempts == 1
+        return
+    group = s.queue.groups["default/g"]
+    assert group.attempts == 0 and "group:default/g" in s.queue.unschedulable  # parked, not backed off
+    for p in pods[:held]:
+        s.queue.update(p, ungated(p))
+    popped = await pop_now(s.queue)
+    assert popped is group and len(popped.members) == 6 and popped.attempts == 1
+
+
+async def test_a_group_with_enough_scheduled_pods_is_popped_for_its_late_members():
+    s = Setup()
+    s.queue.group_ready = lambda g: members_fall_short(s.fw, g, s.groups.get(g.key), scheduled=6)
+    s.groups.set_group(podgroup("g", 6))
+    for i in range(6):
+        s.groups.set_pod(member(f"bound{i}", "g"))
+    s.arrive(member("late", "g"))
+    popped = await pop_now(s.queue)
+    assert popped is not None and [q.pod_info.name for q in popped.members.values()] == ["late"]

@@ -4,7 +4,7 @@ that a revert leaves the cluster as it was. Built from the cycle's parts, no Sch
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import pytest
 
@@ -35,8 +35,8 @@ def pod_group(min_count: Optional[int]) -> dict:
             "metadata": {"name": "g", "namespace": "default", "uid": "uid-g"}, "spec": {"schedulingPolicy": policy}}
 
 
-def member(i: int, cpu: str) -> QueuedPodInfo:
-    pod = make_pod(f"m{i}").uid(f"uid-m{i}").req(cpu=cpu, memory="100Mi").obj()
+def member(i: int, cpu: str, priority: int = 0) -> QueuedPodInfo:
+    pod = make_pod(f"m{i}").uid(f"uid-m{i}").req(cpu=cpu, memory="100Mi").priority(priority).obj()
     pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
     return QueuedPodInfo(PodInfo(pod))
 
@@ -44,16 +44,16 @@ def member(i: int, cpu: str) -> QueuedPodInfo:
 class GroupCycleSetup:
     """A PodGroupCycle over `nodes` (2 cpu each) with NodeResourcesFit and GangScheduling."""
 
-    def __init__(self, n_nodes: int, pg: dict):
+    def __init__(self, n_nodes: int, pg: dict, running: Sequence[dict] = (), preemption: bool = False):
         self.groups = PodGroupManager()
         self.groups.set_group(pg)
         reg = in_tree_registry()
         reg.register("GangScheduling", gangscheduling.new)
         prof = KubeSchedulerProfile()
-        set_profile_defaults(prof, custom_plugins=only("NodeResourcesFit", "GangScheduling",
-                                                       weights={"NodeResourcesFit": 1}))
+        plugins = ("NodeResourcesFit", "GangScheduling") + (("DefaultPreemption",) if preemption else ())
+        set_profile_defaults(prof, custom_plugins=only(*plugins, weights={"NodeResourcesFit": 1}))
         nodes = [make_node(f"n{i}").capacity(cpu="2", memory="4Gi", pods="10").obj() for i in range(n_nodes)]
-        self.snapshot = Snapshot.from_nodes_and_pods(nodes, [])
+        self.snapshot = Snapshot.from_nodes_and_pods(nodes, list(running))
         self.fw = Framework(prof, registry=reg, snapshot=self.snapshot, services=HandleServices(pod_groups=self.groups))
         clock = VirtualClock()
         pods = InformerFactory(None, clock=clock).informer("v1", "Pod")  # never started: nothing is listed
@@ -62,10 +62,10 @@ class GroupCycleSetup:
         self.cycle = PodGroupCycle(ctx, PodCycle(ctx), self.groups, None)
         self.pg = pg
 
-    def try_cluster(self, members: list[QueuedPodInfo], already: int = 0) -> PlacementOutcome:
+    def try_cluster(self, members: list[QueuedPodInfo], already: int = 0, preempt: bool = False) -> PlacementOutcome:
         info = PodGroupInfo("default", "g", self.pg, [q.pod_info for q in members])
         return self.cycle.try_placement(self.fw, Placement("cluster", list(self.snapshot.list())), members, info,
-                                        already)
+                                        already, preempt=preempt)
 
     def requested_cpu(self) -> dict[str, int]:
         return {ni.name: ni.requested.milli_cpu for ni in self.snapshot.list()}
@@ -152,3 +152,36 @@ def test_search_records_each_try_for_explanations():
 ])
 def test_pod_group_scheduled_condition_changes(conditions, want, changes):
     assert _condition_would_change({"status": {"conditions": conditions}}, *want) is changes
+
+
+# -- pod-by-pod preemption in the cycle (WorkloadAwarePreemption off) --------------------------------
+
+def runner(name: str, node: str, priority: int) -> dict:
+    pod = make_pod(name).uid(f"uid-{name}").req(cpu="1", memory="100Mi").priority(priority).obj()
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+@pytest.mark.parametrize("running_priority, preempt, feasible, victims", [
+    pytest.param(0, True, True, ["low-0", "low-1"], id="members preempt the lower pods they need"),
+    pytest.param(0, False, False, [], id="without PostFilter the gang does not fit"),
+    pytest.param(100, True, False, [], id="pods of equal priority are no victims"),
+])
+def test_members_preempt_pod_by_pod(running_priority, preempt, feasible, victims):
+    """Two 2-cpu nodes each run a 1-cpu pod; a gang of four 1-cpu pods (priority 100, minCount 4)
+    fits only if both go. A member that fits nowhere is placed on its PostFilter's node with the
+    victims out of the view, so the next member sees the room and no victim is chosen twice."""
+    running = [runner(f"low-{i}", f"n{i}", running_priority) for i in range(2)]
+    s = GroupCycleSetup(2, pod_group(4), running, preemption=True)
+    before = s.requested_cpu()
+    outcome = s.try_cluster([member(i, "1", priority=100) for i in range(4)], preempt=preempt)
+    assert outcome.feasible is feasible
+    assert sorted(v.name for v, _, _ in outcome.victims) == victims
+    assert sorted(n for _, n, _ in outcome.victims) == sorted(f"n{i}" for i in range(len(victims)))
+    assert len(outcome.preempting) == len(victims)  # the members that needed the room
+    if feasible:
+        assert sorted(a.node for a in outcome.assigned) == ["n0", "n0", "n1", "n1"]
+        assert s.requested_cpu() == {"n0": 2000, "n1": 2000}  # victims out, members in
+    s.cycle.revert(s.fw, outcome)
+    assert s.requested_cpu() == before
+    assert sorted(p.name for ni in s.snapshot.list() for p in ni.pods) == ["low-0", "low-1"]
