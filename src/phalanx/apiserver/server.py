@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
 from urllib.parse import unquote
 
 import orjson
@@ -199,79 +200,69 @@ class Server:
 
     # -- resource requests -----------------------------------------------------------------
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        """Route `/api/...` and `/apis/...`: group and version discovery, then a resource request
+        (collection, object or subresource) to the handler for its method."""
         parts = [unquote(p) for p in request.path.strip("/").split("/")]
+        located = await self._group_version(request, parts)
+        if isinstance(located, web.StreamResponse):
+            return located
+        group, version, rest = located
+        if not rest:
+            return self._resource_list(request, group, version)
+        target = self._target(group, version, rest)
+        handler = _ROUTES.get((target.kind, request.method))
+        if handler is None:
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        return await handler(self, request, target)
+
+    async def _group_version(self, request: web.Request,
+                             parts: list[str]) -> web.StreamResponse | tuple[str, str, list[str]]:
+        """(group, version, the rest of the path), or the answer for a discovery path."""
         if parts[0] == "api":
             if len(parts) < 2:
                 return await self.core_discovery(request)
-            group, version, rest = "", parts[1], parts[2:]
-        else:
-            if not any(rt.group == parts[1] for rt in self.api.types):
-                return _page_not_found()  # no handler serves the group at all
-            if len(parts) == 2:
-                doc = discovery.api_group(self.api.types, parts[1])
-                if doc is None:
-                    raise errors.requested_resource_not_found()
-                return _json(doc)
-            group, version, rest = parts[1], parts[2], parts[3:]
-        if not rest:
-            if request.method != "GET":
-                raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-            doc = discovery.api_resource_list(self.api.types, group, version)
+            return "", parts[1], parts[2:]
+        if not any(rt.group == parts[1] for rt in self.api.types):
+            return _page_not_found()  # no handler serves the group at all
+        if len(parts) == 2:
+            doc = discovery.api_group(self.api.types, parts[1])
             if doc is None:
                 raise errors.requested_resource_not_found()
             return _json(doc)
+        return parts[1], parts[2], parts[3:]
+
+    def _resource_list(self, request: web.Request, group: str, version: str) -> web.Response:
+        if request.method != "GET":
+            raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        doc = discovery.api_resource_list(self.api.types, group, version)
+        if doc is None:
+            raise errors.requested_resource_not_found()
+        return _json(doc)
+
+    def _target(self, group: str, version: str, rest: list[str]) -> "RequestTarget":
+        """What `[namespaces/NS/]PLURAL[/NAME[/SUBRESOURCE]]` names; 404 for what is not served."""
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3:
             candidate = self.api._by_gvr.get((group, version, rest[2]))
             if candidate is not None and candidate.namespaced:
                 namespace = rest[1]
                 rest = rest[2:]
-        plural = rest[0]
-        rt = self.api.resource(group, version, plural)
+        rt = self.api.resource(group, version, rest[0])
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if len(rest) > 3:
+        if len(rest) > 3 or (sub is not None and sub not in rt.subresources) \
+                or (rt.namespaced and name is not None and namespace is None):
             raise errors.requested_resource_not_found()
-        if sub is not None and sub not in rt.subresources:
-            raise errors.requested_resource_not_found()
-        if rt.namespaced and name is not None and namespace is None:
-            raise errors.requested_resource_not_found()
-        m = request.method
-        if name is None:
-            if m == "GET":
-                if _qbool(request, "watch"):
-                    return await self.watch(request, rt, namespace)
-                return await self.list(request, rt, namespace)
-            if m == "POST":
-                return await self.create(request, rt, namespace or "")
-            if m == "DELETE":
-                return await self.delete_collection(request, rt, namespace)
-        else:
-            if sub is None:
-                if m == "GET":
-                    return self.get(request, rt, namespace or "", name)
-                if m == "PUT":
-                    return await self.update(request, rt, namespace or "", name, None)
-                if m == "PATCH":
-                    return await self.patch(request, rt, namespace or "", name, None)
-                if m == "DELETE":
-                    return await self.delete(request, rt, namespace or "", name)
-            elif sub in ("status", "finalize"):
-                if m == "GET":
-                    return self.get(request, rt, namespace or "", name)
-                if m == "PUT":
-                    return await self.update(request, rt, namespace or "", name, "status" if sub == "status" else sub)
-                if m == "PATCH":
-                    return await self.patch(request, rt, namespace or "", name, sub)
-            elif sub == "binding" and m == "POST":
-                body = await self._body(request, rt)
-                return _json(self.api.bind(namespace or "", name, body, dry_run=self._dry_run(request)),
-                             status=201)
-            elif sub == "log" and m == "GET":
-                return await self.logs(request, rt, namespace or "", name)
-            elif sub == "scale":
-                return await self.scale(request, rt, namespace or "", name)
-        raise errors.method_not_allowed("the server does not allow this method on the requested resource")
+        return RequestTarget(rt, namespace, name, sub)
+
+    async def _list_or_watch(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
+        if _qbool(request, "watch"):
+            return await self.watch(request, t.rt, t.namespace)
+        return await self.list(request, t.rt, t.namespace)
+
+    async def _bind(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
+        body = await self._body(request, t.rt)
+        return _json(self.api.bind(t.ns, t.object_name, body, dry_run=self._dry_run(request)), status=201)
 
     # -- helpers ---------------------------------------------------------------------------
     def _dry_run(self, request: web.Request) -> bool:
@@ -647,3 +638,52 @@ def _default_manager(request: web.Request) -> str:
 
 def build_app(api: API, token: str | None, server_address: str = "127.0.0.1:6443") -> web.Application:
     return Server(api, token, server_address=server_address).app()
+
+
+@dataclass(frozen=True)
+class RequestTarget:
+    """The resource a request names: a collection (`name` None), an object or a subresource."""
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    sub: str | None
+
+    @property
+    def kind(self) -> str:
+        """The route key: `collection`, `object`, or the subresource (`status`, `binding`, ...)."""
+        if self.name is None:
+            return "collection"
+        return self.sub or "object"
+
+    @property
+    def ns(self) -> str:
+        return self.namespace or ""
+
+    @property
+    def object_name(self) -> str:
+        assert self.name is not None
+        return self.name
+
+
+async def _get(server: Server, request: web.Request, t: RequestTarget) -> web.StreamResponse:
+    return server.get(request, t.rt, t.ns, t.object_name)
+
+
+_Route = Callable[[Server, web.Request, RequestTarget], Awaitable[web.StreamResponse]]
+_ROUTES: dict[tuple[str, str], _Route] = {
+    ("collection", "GET"): lambda s, r, t: s._list_or_watch(r, t),
+    ("collection", "POST"): lambda s, r, t: s.create(r, t.rt, t.ns),
+    ("collection", "DELETE"): lambda s, r, t: s.delete_collection(r, t.rt, t.namespace),
+    ("object", "GET"): _get,
+    ("object", "PUT"): lambda s, r, t: s.update(r, t.rt, t.ns, t.object_name, None),
+    ("object", "PATCH"): lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, None),
+    ("object", "DELETE"): lambda s, r, t: s.delete(r, t.rt, t.ns, t.object_name),
+    ("binding", "POST"): lambda s, r, t: s._bind(r, t),
+    ("log", "GET"): lambda s, r, t: s.logs(r, t.rt, t.ns, t.object_name),
+}
+for _sub in ("status", "finalize"):
+    _ROUTES[(_sub, "GET")] = _get
+    _ROUTES[(_sub, "PUT")] = lambda s, r, t: s.update(r, t.rt, t.ns, t.object_name, t.sub)
+    _ROUTES[(_sub, "PATCH")] = lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, t.sub)
+for _method in ("GET", "PUT", "PATCH"):
+    _ROUTES[("scale", _method)] = lambda s, r, t: s.scale(r, t.rt, t.ns, t.object_name)

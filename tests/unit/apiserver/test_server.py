@@ -78,6 +78,11 @@ async def test_authentication(path, headers, status):
     ("GET", f"{CM_PATH}/cm/status", {}, b"", 404, "NotFound"),  # ConfigMaps have no status subresource
     ("PUT", CM_PATH, {}, b"{}", 405, "MethodNotAllowed"),
     ("POST", "/api/v1", {}, b"{}", 405, "MethodNotAllowed"),
+    ("POST", f"{CM_PATH}/cm", {}, cm(), 405, "MethodNotAllowed"),
+    ("DELETE", "/apis/apps/v1/namespaces/default/deployments/d/scale", {}, b"", 405, "MethodNotAllowed"),
+    ("POST", "/api/v1/namespaces/default/pods/p/status", {}, b"{}", 405, "MethodNotAllowed"),
+    ("GET", "/api/v1/namespaces/default/pods/p/binding", {}, b"", 405, "MethodNotAllowed"),
+    ("GET", f"{CM_PATH}/cm/a/b", {}, b"", 404, "NotFound"),
     ("POST", CM_PATH, {}, b"{", 400, "BadRequest"),
     ("POST", CM_PATH, {}, b"[]", 400, "BadRequest"),
     ("POST", CM_PATH, {"Content-Type": "text/plain"}, b"x", 415, "UnsupportedMediaType"),
