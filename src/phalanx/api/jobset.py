@@ -32,6 +32,7 @@ from typing import Any
 from ..machinery import errors
 from ..machinery.errors import FieldError, StatusError, go_repr
 from ..machinery.names import dns1123_subdomain_errors, label_value_errors
+from . import podspec
 from .registry import NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, age_cell, register
 
 GROUP = "jobset.x-k8s.io"
@@ -473,10 +474,6 @@ def _coordinator_errors(js: Obj) -> list[str]:
 
 
 def _pod_template_errors(js: Obj, ctx: StrategyContext) -> list[str]:
-    try:
-        from . import podspec  # type: ignore[attr-defined]
-    except ImportError:
-        return []
     out: list[str] = []
     for i, rj in enumerate(_items(js["spec"], "replicatedJobs")):
         tmpl = _dict(_dict(rj.get("template"), "spec"), "template")

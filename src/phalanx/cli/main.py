@@ -304,11 +304,7 @@ def get_featuregates(name, config_path) -> None:
 @click.option("--state-dir", required=True, type=click.Path(file_okay=False), help="the cluster's state dir")
 def serve(state_dir) -> None:
     """Run a cluster's control plane in the foreground (`phalanx create cluster` starts this)."""
-    try:
-        from phalanx.cluster.controlplane import serve as serve_control_plane
-    except ImportError as e:
-        _fail("cannot start the control plane", f"phalanx.cluster.controlplane is not available ({e})")
-        return
+    from phalanx.cluster.controlplane import serve as serve_control_plane
     serve_control_plane(state_dir)
 
 

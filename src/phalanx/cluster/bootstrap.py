@@ -33,9 +33,11 @@ def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj
         log.warning("bootstrap: %s/%s %s is not served; skipped", group, version, plural)
         return None
     name = obj["metadata"]["name"]
-    existing = api.store.get(rt.key, namespace if rt.namespaced else "", name)
-    if existing is not None:
-        return existing
+    try:
+        return api.get(rt, namespace if rt.namespaced else "", name)
+    except errors.StatusError as e:
+        if e.code != 404:
+            raise
     created = api.create(rt, namespace, obj)
     if status is not None and "status" in rt.subresources:
         new = deep_copy(created)

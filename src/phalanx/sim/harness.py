@@ -305,9 +305,11 @@ class RunContext:
     async def ensure_namespace(self, name: str) -> None:
         if name in self._namespaces:
             return
-        rt = self.api.resource("", "v1", "namespaces")
-        if self.api.store.get(rt.key, "", name) is None:
+        try:
             await self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        except StatusError as e:
+            if e.reason != "AlreadyExists":
+                raise
         self._namespaces.add(name)
 
     async def create_objects(self, objs: Iterable[dict], track_op: int | None = None) -> list[dict]:

@@ -31,6 +31,7 @@ import time
 from array import array
 from typing import Any, Callable, Iterable
 
+from ..machinery.errors import StatusError
 from ..scheduler.scheduler import Scheduler
 
 # Extension point name (upstream's `extension_point` label) -> Framework method timed for it.
@@ -380,8 +381,11 @@ def _create_untimed(api: Any, pods: list[dict], claims: list[dict]) -> tuple[lis
 
     ns_rt = api.resource("", "v1", "namespaces")
     for ns in sorted({p["metadata"].get("namespace", "") for p in pods + claims} - {""}):
-        if api.store.get(ns_rt.key, "", ns) is None:
+        try:
             api.create(ns_rt, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        except StatusError as e:
+            if e.reason != "AlreadyExists":
+                raise
     pod_rt = api.resource("", "v1", "pods")
     claim_rt = api.resource("resource.k8s.io", "v1", "resourceclaims")
     targets = []
