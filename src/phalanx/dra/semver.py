@@ -33,7 +33,7 @@ class Semver(NamedTuple):
     build: tuple[str, ...] = ()
 
 
-def _contains_only(text: str, allowed: frozenset) -> bool:
+def _contains_only(text: str, allowed: frozenset[str]) -> bool:
     return all(c in allowed for c in text)
 
 

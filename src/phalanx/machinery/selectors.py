@@ -60,7 +60,7 @@ def _parse_int64(text: str) -> Optional[int]:
     return n if _MIN_INT64 <= n <= _MAX_INT64 else None
 
 
-def _go_string_slice(values: Optional[list]) -> str:
+def _go_string_slice(values: Optional[list[Any]]) -> str:
     """`%#v` of a Go []string, as field errors print a rejected value list."""
     if values is None:
         return "[]string(nil)"

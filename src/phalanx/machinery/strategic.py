@@ -167,7 +167,7 @@ def _bad_arg_type(expected: str, actual: Any) -> StatusError:
     return _server_error(f"expected a {expected}, but received a {t if t else '%!s(<nil>)'}")
 
 
-def _bad_patch_type(directive: Any, m: dict) -> StatusError:
+def _bad_patch_type(directive: Any, m: dict[str, Any]) -> StatusError:
     return _server_error(f"unknown patch type: {_go_s(directive)} in map: {go_format(m)}")
 
 
@@ -186,8 +186,8 @@ def _hkey(value: Any) -> Any:
     return (go, value)
 
 
-def _first_positions(order: Iterable[Any], key_of) -> dict:
-    positions: dict = {}
+def _first_positions(order: Iterable[Any], key_of) -> dict[str, Any]:
+    positions: dict[str, Any] = {}
     for i, item in enumerate(order):
         positions.setdefault(key_of(item), i)
     return positions
@@ -262,7 +262,7 @@ def _extract_key(key: str, prefix: str) -> str:
     return parts[1]
 
 
-def _element_type(*lists: list | None) -> str:
+def _element_type(*lists: list[Any] | None) -> str:
     """The common Go type of the elements of the lists (upstream sliceElementType)."""
     prev: str | None = None
     seen = False
@@ -281,7 +281,7 @@ def _element_type(*lists: list | None) -> str:
     return prev
 
 
-def _check_depth(patch: dict) -> None:
+def _check_depth(patch: dict[str, Any]) -> None:
     """Refuse a patch nested deeper than MAX_PATCH_DEPTH, before any recursion starts.
 
     Upstream's JSON decoder stops at 10,000 levels; merging recursively in Python, phalanx stops
@@ -301,7 +301,7 @@ def _check_depth(patch: dict) -> None:
 
 # -- maps ----------------------------------------------------------------------------------
 
-def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | None = None) -> dict:
+def strategic_merge_patch(original: dict[str, Any], patch: dict[str, Any] | None, meta: PatchMeta | None = None) -> dict[str, Any]:
     """Apply a strategic merge patch to an object; `meta` describes the object's schema.
 
     A `null` patch changes nothing; a patch that is not a JSON object is a 400.
@@ -320,13 +320,13 @@ def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | 
     return _merge_map(original, patch, meta)
 
 
-def _merge_element(original: dict, patch: dict, meta: PatchMeta) -> Any:
+def _merge_element(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> Any:
     if _is_opaque(meta):
         return merge_patch_value(original, patch)
     return _merge_map(original, patch, meta)
 
 
-def _map_directive(directive: Any, patch: dict) -> dict:
+def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:
     if directive == REPLACE_DIRECTIVE:
         return _fresh({k: v for k, v in patch.items() if k != DIRECTIVE_MARKER})
     if directive == DELETE_DIRECTIVE:
@@ -334,7 +334,7 @@ def _map_directive(directive: Any, patch: dict) -> dict:
     raise _bad_patch_type(directive, patch)
 
 
-def _apply_retain_keys(result: dict, patch: dict) -> None:
+def _apply_retain_keys(result: dict[str, Any], patch: dict[str, Any]) -> None:
     retain = patch[RETAIN_KEYS_DIRECTIVE]
     if not isinstance(retain, list):
         raise errors.bad_request(BAD_RETAIN_KEYS)
@@ -350,7 +350,7 @@ def _apply_retain_keys(result: dict, patch: dict) -> None:
         del result[key]
 
 
-def _set_added(result: dict, key: str, value: Any, meta: PatchMeta) -> None:
+def _set_added(result: dict[str, Any], key: str, value: Any, meta: PatchMeta) -> None:
     added = prune_nulls(value) if _is_opaque(meta) else _fresh(value)
     if added is _DROP:
         result.pop(key, None)
@@ -358,7 +358,7 @@ def _set_added(result: dict, key: str, value: Any, meta: PatchMeta) -> None:
         result[key] = added
 
 
-def _merge_map(original: dict, patch: dict, meta: PatchMeta) -> dict:
+def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> dict[str, Any]:
     if DIRECTIVE_MARKER in patch:
         return _map_directive(patch[DIRECTIVE_MARKER], patch)
     result = dict(original)
@@ -426,7 +426,7 @@ def _merge_key_equal(left: Any, right: Any, merge_key: str) -> bool:
     return _hkey(left[merge_key]) == _hkey(right[merge_key])
 
 
-def _validate_with_order(patch_list: list | None, order: list, merge_key: str) -> None:
+def _validate_with_order(patch_list: list[Any] | None, order: list[Any], merge_key: str) -> None:
     """The patch list must be a subsequence of the order list (deletions and directives aside)."""
     if not patch_list or not order:
         return
@@ -451,7 +451,7 @@ def _validate_with_order(patch_list: list | None, order: list, merge_key: str) -
                             f"{SET_ELEMENT_ORDER_PREFIX} list:\n{go_format(order)}")
 
 
-def _partition_maps(merged: list, by: list, merge_key: str) -> tuple[list, list]:
+def _partition_maps(merged: list[Any], by: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
     wanted = set()
     for item in by:
         if not isinstance(item, dict):
@@ -468,7 +468,7 @@ def _partition_maps(merged: list, by: list, merge_key: str) -> tuple[list, list]
     return inside, outside
 
 
-def _partition_primitives(merged: list, by: list) -> tuple[list, list]:
+def _partition_primitives(merged: list[Any], by: list[Any]) -> tuple[list[Any], list[Any]]:
     wanted = {_hkey(v) for v in by}
     inside, outside = [], []
     for item in merged:
@@ -476,7 +476,7 @@ def _partition_primitives(merged: list, by: list) -> tuple[list, list]:
     return inside, outside
 
 
-def _apply_set_element_order(result: dict, patch: dict, key: str, order: Any, meta: PatchMeta) -> str | None:
+def _apply_set_element_order(result: dict[str, Any], patch: dict[str, Any], key: str, order: Any, meta: PatchMeta) -> str | None:
     """Merge the list named by `$setElementOrder/<field>` and order it; returns the field handled."""
     if not isinstance(order, list):
         raise _bad_arg_type(_SLICE, order)
@@ -517,8 +517,8 @@ def _apply_set_element_order(result: dict, patch: dict, key: str, order: Any, me
 
 # -- lists ---------------------------------------------------------------------------------
 
-def _merge_slice_handler(original: list, patch: list, field_meta: PatchMeta,
-                         is_delete_list: bool) -> tuple[list, list]:
+def _merge_slice_handler(original: list[Any], patch: list[Any], field_meta: PatchMeta,
+                         is_delete_list: bool) -> tuple[list[Any], list[Any]]:
     """Merge or replace a list field; returns the new list and the live order upstream sees."""
     strategy = _patch_strategy(field_meta)
     if strategy == MERGE_DIRECTIVE or is_delete_list:
@@ -526,8 +526,8 @@ def _merge_slice_handler(original: list, patch: list, field_meta: PatchMeta,
     return _fresh(patch), original
 
 
-def _merge_slice(original: list, patch: list, field_meta: PatchMeta,
-                 is_delete_list: bool) -> tuple[list, list]:
+def _merge_slice(original: list[Any], patch: list[Any], field_meta: PatchMeta,
+                 is_delete_list: bool) -> tuple[list[Any], list[Any]]:
     if not original and not patch:
         return list(original), original
     kind = _element_type(original, patch)
@@ -556,7 +556,7 @@ class _Deletion:
 
     __slots__ = ("_original", "_positions", "_deleted", "_tail", "_length", "_top")
 
-    def __init__(self, original: list, merge_key: str):
+    def __init__(self, original: list[Any], merge_key: str):
         self._original = original
         self._positions: dict[Any, list[int]] = {}
         for i, item in enumerate(original):
@@ -576,7 +576,7 @@ class _Deletion:
             self._deleted[i] = True
             self._length -= 1
 
-    def backing(self) -> tuple[list, int]:
+    def backing(self) -> tuple[list[Any], int]:
         """(the Go array after the deletions, the live length): live elements, then the tail."""
         if self._length == len(self._original):
             return list(self._original), self._length
@@ -584,8 +584,8 @@ class _Deletion:
         return live + self._tail[::-1], self._length
 
 
-def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
-                        merge_key: str) -> tuple[list, list]:
+def _merge_list_of_maps(original: list[Any], patch: list[Any], item_meta: PatchMeta,
+                        merge_key: str) -> tuple[list[Any], list[Any]]:
     """Merge a list of maps on `merge_key`.
 
     Returns the merged list and the live list as upstream's `$setElementOrder` step sees it
@@ -593,7 +593,7 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
     so the first appended elements take the positions deleted elements left behind.
     """
     n = len(original)
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     replace = False
     deletion = _Deletion(original, merge_key)
     for element in patch:
@@ -641,8 +641,8 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
     return merged, seen_by_order_step
 
 
-def _normalize_element_order(patch_items: list, server_only: list, patch_order: list,
-                             server_order: list, merge_key: str, kind: str) -> list:
+def _normalize_element_order(patch_items: list[Any], server_only: list[Any], patch_order: list[Any],
+                             server_order: list[Any], merge_key: str, kind: str) -> list[Any]:
     """Order patch items by `patch_order`, live-only items by `server_order`, then interleave.
 
     A live-only item goes before the next patch item only when both are in the live list and

@@ -213,7 +213,7 @@ def merge_plugins(default: Plugins, custom: Optional[Plugins]) -> Plugins:
 _DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 
 
-def _default_resources(resources: Optional[list]) -> list[dict[str, Any]]:
+def _default_resources(resources: Optional[list[Any]]) -> list[dict[str, Any]]:
     if not resources:
         return copy.deepcopy(_DEFAULT_RESOURCES)
     out = []

@@ -133,7 +133,7 @@ def _node_taints_changed(new: Obj, old: Obj) -> bool:
 
 
 def _node_conditions_changed(new: Obj, old: Obj) -> bool:
-    def conds(node: Obj) -> dict:
+    def conds(node: Obj) -> dict[str, Any]:
         return {c.get("type"): c.get("status") for c in _part(node, "status", "conditions") or []}
     return conds(new) != conds(old)
 
