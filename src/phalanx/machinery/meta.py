@@ -32,6 +32,7 @@ def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion
 
 
 def controller_of(obj: Obj) -> dict[str, Any] | None:
+    ref: dict[str, Any]
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref
@@ -39,6 +40,7 @@ def controller_of(obj: Obj) -> dict[str, Any] | None:
 
 
 def get_condition(obj: Obj, cond_type: str) -> dict[str, Any] | None:
+    c: dict[str, Any]
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == cond_type:
             return c

@@ -96,7 +96,8 @@ def json_equal(a: Any, b: Any) -> bool:
         return True
     if ta is list:
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    same: bool = a == b
+    return same
 
 
 def prune_nulls(value: Any) -> Any:
@@ -151,7 +152,8 @@ def json_merge_patch(original: dict[str, Any], patch: dict[str, Any]) -> dict[st
         raise errors.bad_request(
             f"error decoding patch: json: cannot unmarshal {json_type_word(patch)} into Go value "
             f"of type map[string]interface {{}}")
-    return merge_patch_value(original, patch)
+    merged: dict[str, Any] = merge_patch_value(original, patch)
+    return merged
 
 
 # -- JSON patch ----------------------------------------------------------------------------

@@ -197,17 +197,18 @@ class LabelSelector:
         reqs = sorted(requirements, key=lambda r: r.key)
         self.requirements: tuple[Requirement, ...] = tuple(reqs)
         self._nothing = nothing
-        eq: Optional[dict[str, str]] = {}
+        eq: dict[str, str] = {}
+        equality_only = not nothing
         for r in reqs:
             if r.operator in (EQUALS, DOUBLE_EQUALS) or (r.operator == IN and len(r.values) == 1):
                 if r.key in eq and eq[r.key] != r.values[0]:
-                    eq = None
+                    equality_only = False
                     break
                 eq[r.key] = r.values[0]
             else:
-                eq = None
+                equality_only = False
                 break
-        self._equality = None if nothing else eq
+        self._equality: Optional[dict[str, str]] = eq if equality_only else None
         self._string: Optional[str] = None
 
     @classmethod

@@ -47,7 +47,7 @@ match) is a 500 whose message kubectl prints as `Error from server: <message>`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 import orjson
 
@@ -173,10 +173,9 @@ def _bad_patch_type(directive: Any, m: dict[str, Any]) -> StatusError:
 
 # -- helpers -------------------------------------------------------------------------------
 
-def _hkey(value: Any) -> Any:
+def _hkey(value: Any) -> Hashable:
     """A hashable identity for a JSON value that keeps Go's typed equality (1, 1.0, true differ)."""
-    t = type(value)
-    if t is str:
+    if type(value) is str:
         return value
     if value is None:
         return None
@@ -186,15 +185,15 @@ def _hkey(value: Any) -> Any:
     return (go, value)
 
 
-def _first_positions(order: Iterable[Any], key_of) -> dict[str, Any]:
-    positions: dict[str, Any] = {}
+def _first_positions(order: Iterable[Any], key_of: Callable[[Any], Hashable]) -> dict[Hashable, int]:
+    positions: dict[Hashable, int] = {}
     for i, item in enumerate(order):
         positions.setdefault(key_of(item), i)
     return positions
 
 
-def _map_key_of(merge_key: str):
-    def key_of(item: Any) -> Any:
+def _map_key_of(merge_key: str) -> Callable[[Any], Hashable]:
+    def key_of(item: Any) -> Hashable:
         return _hkey(item.get(merge_key) if isinstance(item, dict) else None)
     return key_of
 
@@ -240,7 +239,7 @@ def _is_opaque(meta: PatchMeta) -> bool:
 def _patch_strategy(meta: PatchMeta) -> str:
     """The field's strategy other than retainKeys ("" when none), as extractRetainKeysPatchStrategy."""
     raw = meta.extension("x-kubernetes-patch-strategy")
-    strategies = raw.split(",") if raw else []
+    strategies: list[str] = raw.split(",") if raw else []
     if not strategies:
         return ""
     if len(strategies) == 1:
@@ -276,7 +275,7 @@ def _element_type(*lists: list[Any] | None) -> str:
             if t is None or t != prev:
                 shown = "[" + " ".join(go_format(x or []) for x in lists) + "]"
                 raise _server_error(f"list element types are not identical: {shown}")
-    if not seen:
+    if not seen or prev is None:
         raise _server_error("no elements in any of the given slices")
     return prev
 
@@ -316,7 +315,8 @@ def strategic_merge_patch(original: dict[str, Any], patch: dict[str, Any] | None
             f"map[string]interface {{}}")
     _check_depth(patch)
     if _is_opaque(meta):
-        return merge_patch_value(original, patch)
+        merged: dict[str, Any] = merge_patch_value(original, patch)
+        return merged
     return _merge_map(original, patch, meta)
 
 
@@ -328,7 +328,8 @@ def _merge_element(original: dict[str, Any], patch: dict[str, Any], meta: PatchM
 
 def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:
     if directive == REPLACE_DIRECTIVE:
-        return _fresh({k: v for k, v in patch.items() if k != DIRECTIVE_MARKER})
+        replaced: dict[str, Any] = _fresh({k: v for k, v in patch.items() if k != DIRECTIVE_MARKER})
+        return replaced
     if directive == DELETE_DIRECTIVE:
         return {}
     raise _bad_patch_type(directive, patch)
@@ -452,13 +453,14 @@ def _validate_with_order(patch_list: list[Any] | None, order: list[Any], merge_k
 
 
 def _partition_maps(merged: list[Any], by: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
-    wanted = set()
+    wanted: set[Hashable] = set()
     for item in by:
         if not isinstance(item, dict):
             raise _server_error(f"value for key {by.index(item)} is not a map")
         if merge_key in item:
             wanted.add(_hkey(item[merge_key]))
-    inside, outside = [], []
+    inside: list[Any] = []
+    outside: list[Any] = []
     for item in merged:
         if not isinstance(item, dict):
             raise _bad_arg_type(_MAP, item)
@@ -470,7 +472,8 @@ def _partition_maps(merged: list[Any], by: list[Any], merge_key: str) -> tuple[l
 
 def _partition_primitives(merged: list[Any], by: list[Any]) -> tuple[list[Any], list[Any]]:
     wanted = {_hkey(v) for v in by}
-    inside, outside = [], []
+    inside: list[Any] = []
+    outside: list[Any] = []
     for item in merged:
         (inside if _hkey(item) in wanted else outside).append(item)
     return inside, outside
@@ -482,8 +485,8 @@ def _apply_set_element_order(result: dict[str, Any], patch: dict[str, Any], key:
         raise _bad_arg_type(_SLICE, order)
     field = _extract_key(key, SET_ELEMENT_ORDER_PREFIX)
     found_original, found_patch = field in result, field in patch
-    original_list = result.get(field)
-    patch_list = patch.get(field)
+    original_list: Any = result.get(field)
+    patch_list: Any = patch.get(field)
     if found_original and not isinstance(original_list, list):
         raise _bad_arg_type(_SLICE, original_list)
     if found_patch and not isinstance(patch_list, list):
@@ -620,7 +623,7 @@ def _merge_list_of_maps(original: list[Any], patch: list[Any], item_meta: PatchM
         return [_fresh(e) for e in entries], backing
 
     items = backing[:length]
-    index = {}
+    index: dict[Hashable, int] = {}
     for i, item in enumerate(items):
         if merge_key in item:
             index.setdefault(_hkey(item[merge_key]), i)

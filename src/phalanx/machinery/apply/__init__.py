@@ -45,10 +45,10 @@ import yaml
 from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
 from .fieldsets import to_field_set
-from .managers import (_Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
+from .managers import (ManagerKey, Managers, Times, _Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
                        decode_managed_fields, encode_managed_fields)
 from .merge import compare
-from .values import _MISSING, PathSet, _copy, _go_json, _TypedError
+from .values import _MISSING, Path, PathSet, _copy, _go_json, _TypedError
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 BEFORE_FIRST_APPLY = "before-first-apply"
@@ -59,7 +59,8 @@ def _zero_object(meta: PatchMeta, template: Optional[dict[str, Any]]) -> dict[st
     schema (metadata/spec/status present, required struct fields present and empty, required
     lists null). Pass the real zero value as `template` where it matters."""
     if template is not None:
-        return _copy(template)
+        copied: dict[str, Any] = _copy(template)
+        return copied
     zero: dict[str, Any] = {}
     for name in ("metadata", "spec", "status"):
         if meta.has_field(name):
@@ -94,12 +95,12 @@ def _type_meta_first(obj: dict[str, Any]) -> dict[str, Any]:
     """apiVersion and kind lead, as the API server serialises typed objects."""
     if "apiVersion" not in obj and "kind" not in obj:
         return obj
-    out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     out.update((k, v) for k, v in obj.items() if k not in out)
     return out
 
 
-def _reset_fields(subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> tuple[Any, ...]:
+def _reset_fields(subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> tuple[Path, ...]:
     if reset_fields is None:
         reset_fields = [("status",)] if not subresource else [("spec",)] if subresource == "status" else []
     return tuple(tuple(("f", n) for n in p) for p in reset_fields)
@@ -209,7 +210,7 @@ def server_side_apply(live: Optional[dict[str, Any]], applied: dict[str, Any] | 
     return result
 
 
-def _write_managed_fields(md: dict[str, Any], managers: dict[str, Any], times: dict[str, Any]) -> None:
+def _write_managed_fields(md: dict[str, Any], managers: Managers, times: Times) -> None:
     """Set `md["managedFields"]` from the managers (with the times of those still there); none
     when no manager is left."""
     entries = encode_managed_fields(managers, {k: v for k, v in times.items() if k in managers})
@@ -228,8 +229,8 @@ def _check_apply_body(config: dict[str, Any], api_version: Optional[str], kind: 
         raise bad_request("metadata.managedFields must be nil")
 
 
-def _apply_as(upd: _Updater, live_obj: dict[str, Any], config: dict[str, Any], version: str, managers: dict[str, Any], key: tuple[Any, ...],
-              force: bool, *, kubectl: bool) -> tuple[Optional[Any], dict[str, Any]]:
+def _apply_as(upd: _Updater, live_obj: dict[str, Any], config: dict[str, Any], version: str, managers: Managers, key: ManagerKey,
+              force: bool, *, kubectl: bool) -> tuple[Optional[Any], Managers]:
     """The updater's apply; on conflicts, kubectl's client-side-apply annotation may prove the
     applier already set the conflicting fields (then they are taken over), else 409."""
     try:
@@ -249,7 +250,7 @@ def _apply_as(upd: _Updater, live_obj: dict[str, Any], config: dict[str, Any], v
 # A create's managedFields depend only on the object's shape (its keys, the types of its scalars and
 # its lists' items), the request and the schema: objects made from one template (the pods of a Job,
 # the scheduler's Events) share one computed entry, and only its time differs.
-_CREATE_SHAPES: dict[str, Any] = {}
+_CREATE_SHAPES: dict[tuple[Any, ...], Any] = {}
 _CREATE_SHAPES_MAX = 4096
 
 
@@ -295,14 +296,14 @@ def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:
     return old_obj
 
 
-def _decode_or_empty(entries: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _decode_or_empty(entries: Any) -> tuple[Managers, Times]:
     try:
         return decode_managed_fields(entries)
     except ValueError:
         return {}, {}
 
 
-def _managers_before_update(subresource: str, requested: Any, live_entries: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _managers_before_update(subresource: str, requested: Any, live_entries: Any) -> tuple[Managers, Times]:
     """The managers an update starts from: the live ones on a subresource, none when the request
     resets them (`managedFields: []`), else the requested ones, falling back to the live ones."""
     if subresource:
@@ -341,7 +342,9 @@ def update_managed_fields(old: Optional[dict[str, Any]], new: dict[str, Any], ma
         return _create_from_shape(new, manager, operation, meta, now, subresource, reset_fields)
     current = new  # read only below (its managedFields were taken out above)
     old_obj = _without_managed_fields(old) if old else _zero_object(meta, empty_object)
-    old_md = old_obj.get("metadata") if isinstance(old_obj.get("metadata"), dict) else {}
+    old_md = old_obj.get("metadata")
+    if not isinstance(old_md, dict):
+        old_md = {}
     live_entries = old_md.pop("managedFields", None)
     version = current.get("apiVersion") or old_obj.get("apiVersion") or ""
     managers, times = _managers_before_update(subresource, requested, live_entries)

@@ -18,6 +18,8 @@ from ..patchmeta import PatchMeta
 PathElement = tuple[str, Any]
 Path = tuple[PathElement, ...]
 PathSet = set[Path]
+# Paths as a trie: {path element: [is_member, children]}.
+PathTrie = dict[PathElement, list[Any]]
 
 _MISSING: Any = object()
 
