@@ -247,20 +247,21 @@ class ClaimsAllocator:
                 self._plans = _PER_NODE  # `All` depends on the node: plan on every node
         elif plans is _PER_NODE:
             plans = [claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
-        memo = None
+        memo_usage: Optional[DevicesInUse] = None  # set when the answer is remembered in view.memo
         if self._memo_key is not None and consumed_capacity is None and isinstance(in_use, DevicesInUse):
             entry = self.remembered(view, in_use)
             if entry is not None:
                 return entry
-            memo = view.memo
+            memo_usage = in_use
         if consumed_capacity is None:
             consumed_capacity = in_use.consumed() if isinstance(in_use, DevicesInUse) else {}
         answer = _Allocation(self.claims, node, view, self.lookup, in_use, features, cache,
                              consumed_capacity).run(plans)
-        if memo is not None:
-            answer.usage = in_use
-            answer.version = in_use.version  # type: ignore[union-attr]
-            answer.state = view.state(in_use)  # type: ignore[arg-type]
+        if memo_usage is not None:
+            memo = view.memo
+            answer.usage = memo_usage
+            answer.version = memo_usage.version
+            answer.state = view.state(memo_usage)
             if len(memo) >= _MAX_MEMO_PER_VIEW:
                 memo.clear()
             memo[self._memo_key] = answer
@@ -277,7 +278,7 @@ class ClaimsAllocator:
         key = self._memo_key
         if key is None:
             return None
-        entry = view.memo.get(key)
+        entry: Optional[NodeAnswer] = view.memo.get(key)
         if entry is None or entry.usage is not usage:
             return None
         if entry.version != usage.version:
@@ -364,14 +365,14 @@ class NodeAnswer:
         self.selected = selected
         self.node_selectors = node_selectors
         self.parts: Optional[tuple[Any, ...]] = None
-        self.usage: Any = None
+        self.usage: Optional[DevicesInUse] = None
         self.version = -1
         self.state: Any = None
 
     def outcome(self, allocator: "ClaimsAllocator") -> AllocationOutcome:
         if not self.fits:
             return AllocationOutcome(None, explain=lambda: self.reasons(allocator))
-        return AllocationOutcome(None, build=lambda: self.results(allocator))
+        return AllocationOutcome(None, build=lambda: self._results(allocator, allocator._plans or self.plans))
 
     def reasons(self, allocator: "ClaimsAllocator") -> list[str]:
         """Why nothing fits, per claim of `allocator` ("claim <ref>, request <name>: ...")."""

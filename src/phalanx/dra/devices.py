@@ -24,7 +24,7 @@ as `in_use` and then remembers its answer per node until a pool that node reache
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Optional
 
 from ..machinery.quantity import parse_quantity, parse_quantity_format
 from .cel.device import CELDevice
@@ -110,7 +110,7 @@ class DevicesInUse:
     def __len__(self) -> int:
         return len(self._counts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[DeviceID]:
         return iter(self._counts)
 
     def __repr__(self) -> str:
@@ -187,7 +187,7 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def lookup_attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Optional[Mapping[str, Any]]:
+def lookup_attribute(attributes: Mapping[str, Mapping[str, Any]], driver: str, name: str) -> Optional[Mapping[str, Any]]:
     """Upstream's lookupAttribute: a fully qualified name, or the bare name when the domain is
     the driver's own."""
     attr = attributes.get(name)

@@ -137,14 +137,13 @@ def is_semver(text: str, normalize: bool = False) -> bool:
 
 
 def _compare_pre(a: PreReleasePart, b: PreReleasePart) -> int:
-    a_num, b_num = isinstance(a, int), isinstance(b, int)
-    if a_num and b_num:
-        return (a > b) - (a < b)
-    if a_num:
+    if isinstance(a, int):
+        if isinstance(b, int):
+            return (a > b) - (a < b)
         return -1
-    if b_num:
+    if isinstance(b, int):
         return 1
-    return (a > b) - (a < b)  # type: ignore[operator]
+    return (a > b) - (a < b)
 
 
 def compare(a: Semver, b: Semver) -> int:
@@ -158,8 +157,8 @@ def compare(a: Semver, b: Semver) -> int:
         return 1
     if not b.pre:
         return -1
-    for x, y in zip(a.pre, b.pre):
-        c = _compare_pre(x, y)
+    for part_a, part_b in zip(a.pre, b.pre):
+        c = _compare_pre(part_a, part_b)
         if c:
             return c
     return (len(a.pre) > len(b.pre)) - (len(a.pre) < len(b.pre))

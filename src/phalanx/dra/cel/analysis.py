@@ -3,7 +3,7 @@ context holds only those) and the driver name of `device.driver == "<literal>"`.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from .checker import qualified_name
 from .library import MACROS

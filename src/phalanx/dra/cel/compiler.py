@@ -101,7 +101,7 @@ class CompiledSelector:
 
 
 def _runtime_message(error: Exception) -> str:
-    own = getattr(function_state, "error", None)
+    own: Optional[str] = getattr(function_state, "error", None)
     if own:
         function_state.error = None
         return own

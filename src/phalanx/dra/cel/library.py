@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from cel import stdlib as _celstd
 
@@ -28,7 +28,7 @@ MIN_INT64 = -(1 << 63)
 MAX_INT64 = (1 << 63) - 1
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     function_state.error = message
     raise FunctionFailed(message)
 
