@@ -91,6 +91,7 @@ class RequiredNodeAffinity:
                     return False
         if self.terms is not None:
             node = node_info.node
+            assert node is not None, "node affinity is matched against a NodeInfo with its Node"
             for t in self.terms:
                 if t.matches(node):
                     return True
@@ -125,6 +126,7 @@ class PreferredSchedulingTerms:
 
     def score(self, node_info: "NodeInfo") -> int:
         node = node_info.node
+        assert node is not None, "node affinity is scored on a NodeInfo with its Node"
         total = 0
         for weight, term in self.terms:
             if term.matches(node):

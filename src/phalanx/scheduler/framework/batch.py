@@ -36,7 +36,8 @@ from .status import Code
 from .types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from .runtime import Framework, ScoreResult
+    from .results import ScoreResult
+    from .runtime import Framework
     from .snapshot import Snapshot
 
 MAX_BATCH_AGE_SECONDS = 0.5
@@ -117,9 +118,9 @@ class OpportunisticBatch:
                     entries.append(e)
             entries.sort()
         else:
-            ni = by_name.get(host)
-            if ni is not None:
-                chosen = _Entry(0, rng(), host, 0, ni.generation, ni.node)
+            host_info = by_name.get(host)
+            if host_info is not None:
+                chosen = _Entry(0, rng(), host, 0, host_info.generation, host_info.node)
         self.state = _BatchState(signature, snapshot, entries, self.clock(), cycle, chosen,
                                  frozenset(state.skip_score_plugins), state.clone())
 

@@ -89,7 +89,8 @@ class Plugins:
 
     def get(self, point: str) -> PluginSet:
         """The set for a config field name ("filter", "multiPoint", ...)."""
-        return getattr(self, PLUGIN_SET_FIELDS.get(point, point))
+        plugin_set: PluginSet = getattr(self, PLUGIN_SET_FIELDS.get(point, point))
+        return plugin_set
 
     def names(self) -> list[str]:
         """Every enabled plugin name, sorted (upstream pluginsNames)."""

@@ -54,7 +54,7 @@ def allocation_of(claim: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]
     return ((claim or {}).get("status") or {}).get("allocation")
 
 
-def allocation_devices(allocation: Optional[Mapping[str, Any]]) -> tuple[frozenset[Any], dict[str, Any]]:
+def allocation_devices(allocation: Optional[Mapping[str, Any]]) -> tuple[frozenset[DeviceID], dict[DeviceID, dict[str, Fraction]]]:
     """(exclusively used DeviceIDs, capacity consumed from shared devices) of one allocation."""
     if not allocation:
         return frozenset(), {}

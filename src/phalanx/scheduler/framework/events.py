@@ -123,7 +123,7 @@ def _part(obj: Obj, section: str, name: str) -> Any:
 
 def _differs(section: str, name: str, empty: Any) -> Callable[[Obj, Obj], bool]:
     def changed(new: Obj, old: Obj) -> bool:
-        return (_part(new, section, name) or empty) != (_part(old, section, name) or empty)
+        return bool((_part(new, section, name) or empty) != (_part(old, section, name) or empty))
     return changed
 
 

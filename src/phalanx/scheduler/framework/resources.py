@@ -192,7 +192,7 @@ def _same_resource_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 def _resize_infeasible(pod: Mapping[str, Any]) -> bool:
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "PodResizePending":
-            return c.get("reason") == "Infeasible"
+            return bool(c.get("reason") == "Infeasible")
     return False
 
 
@@ -244,13 +244,13 @@ def _requests_with_status(pod: Mapping[str, Any], spec: Mapping[str, Any], statu
     infeasible = _resize_infeasible(pod)
 
     def allocated(c: Mapping[str, Any]) -> Optional[dict[str, Fraction]]:
-        cs = statuses.get(c.get("name"))
+        cs = statuses.get(c.get("name") or "")
         if cs is not None and cs.get("allocatedResources"):
             return _parse_list(cs["allocatedResources"])
         return None if infeasible else _spec_requests(c)
 
     def actuated(c: Mapping[str, Any]) -> Optional[dict[str, Fraction]]:
-        cs = statuses.get(c.get("name"))
+        cs = statuses.get(c.get("name") or "")
         if cs is not None:
             req = (cs.get("resources") or {}).get("requests")
             if req:

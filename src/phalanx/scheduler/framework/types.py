@@ -58,7 +58,9 @@ def _non_zero_requests(pod: Obj, reqs: Mapping[str, Any], requests: Resource) ->
 
 
 def _pod_has_affinity(affinity: Optional[Mapping[str, Any]]) -> bool:
-    return bool(affinity) and (affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None)
+    if not affinity:
+        return False
+    return affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None
 
 
 class PodInfo:
