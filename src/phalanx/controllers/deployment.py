@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ..client.informer import object_key
-from ..client.interface import MERGE_PATCH
+from ..client.interface import Client, MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
@@ -226,11 +226,11 @@ def has_progress_deadline(d: Obj) -> bool:
     return pds is not None and pds != 2**31 - 1
 
 
-class DeploymentController(Controller):
+class DeploymentController(Controller[str]):
     name = "deployment"
     workers = 5  # --concurrent-deployment-syncs
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: Any = None, *, clock=None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.deployments = self.informer("apps/v1", "Deployment")
         self.replica_sets = self.informer("apps/v1", "ReplicaSet")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client.informer import InformerFactory
-from ..client.interface import ResourceInfo
+from ..client.interface import Client, ResourceInfo
 from ..machinery.errors import StatusError
 from ..client.controller import Controller
 from ..client.retry import retry_on_conflict
@@ -83,11 +83,11 @@ class _InvalidOwnerScope(Exception):
     """A cluster-scoped dependent names a namespaced owner: never resolvable, do not retry."""
 
 
-class GarbageCollector(Controller):
+class GarbageCollector(Controller[tuple[str, str]]):
     name = "garbagecollector"
     workers = 20  # upstream's --concurrent-gc-syncs default
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
                  ignored_resources: frozenset = IGNORED_RESOURCES, resync_period: float = 30.0):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.ignored_resources = ignored_resources

@@ -83,7 +83,7 @@ def _set_conditions(status: dict, conds: list[dict]) -> None:
     status["conditions"].sort(key=lambda c: order.get(c.get("type"), 5))
 
 
-class SimulatedKubelets(Controller):
+class SimulatedKubelets(Controller[str]):
     name = "kubelet"
     workers = 4
 

@@ -62,7 +62,7 @@ SYNC_JOB_BATCH_PERIOD = 1.0
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
 
 
-class JobController(Controller):
+class JobController(Controller[str]):
     name = "job"
     workers = 5  # --concurrent-job-syncs
 
