@@ -76,6 +76,8 @@ MAX_PATCH_DEPTH = 200
 _MAP = "map[string]interface {}"
 _SLICE = "[]interface {}"
 _DROP = object()
+_ABSENT = object()  # a key missing from a map
+_CONTAINER_TYPES = (_MAP, _SLICE)
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -381,33 +383,26 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta)
         if value is None:
             result.pop(field, None)
             continue
-        if field not in result:
+        current = result.get(field, _ABSENT)
+        patch_type = _go_type(value)
+        if current is _ABSENT or _go_type(current) != patch_type:
+            # New, or of another type than the live value: the patch value is set as it is.
             if not is_delete_list:
                 _set_added(result, field, value, meta.field(field))
             continue
-        current = result[field]
-        current_type, patch_type = _go_type(current), _go_type(value)
-        if current_type != patch_type:
-            if not is_delete_list:
-                _set_added(result, field, value, meta.field(field))
+        if patch_type not in _CONTAINER_TYPES:
+            result[field] = value
             continue
-        if patch_type == _MAP:
-            field_meta = meta.field(field)
-            if _is_opaque(field_meta):
-                result[field] = merge_patch_value(current, value)
-            elif _patch_strategy(field_meta) == REPLACE_DIRECTIVE:
-                _set_added(result, field, value, field_meta)
-            else:
-                result[field] = _merge_map(current, value, field_meta)
+        field_meta = meta.field(field)
+        if _is_opaque(field_meta):
+            result[field] = merge_patch_value(current, value)
         elif patch_type == _SLICE:
-            field_meta = meta.field(field)
-            if _is_opaque(field_meta):
-                result[field] = merge_patch_value(current, value)
-                continue
             merged, _ = _merge_slice_handler(current, value, field_meta, is_delete_list)
             result[field] = merged
+        elif _patch_strategy(field_meta) == REPLACE_DIRECTIVE:
+            _set_added(result, field, value, field_meta)
         else:
-            result[field] = value
+            result[field] = _merge_map(current, value, field_meta)
     return result
 
 
