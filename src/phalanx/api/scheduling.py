@@ -114,8 +114,9 @@ def _list(d: Any, key: str) -> list:
 
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(rf"^{_LABEL_FMT}(\.{_LABEL_FMT})*$")
+# Anchored with `\Z` (end of text, as Go's `$`): Python's `$` would also accept a final newline.
+_LABEL_RE = re.compile(rf"{_LABEL_FMT}\Z")
+_SUBDOMAIN_RE = re.compile(rf"{_LABEL_FMT}(\.{_LABEL_FMT})*\Z")
 _LABEL_MSG = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " \
              "and must start and end with an alphanumeric character"
 
@@ -181,7 +182,7 @@ def _duplicates(path: str, items: list, key: str) -> list[FieldError]:
 # -- metav1.Condition validation (apimachinery meta/v1/validation) ----------------------------------
 
 _CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
-_CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
+_CONDITION_REASON_RE = re.compile(rf"{_CONDITION_REASON_FMT}\Z")
 _CONDITION_REASON_MSG = regex_error(
     "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
     "characters or '_,:', and must end with an alphanumeric character or '_'",

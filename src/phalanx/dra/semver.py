@@ -15,6 +15,7 @@ CEL runtime errors:
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import NamedTuple, Union
 
@@ -23,6 +24,14 @@ _ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _MAX_UINT64 = (1 << 64) - 1
 
 PreReleasePart = Union[int, str]
+
+# The API's check of a device's `version` attribute: upstream's semver regular expression, anchored
+# at the end of the text with `\Z` (Go's `$`; Python's `$` would also accept a final newline). Use
+# it with `match`. CEL's semver() parses with the functions below instead.
+SEMVER_RE = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
+    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?\Z")
 
 
 class Semver(NamedTuple):

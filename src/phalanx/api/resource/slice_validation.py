@@ -4,10 +4,10 @@ and shared counter sets."""
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import Any
 
+from ...dra.semver import SEMVER_RE
 from ...machinery import errors
 from ...machinery.errors import FieldError
 from ...machinery.names import label_value_errors
@@ -21,10 +21,6 @@ from .fields import (QUANTITY_MSG, field_dict, field_items, field_list, parse_qu
                      validate_label, validate_label_name, validate_map, validate_node_selector, validate_pool_name,
                      validate_qualified_name, validate_set, validate_slice, validate_subdomain)
 
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
-    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
 
 
 def _validate_attribute(attr: Any, path: str) -> list[FieldError]:
@@ -63,7 +59,7 @@ def _validate_attribute(attr: Any, path: str) -> list[FieldError]:
 
 def _validate_version(v: str, path: str) -> list[FieldError]:
     errs = []
-    if not _SEMVER_RE.match(v):
+    if not SEMVER_RE.match(v):
         errs.append(errors.invalid(path, v, "must be a string compatible with semver.org spec 2.0.0"))
     if len(v) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
         errs.append(errors.too_long(path, DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
