@@ -18,7 +18,7 @@ store verifies that nobody changed an object it shares (store/base.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from ..machinery import errors
 from ..machinery.errors import StatusError
@@ -32,13 +32,32 @@ def _namespace(md: dict) -> str:
     return md.get("namespace") or ""
 
 
+class _Watcher(Protocol):
+    overflowed: bool
+
+
+class _WatchStream(Protocol):
+    """What InProcessWatch reads of the API server's watch stream."""
+
+    watcher: _Watcher
+
+    @property
+    def closed(self) -> bool: ...
+
+    def ready(self) -> list[tuple[str, Obj]]: ...
+
+    async def wait(self, timeout: float | None) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 class InProcessWatch:
     """Adapts `WatchStream` (`ready()` / `await wait()`) to `async for (type, obj)`."""
 
-    def __init__(self, open_stream, copy: bool = True):
+    def __init__(self, open_stream: Callable[[], _WatchStream], copy: bool = True):
         self._open = open_stream
         self._copy = copy
-        self._stream = None
+        self._stream: _WatchStream | None = None
         self._pending: list[tuple[str, Obj]] = []
         self._closed = False
 

@@ -69,8 +69,8 @@ class ControlPlane:
         site = web.TCPSite(self._runner, host, self.spec.port or 0, ssl_context=self.ssl_context,
                            reuse_address=True)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else self.spec.port
+        addresses = self._runner.addresses  # the bound (host, port, ...) of the one site
+        self.port = addresses[0][1] if addresses else self.spec.port
         self.server.server_address = f"{host}:{self.port}"
         if self.components_enabled:
             await self._start_components()

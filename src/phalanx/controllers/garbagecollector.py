@@ -35,7 +35,7 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.informer import InformerFactory
+from ..client.informer import Informer, InformerFactory
 from ..client.interface import Client, ResourceInfo
 from ..machinery.errors import StatusError
 from ..client.controller import Controller
@@ -109,10 +109,7 @@ class GarbageCollector(Controller[tuple[str, str]]):
             if gr in self.ignored_resources or gr in self._monitored or not info.supports("delete", "list", "watch"):
                 continue
             self._monitored[gr] = info
-            inf = self.informer(info.api_version, info.kind)
-            inf.add_event_handler(on_add=lambda obj, i=info: self._observe(i, obj, None),
-                                  on_update=lambda old, new, i=info: self._observe(i, new, old),
-                                  on_delete=lambda obj, i=info: self._forget(i, obj))
+            self._feed_graph(self.informer(info.api_version, info.kind), info)
             added.append(info)
         return added
 
@@ -147,6 +144,19 @@ class GarbageCollector(Controller[tuple[str, str]]):
         return (owner is not None and owner.name == ref.get("name") and owner.info.kind == ref.get("kind")
                 and owner.info.group == _group_of(ref.get("apiVersion", "")) and self._valid_edge(owner, dependent)
                 and not owner.deleting_dependents)
+
+    def _feed_graph(self, inf: Informer, info: ResourceInfo) -> None:
+        """Observe every add, update and delete of one monitored resource."""
+        def on_add(obj: Obj) -> None:
+            self._observe(info, obj, None)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            self._observe(info, new, old)
+
+        def on_delete(obj: Obj) -> None:
+            self._forget(info, obj)
+
+        inf.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
 
     def _observe(self, info: ResourceInfo, obj: Obj, old: Obj | None) -> None:
         node = _node_of(info, obj)

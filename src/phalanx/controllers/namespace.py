@@ -78,6 +78,7 @@ class NamespaceController(Controller[str]):
             self.queue.add_after(md["name"], self.deletion_grace_period)
 
     async def sync(self, name: str) -> None:
+        ns: Obj | None
         try:
             ns = await self.client.get("v1", "Namespace", None, name)
         except StatusError as e:

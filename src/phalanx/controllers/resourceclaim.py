@@ -440,7 +440,7 @@ class ResourceClaimController(Controller[str]):
                     not dra.can_be_reserved(claim):
                 continue
             ref, ref_err = dra.consumer_reference(pod, pod_group, pc, workload_claims_enabled=self.workload_claims)
-            if ref_err is not None:
+            if ref is None:  # then ref_err says why
                 raise StatusError(422, "Invalid", str(ref_err))
             if any(r.get("uid") == ref["uid"] for r in dra.reserved_for(claim)):
                 continue

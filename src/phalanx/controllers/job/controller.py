@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...client.clock import Clock
-from ...client.informer import InformerFactory, object_key, split_key
+from ...client.informer import Informer, InformerFactory, object_key, split_key
 from ...client.interface import STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
 from ...machinery.meta import controller_of, deep_copy
@@ -83,7 +83,8 @@ class JobController(Controller[str]):
         self.jobs.add_event_handler(on_add=self._add_job, on_update=self._update_job, on_delete=self._delete_job)
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod,
                                     on_delete=lambda p: self._delete_pod(p, final=True))
-        self.workloads = self.pod_groups = None
+        self.workloads: Informer | None = None
+        self.pod_groups: Informer | None = None
         if self.workload_with_job:
             self.workloads = self.informer(SCHEDULING_API, "Workload")
             self.pod_groups = self.informer(SCHEDULING_API, "PodGroup")
@@ -374,11 +375,11 @@ class JobController(Controller[str]):
             return self._new_condition(FAILURE_TARGET, REASON_FAILED_INDEXES, MSG_FAILED_INDEXES)
         return None
 
-    async def _delete_pods_of_finished_job(self, ctx: SyncContext, satisfied: bool) -> tuple[int, Exception | None]:
+    async def _delete_pods_of_finished_job(self, ctx: SyncContext, satisfied: bool) -> tuple[int, BaseException | None]:
         """A Job heading for Complete/Failed loses its active pods; it finishes only once the cache
         shows every pod it expects."""
         active = len(ctx.active_pods)
-        error: Exception | None = None
+        error: BaseException | None = None
         try:
             deleted_ready, deleted = await self._delete_active_pods(ctx.job, ctx.active_pods)
         except _PartialDelete as e:
@@ -390,12 +391,12 @@ class JobController(Controller[str]):
         return active - deleted, error
 
     async def _converge_pods(self, key: str, ctx: SyncContext,
-                             satisfied: bool) -> tuple[int, bool, Exception | None]:
+                             satisfied: bool) -> tuple[int, bool, BaseException | None]:
         """Create or delete pods (when the cache is up to date), then note completion or the
         Suspended condition: (active pods, Suspended changed, the error managing pods met)."""
         job = ctx.job
         active = len(ctx.active_pods)
-        manage_error: Exception | None = None
+        manage_error: BaseException | None = None
         manage_called = satisfied and not job["metadata"].get("deletionTimestamp")
         if manage_called:
             try:
@@ -602,7 +603,7 @@ class JobController(Controller[str]):
         finished = not found.reached_max and enact_job_finished(ctx, rfc3339(self.clock))
         if needs or finished:
             ctx.job = await self._update_status(ctx.job)
-            if finished:
+            if finished and ctx.finished is not None:
                 await self._record_job_finished(ctx.job, ctx.finished)
         if rm_error is not None:
             raise rm_error
@@ -666,10 +667,13 @@ class JobController(Controller[str]):
         PodGroup. None when the Job is not eligible or has pods but no such objects."""
         if not gang_scheduling_eligible(job):
             return None
+        workloads, pod_groups = self.workloads, self.pod_groups
+        if workloads is None or pod_groups is None:
+            return None  # WorkloadWithJob off: no informers for them
         has_pods = bool(pods)
         ns = job["metadata"].get("namespace", "")
         wl_name = compute_workload_name(job)
-        workload = self.workloads.get(f"{ns}/{wl_name}")
+        workload = workloads.get(f"{ns}/{wl_name}")
         if workload is None:
             if has_pods:
                 return None
@@ -683,7 +687,7 @@ class JobController(Controller[str]):
                               f"(expected 1), falling back to normal scheduling", "Warning")
             return None
         pg_name = compute_pod_group_name(workload["metadata"]["name"], templates[0].get("name", ""))
-        pod_group = self.pod_groups.get(f"{ns}/{pg_name}")
+        pod_group = pod_groups.get(f"{ns}/{pg_name}")
         if pod_group is None:
             if has_pods:
                 return None
@@ -704,7 +708,7 @@ class JobController(Controller[str]):
 
 
 class _ManageError(Exception):
-    def __init__(self, active: int, error: Exception):
+    def __init__(self, active: int, error: BaseException):
         super().__init__(str(error))
         self.active = active
         self.error = error
