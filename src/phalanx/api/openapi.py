@@ -295,6 +295,9 @@ class _Node:
         self.bits = 0
 
 
+_NO_PROPS: dict[str, _Node] = {}  # the properties of a node that declares none (never mutated)
+
+
 def _go_struct_type(name: str) -> tuple[str, str]:
     """`io.k8s.api.core.v1.PodSpec` -> ("PodSpec", "v1.PodSpec")."""
     parts = name.split(".")
@@ -380,7 +383,7 @@ class _Compiler:
                 return _Node(BYTES, "[]uint8")
             return _Node(STR, "string")
         if t == "integer":
-            fmt = schema.get("format")
+            fmt = schema.get("format") or ""
             n = _Node(INT, {"int32": "int32", "int64": "int64"}.get(fmt, "int"))
             n.bits = 32 if fmt == "int32" else 64
             return n
@@ -445,7 +448,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
     if kind == OBJ:
         if type(value) is not dict:
             return
-        props = node.props
+        props = node.props or _NO_PROPS
         values = node.values
         for key, v in value.items():
             child = props.get(key)
@@ -463,7 +466,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
         if type(value) is not list:
             return
         item = node.items
-        if item.kind in _CONTAINERS:
+        if item is not None and item.kind in _CONTAINERS:
             for i, v in enumerate(value):
                 if v is not None:
                     _unknown(item, v, f"{path}[{i}]", out)
@@ -471,7 +474,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
         if type(value) is not dict:
             return
         child = node.values
-        if child.kind in _CONTAINERS:
+        if child is not None and child.kind in _CONTAINERS:
             for key, v in value.items():
                 if v is not None:
                     _unknown(child, v, f"{path}.{key}", out)
@@ -552,8 +555,8 @@ def _strict_walk(node: Optional[_Node], value: Any, path: str, out: list[str], t
             p = _object_path(path, key)
             child: Optional[_Node] = None
             known = True
-            if kind == OBJ:
-                child = node.props.get(key)
+            if kind == OBJ and node is not None:
+                child = (node.props or _NO_PROPS).get(key)
                 if child is None:
                     if node.values is not None:
                         child = node.values
@@ -561,7 +564,7 @@ def _strict_walk(node: Optional[_Node], value: Any, path: str, out: list[str], t
                         child = None
                     else:
                         known = False
-            elif kind == MAP:
+            elif kind == MAP and node is not None:
                 child = node.values
             if not known:
                 out.append(f'unknown field "{p}"')
@@ -628,7 +631,7 @@ def _object_types(node: _Node, value: Any, struct: str, fpath: str, out: list[st
     if type(value) is not dict:
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
-    props = node.props
+    props = node.props or _NO_PROPS
     inner = node.struct or struct
     for key, v in value.items():
         if v is None:
@@ -645,6 +648,8 @@ def _array_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
     item = node.items
+    if item is None:
+        return
     for v in value:
         _types(item, v, struct, fpath, out)
 
@@ -654,6 +659,8 @@ def _map_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str])
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
     child = node.values
+    if child is None:
+        return
     for v in value.values():
         _types(child, v, struct, fpath, out)
 

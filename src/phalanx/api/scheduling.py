@@ -685,7 +685,9 @@ class PodGroupStrategy(Strategy):
         if operation != "CREATE":
             return
         name = obj.get("metadata", {}).get("name", "")
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         # Priority (mutating): resolve priorityClassName -> priority.
         if _enabled(ctx, GATE_WAP):
             self._admit_priority(name, spec, ctx)
@@ -752,7 +754,9 @@ class PodGroupStrategy(Strategy):
             _validate_pod_group_status(new.get("status"), old.get("status") or {})
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
-        status = new.get("status") if isinstance(new.get("status"), dict) else {}
+        status = new.get("status")
+        if not isinstance(status, dict):
+            status = {}
         errs = validate_conditions(status.get("conditions"), "status.conditions")
         spec_claims = {c.get("name") for c in _list(new.get("spec"), "resourceClaims") if isinstance(c, dict)}
         for i, s in enumerate(_list(status, "resourceClaimStatuses")):
@@ -763,13 +767,17 @@ class PodGroupStrategy(Strategy):
         return errs + _validate_pod_group_status(status, old.get("status") or {})
 
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         return [obj["metadata"]["name"], pod_group_policy(spec), pod_group_workload(spec),
                 pod_group_status(obj), age_cell(obj, ctx)]
 
 
 def pod_group_policy(spec: dict) -> str:
-    sp = spec.get("schedulingPolicy") if isinstance(spec.get("schedulingPolicy"), dict) else {}
+    sp = spec.get("schedulingPolicy")
+    if not isinstance(sp, dict):
+        sp = {}
     if sp.get("gang") is not None:
         return "Gang"
     if sp.get("basic") is not None:

@@ -91,7 +91,8 @@ def _validate_valid_values(capacity_value: Fraction | None, policy: dict, valid_
     parsed = [parse_quantity(v) for v in valid_values]
     errs: list[FieldError] = []
     for i in range(len(parsed) - 1):
-        if parsed[i] is not None and parsed[i + 1] is not None and parsed[i] > parsed[i + 1]:
+        before, after = parsed[i], parsed[i + 1]
+        if before is not None and after is not None and before > after:
             errs.append(errors.invalid(f"{vpath}[{i + 1}]", str(valid_values[i + 1]),
                                        "values must be sorted in ascending order"))
     if len(valid_values) > CAPACITY_VALID_VALUES_MAX:
