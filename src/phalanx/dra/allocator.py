@@ -188,7 +188,7 @@ _MAX_INTERNED = 4096
 def allocate(claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any],
              slices: Union[Inventory, Sequence[Mapping[str, Any]]],
              classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-             in_use: Union[set[Any], frozenset[Any], DevicesInUse] = frozenset(), *, gates: Any = None,
+             in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *, gates: Any = None,
              cache: Optional[AllocatorCache] = None,
              consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None) -> AllocationOutcome:
     """Allocate devices for all `claims` on `node`; see the module docstring."""
@@ -221,14 +221,14 @@ class ClaimsAllocator:
         self._memo_key: Any = None
 
     def allocate(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
-                 in_use: Union[set[Any], frozenset[Any], DevicesInUse] = frozenset(), *,
+                 in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *,
                  consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
                  view: Optional[NodeView] = None) -> AllocationOutcome:
         """The claims on `node` (`view`: its `NodeView` when the caller has it already)."""
         return self.answer(node, slices, in_use, consumed_capacity=consumed_capacity, view=view).outcome(self)
 
     def answer(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
-               in_use: Union[set[Any], frozenset[Any], DevicesInUse] = frozenset(), *,
+               in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *,
                consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
                view: Optional[NodeView] = None) -> "NodeAnswer":
         """`allocate` without spelling the answer out: `results(self)` / `reasons(self)` when needed."""

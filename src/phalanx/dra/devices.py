@@ -96,7 +96,7 @@ class DevicesInUse:
 
     def __init__(self) -> None:
         self._counts: dict[DeviceID, int] = {}
-        self._holders: dict[str, tuple[frozenset[Any], Mapping[DeviceID, Mapping[str, Fraction]]]] = {}
+        self._holders: dict[str, tuple[frozenset[DeviceID], Mapping[DeviceID, Mapping[str, Fraction]]]] = {}
         self.versions: dict[tuple[str, str], int] = {}  # read-only for callers; missing: never changed
         self._consumed: Optional[dict[DeviceID, dict[str, Fraction]]] = {}
         self.version = 0
@@ -124,7 +124,7 @@ class DevicesInUse:
         self.versions[key] = self.versions.get(key, 0) + 1
         self.version += 1
 
-    def holding(self, holder: str) -> tuple[frozenset[Any], Mapping[DeviceID, Mapping[str, Fraction]]]:
+    def holding(self, holder: str) -> tuple[frozenset[DeviceID], Mapping[DeviceID, Mapping[str, Fraction]]]:
         """(exclusive DeviceIDs, shared capacity) `holder` holds; empty when nothing."""
         return self._holders.get(holder) or (frozenset(), {})
 

@@ -3,13 +3,13 @@ context holds only those) and the driver name of `device.driver == "<literal>"`.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from .checker import qualified_name
 from .library import MACROS
 from .syntax import Binary, Call, Ident, Lit, Node, Select, children
 
-def device_fields(node: Node, scope: frozenset[str] = frozenset()) -> Optional[frozenset[Any]]:
+def device_fields(node: Node, scope: frozenset[str] = frozenset()) -> Optional[frozenset[str]]:
     """The `device` fields the expression reads; None when it uses `device` as a whole."""
     used: set[str] = set()
     whole = False

@@ -114,7 +114,7 @@ def _navigate(meta: PatchMeta, path: Path, cache: dict[Path, PatchMeta]) -> Patc
 
 # -- fieldsV1 encoding ---------------------------------------------------------------------------
 
-def _value_order(h: tuple[Any, ...]) -> tuple[Any, ...]:
+def _value_order(h: tuple[str, Any]) -> tuple[Any, ...]:
     tag, v = h
     if tag == "n":
         return (0, v)

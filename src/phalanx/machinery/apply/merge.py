@@ -174,10 +174,10 @@ def _merge_list(t: _Type, lhs: list[Any], rhs: list[Any], path: Path) -> list[An
     shared = iter([pe for pe in rhs_order if pe in lhs_first])  # items in both, in the applied order
     next_shared = next(shared, None)
     items_meta = t.items()
-    merged_rhs: set[Any] = set()
+    merged_rhs: set[PathElement] = set()
     out: list[Any] = []
 
-    def emit(pe: tuple[Any, ...], lv: Any, rv: Any) -> None:
+    def emit(pe: PathElement, lv: Any, rv: Any) -> None:
         v = _merge(lv, rv, items_meta, path + (pe,))
         if v is not _MISSING:
             out.append(v)
@@ -216,7 +216,7 @@ def _merge_list(t: _Type, lhs: list[Any], rhs: list[Any], path: Path) -> list[An
     return out
 
 
-def _item_pes(t: _Type, items: list[Any], path: Path) -> list[Any]:
+def _item_pes(t: _Type, items: list[Any], path: Path) -> list[PathElement]:
     """The path element of each item, in order (duplicates kept)."""
     pes = []
     for i, item in enumerate(items):

@@ -30,7 +30,7 @@ class _TypedError(Exception):
 
 # -- values ------------------------------------------------------------------------------------
 
-def _hv(v: Any) -> tuple[Any, ...]:
+def _hv(v: Any) -> tuple[str, Any]:
     """A hashable, type-exact stand-in for a JSON value (True and 1 must stay different)."""
     if isinstance(v, str):
         return ("s", v)
@@ -43,7 +43,7 @@ def _hv(v: Any) -> tuple[Any, ...]:
     return ("j", orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode())
 
 
-def _unhv(h: tuple[Any, ...]) -> Any:
+def _unhv(h: tuple[str, Any]) -> Any:
     return orjson.loads(h[1]) if h[0] == "j" else h[1]
 
 
@@ -159,7 +159,7 @@ def _key_default(items: PatchMeta, key: str) -> Any:
     return _MISSING
 
 
-def _item_pe(t: _Type, item: Any) -> tuple[Any, ...]:
+def _item_pe(t: _Type, item: Any) -> PathElement:
     if t.keys is None:
         if isinstance(item, dict):
             raise _TypedError("associative list without keys has an element that's a map type")
@@ -188,7 +188,7 @@ def _item_pe(t: _Type, item: Any) -> tuple[Any, ...]:
 
 # -- path strings (conflict messages) ------------------------------------------------------------
 
-def _value_string(h: tuple[Any, ...]) -> str:
+def _value_string(h: tuple[str, Any]) -> str:
     v = _unhv(h)
     if isinstance(v, str):
         return go_repr(v)

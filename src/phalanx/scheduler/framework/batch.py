@@ -66,7 +66,7 @@ class _BatchState:
     __slots__ = ("signature", "snapshot", "entries", "created", "last_cycle", "pending", "skip_score", "cycle_state")
 
     def __init__(self, signature: Any, snapshot: "Snapshot", entries: list[_Entry], created: float,
-                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset[Any], cycle_state: CycleState):
+                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset[str], cycle_state: CycleState):
         self.signature = signature
         self.snapshot = snapshot
         self.entries = entries
