@@ -31,7 +31,7 @@ from typing import Any, Awaitable, Callable, Iterable
 from ..client.clock import Clock, to_datetime
 from ..client.interface import Client, MERGE_PATCH
 from ..machinery.errors import StatusError
-from ..machinery.meta import controller_of, deep_copy
+from ..machinery.meta import OwnerReference, controller_of, deep_copy
 from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from ..machinery.names import dns1123_subdomain_errors
 from ..machinery.selectors import LabelSelector, label_selector_from_object
@@ -157,7 +157,7 @@ def active_pods_deletion_order(pods: Iterable[Obj]) -> list[Obj]:
 
 
 # -- creating and deleting pods ---------------------------------------------------------------------
-def controller_ref(owner: Obj) -> dict:
+def controller_ref(owner: Obj) -> OwnerReference:
     """metav1.NewControllerRef: controller and blockOwnerDeletion set."""
     md = owner["metadata"]
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],

@@ -27,7 +27,7 @@ served by its PodGroup's claim when the pod belongs to that PodGroup (same names
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 Obj = dict[str, Any]
 
@@ -219,14 +219,23 @@ def matching_pod_group_claim(pod: Obj, pod_group: Obj | None, pod_claim: dict[st
     return None
 
 
-def pod_reference(pod: Obj) -> dict[str, Any]:
+class ConsumerReference(TypedDict):
+    """A ResourceClaim `status.reservedFor` entry (ResourceClaimConsumerReference)."""
+
+    apiGroup: NotRequired[str]  # omitted for the core group, as its JSON encoding omits it
+    resource: str
+    name: str
+    uid: str
+
+
+def pod_reference(pod: Obj) -> ConsumerReference:
     """A `reservedFor` entry for a pod (the core group's empty apiGroup is omitted, as the
     JSON encoding of ResourceClaimConsumerReference omits it)."""
     md = _md(pod)
     return {"resource": POD_RESOURCE, "name": md.get("name", ""), "uid": md.get("uid", "")}
 
 
-def pod_group_reference(pod_group: Obj) -> dict[str, Any]:
+def pod_group_reference(pod_group: Obj) -> ConsumerReference:
     """A `reservedFor` entry for a PodGroup."""
     md = _md(pod_group)
     return {"apiGroup": POD_GROUP_API_GROUP, "resource": POD_GROUP_RESOURCE, "name": md.get("name", ""),
@@ -234,7 +243,7 @@ def pod_group_reference(pod_group: Obj) -> dict[str, Any]:
 
 
 def consumer_reference(pod: Obj, pod_group: Obj | None, pod_claim: dict[str, Any], *,
-                       workload_claims_enabled: bool = True) -> tuple[dict[str, Any] | None, ClaimError | None]:
+                       workload_claims_enabled: bool = True) -> tuple[ConsumerReference | None, ClaimError | None]:
     """Whom a claim used through `pod_claim` gets reserved for (upstream `BindTo`): the PodGroup
     when the claim matches one of its claims, otherwise the pod. Errors: a claim entry with
     neither field set, or a PodGroup the pod does not belong to."""
@@ -339,7 +348,7 @@ __all__ = [
     "pod_group_name", "pod_claims", "pod_group_claims", "controller_ref", "is_controlled_by", "owning_pod",
     "owning_pod_group", "claim_name", "name_from_pod_group", "generated_claim_name_prefix",
     "pod_matches_pod_group", "claims_match", "matching_pod_group_claim", "pod_reference", "pod_group_reference",
-    "consumer_reference", "is_pod_group_consumer", "is_pod_consumer", "is_for_pod", "is_for_pod_group",
+    "ConsumerReference", "consumer_reference", "is_pod_group_consumer", "is_pod_consumer", "is_for_pod", "is_for_pod_group",
     "reserved_for", "is_reserved_for_pod", "is_reserved_for_pod_group", "can_be_reserved", "is_allocated",
     "claim_statuses_equal",
 ]

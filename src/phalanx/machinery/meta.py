@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -25,7 +25,18 @@ def namespaced_name(obj: Obj) -> str:
     return f"{ns}/{md.get('name')}" if ns else md.get("name", "")
 
 
-def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> dict[str, Any]:
+class OwnerReference(TypedDict):
+    """A `metadata.ownerReferences` entry as the controllers write it."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> OwnerReference:
     md = owner["metadata"]
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],
             "controller": controller, "blockOwnerDeletion": block_owner_deletion}
