@@ -347,7 +347,7 @@ class _Assign(_Node):
 
 
 class _If(_Node):
-    def __init__(self):
+    def __init__(self) -> None:
         self.branches: list[tuple[Expr | None, list[_Node]]] = []
 
     def render(self, scope, out):
