@@ -32,11 +32,12 @@ from typing import Any, Literal, Sequence, overload
 
 import orjson
 
-from ..client.informer import object_key
+from ..client.informer import InformerFactory, object_key
 from ..client.interface import Client, MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
+from ..client.clock import Clock
 from ..client.controller import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, add_workload_indexers, candidates_for, claim_objects, controller_ref,
                          fnv32a, rfc3339, safe_encode_string, selector_of)
@@ -183,7 +184,7 @@ def get_condition(status: Obj, ctype: str) -> dict | None:
     return None
 
 
-def new_condition(clock: Any, ctype: str, status: str, reason: str, message: str) -> dict:
+def new_condition(clock: Clock, ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
     now = rfc3339(clock)
     return {"type": ctype, "status": status, "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason,
             "message": message}
@@ -230,7 +231,7 @@ class DeploymentController(Controller[str]):
     name = "deployment"
     workers = 5  # --concurrent-deployment-syncs
 
-    def __init__(self, client: Client, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.deployments = self.informer("apps/v1", "Deployment")
         self.replica_sets = self.informer("apps/v1", "ReplicaSet")

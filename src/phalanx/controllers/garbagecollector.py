@@ -38,6 +38,7 @@ from typing import Any
 from ..client.informer import Informer, InformerFactory
 from ..client.interface import Client, ResourceInfo
 from ..machinery.errors import StatusError
+from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.retry import retry_on_conflict
 
@@ -87,7 +88,7 @@ class GarbageCollector(Controller[tuple[str, str]]):
     name = "garbagecollector"
     workers = 20  # upstream's --concurrent-gc-syncs default
 
-    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  ignored_resources: frozenset = IGNORED_RESOURCES, resync_period: float = 30.0):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.ignored_resources = ignored_resources

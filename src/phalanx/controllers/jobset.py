@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.jobset import GROUP, VERSION
-from ..client.informer import object_key, split_key
+from ..client.informer import InformerFactory, object_key, split_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
+from ..client.clock import Clock
 from ..client.controller import Controller
 from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, rfc3339
 from ..client.interface import Client
@@ -299,7 +300,7 @@ class JobSetController(Controller[str]):
     name = "jobset"
     workers = 1
 
-    def __init__(self, client: Client, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.jobsets = self.informer(API_VERSION, "JobSet")
         self.jobs = self.informer("batch/v1", "Job")

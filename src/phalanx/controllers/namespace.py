@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.clock import to_datetime
+from ..client.clock import Clock, to_datetime
 from ..client.informer import InformerFactory
 from ..client.interface import Client, ResourceInfo
 from ..client.workqueue import ItemExponentialFailureRateLimiter
@@ -64,7 +64,7 @@ class NamespaceController(Controller[str]):
     name = "namespace"
     workers = 10  # upstream's --concurrent-namespace-syncs default
 
-    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  deletion_grace_period: float = DELETION_GRACE_PERIOD):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.queue.rate_limiter = ItemExponentialFailureRateLimiter(0.005, 60.0)

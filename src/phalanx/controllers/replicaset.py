@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.informer import object_key
+from ..client.informer import InformerFactory, object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
+from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.interface import Client
 from ..client.retry import retry_on_conflict
@@ -50,7 +51,7 @@ class ReplicaSetController(Controller[str]):
     name = "replicaset"
     workers = 5  # --concurrent-replicaset-syncs
 
-    def __init__(self, client: Client, factory: Any = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  burst_replicas: int = BURST_REPLICAS):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.burst_replicas = burst_replicas

@@ -49,6 +49,7 @@ from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
+from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.interface import Client
 
@@ -178,7 +179,7 @@ class ResourceClaimController(Controller[str]):
     workers = 50  # upstream's ResourceClaimController ConcurrentSyncs default
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, gates: FeatureGates | None = None,
-                 clock=None, workers: int | None = None):
+                 clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = gates if gates is not None else FeatureGates()
         self.workload_claims = bool(self.gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE))

@@ -66,6 +66,7 @@ import uuid
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+from ..machinery.featuregates import Gates
 from .cel.compiler import SelectorCache
 from .devices import Device, DeviceID, DevicesInUse, qualify, taints_prevent_allocation
 from .explain import explain
@@ -173,7 +174,7 @@ class AllocatorCache:
             found = self._shape_ids[shape] = next(self._next_shape_id)
         return found
 
-    def features(self, gates: Any) -> AllocatorFeatures:
+    def features(self, gates: Gates) -> AllocatorFeatures:
         if isinstance(gates, AllocatorFeatures):
             return gates
         if isinstance(gates, Mapping) or self._features_for is not gates or self._features_value is None:
@@ -188,7 +189,7 @@ _MAX_INTERNED = 4096
 def allocate(claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any],
              slices: Union[Inventory, Sequence[Mapping[str, Any]]],
              classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-             in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *, gates: Any = None,
+             in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *, gates: Gates = None,
              cache: Optional[AllocatorCache] = None,
              consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None) -> AllocationOutcome:
     """Allocate devices for all `claims` on `node`; see the module docstring."""
@@ -212,7 +213,7 @@ class ClaimsAllocator:
 
     def __init__(self, claims: Sequence[Mapping[str, Any]],
                  classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-                 *, gates: Any = None, cache: Optional[AllocatorCache] = None):
+                 *, gates: Gates = None, cache: Optional[AllocatorCache] = None):
         self.claims = list(claims)
         self.cache = cache or AllocatorCache()
         self.features = self.cache.features(gates)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import orjson
 
+from ..machinery.featuregates import Gates
 from ..machinery.quantity import parse_quantity
 from .cel.compiler import CompiledSelector
 from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
@@ -56,7 +57,7 @@ class AllocatorFeatures:
     list_type_attributes: bool = False
 
     @classmethod
-    def from_gates(cls, gates: Any) -> "AllocatorFeatures":
+    def from_gates(cls, gates: Gates) -> "AllocatorFeatures":
         def on(name: str, default: bool) -> bool:
             if gates is None:
                 return default

@@ -31,6 +31,7 @@ from ...client.clock import Clock
 from ...client.informer import Informer, InformerFactory, object_key, split_key
 from ...client.interface import STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
+from ...machinery.featuregates import GateReader
 from ...machinery.meta import controller_of, deep_copy
 from ...client.controller import Controller
 from ...machinery.timestamps import rfc3339_seconds
@@ -69,7 +70,7 @@ class JobController(Controller[str]):
     ORPHAN_PREFIX = "orphan-pod:"
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
-                 workers: int | None = None, feature_gates: Any = None):
+                 workers: int | None = None, feature_gates: GateReader | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = feature_gates
         self.workload_with_job = bool(feature_gates is not None and _gate(feature_gates, WORKLOAD_WITH_JOB))
@@ -722,7 +723,7 @@ class _PartialDelete(Exception):
         self.error = error
 
 
-def _gate(gates: Any, name: str) -> bool:
+def _gate(gates: GateReader, name: str) -> bool:
     try:
         return bool(gates.enabled(name))
     except Exception:  # an unknown gate is off
