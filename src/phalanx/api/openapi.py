@@ -277,6 +277,9 @@ ANY, OBJ, ARR, MAP, STR, INT, NUM, BOOL, QTY, IOS, TIME, BYTES = range(12)
 _CONTAINERS = (OBJ, ARR, MAP)
 
 
+_NO_PROPS: dict[str, "_Node"] = {}  # the properties of a node that declares none (never mutated)
+
+
 class _Node:
     """A compiled schema node. `props` for OBJ, `items` for ARR, `values` for MAP (and for OBJ with
     additionalProperties). `struct` is the Go struct name of an OBJ; `go_type` the Go type name used
@@ -286,7 +289,7 @@ class _Node:
 
     def __init__(self, kind: int, go_type: str = "") -> None:
         self.kind = kind
-        self.props: Optional[dict[str, _Node]] = None
+        self.props: dict[str, _Node] = _NO_PROPS  # an OBJ's declared properties
         self.items: Optional[_Node] = None
         self.values: Optional[_Node] = None
         self.preserve = False
@@ -295,7 +298,8 @@ class _Node:
         self.bits = 0
 
 
-_NO_PROPS: dict[str, _Node] = {}  # the properties of a node that declares none (never mutated)
+_ANY_NODE = _Node(ANY)
+_GO_INT_TYPES: dict[object, str] = {"int32": "int32", "int64": "int64"}  # by OpenAPI format; else "int"
 
 
 def _go_struct_type(name: str) -> tuple[str, str]:
@@ -383,8 +387,8 @@ class _Compiler:
                 return _Node(BYTES, "[]uint8")
             return _Node(STR, "string")
         if t == "integer":
-            fmt = schema.get("format") or ""
-            n = _Node(INT, {"int32": "int32", "int64": "int64"}.get(fmt, "int"))
+            fmt = schema.get("format")
+            n = _Node(INT, _GO_INT_TYPES.get(fmt, "int"))
             n.bits = 32 if fmt == "int32" else 64
             return n
         if t == "number":
@@ -448,7 +452,7 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
     if kind == OBJ:
         if type(value) is not dict:
             return
-        props = node.props or _NO_PROPS
+        props = node.props
         values = node.values
         for key, v in value.items():
             child = props.get(key)
@@ -462,22 +466,24 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str]) -> None:
                     continue
             if v is not None and child.kind in _CONTAINERS:
                 _unknown(child, v, f"{path}.{key}", out)
-    elif kind == ARR:
-        if type(value) is not list:
-            return
+    elif kind == ARR or kind == MAP:
+        _unknown_in_collection(node, value, path, out)
+
+
+def _unknown_in_collection(node: _Node, value: Any, path: str, out: list[str]) -> None:
+    """`_unknown` under the items of a list (ARR) or the values of a map (MAP)."""
+    if node.kind == ARR:
         item = node.items
-        if item is not None and item.kind in _CONTAINERS:
+        if type(value) is list and item is not None and item.kind in _CONTAINERS:
             for i, v in enumerate(value):
                 if v is not None:
                     _unknown(item, v, f"{path}[{i}]", out)
-    elif kind == MAP:
-        if type(value) is not dict:
-            return
-        child = node.values
-        if child is not None and child.kind in _CONTAINERS:
-            for key, v in value.items():
-                if v is not None:
-                    _unknown(child, v, f"{path}.{key}", out)
+        return
+    child = node.values
+    if type(value) is dict and child is not None and child.kind in _CONTAINERS:
+        for key, v in value.items():
+            if v is not None:
+                _unknown(child, v, f"{path}.{key}", out)
 
 
 class _Pairs(list):
@@ -549,14 +555,16 @@ def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str
 
 def _strict_walk(node: Optional[_Node], value: Any, path: str, out: list[str], top: bool = False) -> None:
     if isinstance(value, _Pairs):
-        kind = node.kind if node is not None else ANY
+        if node is None:
+            node = _ANY_NODE
+        kind = node.kind
         seen: set[str] = set()
         for key, v in value:
             p = _object_path(path, key)
             child: Optional[_Node] = None
             known = True
-            if kind == OBJ and node is not None:
-                child = (node.props or _NO_PROPS).get(key)
+            if kind == OBJ:
+                child = node.props.get(key)
                 if child is None:
                     if node.values is not None:
                         child = node.values
@@ -564,7 +572,7 @@ def _strict_walk(node: Optional[_Node], value: Any, path: str, out: list[str], t
                         child = None
                     else:
                         known = False
-            elif kind == MAP and node is not None:
+            elif kind == MAP:
                 child = node.values
             if not known:
                 out.append(f'unknown field "{p}"')
@@ -631,7 +639,7 @@ def _object_types(node: _Node, value: Any, struct: str, fpath: str, out: list[st
     if type(value) is not dict:
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
-    props = node.props or _NO_PROPS
+    props = node.props
     inner = node.struct or struct
     for key, v in value.items():
         if v is None:
