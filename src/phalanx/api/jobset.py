@@ -164,7 +164,9 @@ def _required(errs: list[FieldError], obj: dict, path: str, *fields: str) -> Non
 
 def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
     """The JobSet CRD's OpenAPI schema and x-kubernetes-validations rules."""
-    spec = js.get("spec") if isinstance(js.get("spec"), dict) else {}
+    spec = js.get("spec")
+    if not isinstance(spec, dict):
+        spec = {}
     rjobs = _list(spec, "replicatedJobs")
     errs = _replicated_jobs_schema_errors(rjobs)
     errs += _policies_schema_errors(spec)
@@ -179,7 +181,8 @@ def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
             any(isinstance(rj, dict) and "dependsOn" in rj for rj in rjobs):
         errs.append(errors.invalid("spec", "object", "StartupPolicy and DependsOn APIs are mutually exclusive"))
     if old is not None:
-        errs += _transition_rule_errors(spec, old.get("spec") if isinstance(old.get("spec"), dict) else {})
+        old_spec = old.get("spec")
+        errs += _transition_rule_errors(spec, old_spec if isinstance(old_spec, dict) else {})
     return errs
 
 

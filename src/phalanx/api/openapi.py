@@ -277,6 +277,9 @@ ANY, OBJ, ARR, MAP, STR, INT, NUM, BOOL, QTY, IOS, TIME, BYTES = range(12)
 _CONTAINERS = (OBJ, ARR, MAP)
 
 
+_NO_PROPS: dict[str, "_Node"] = {}  # the properties of a node that declares none (never mutated)
+
+
 class _Node:
     """A compiled schema node. `props` for OBJ, `items` for ARR, `values` for MAP (and for OBJ with
     additionalProperties). `struct` is the Go struct name of an OBJ; `go_type` the Go type name used
@@ -286,13 +289,17 @@ class _Node:
 
     def __init__(self, kind: int, go_type: str = "") -> None:
         self.kind = kind
-        self.props: Optional[dict[str, _Node]] = None
+        self.props: dict[str, _Node] = _NO_PROPS  # an OBJ's declared properties
         self.items: Optional[_Node] = None
         self.values: Optional[_Node] = None
         self.preserve = False
         self.struct = ""
         self.go_type = go_type
         self.bits = 0
+
+
+_ANY_NODE = _Node(ANY)
+_GO_INT_TYPES: dict[object, str] = {"int32": "int32", "int64": "int64"}  # by OpenAPI format; else "int"
 
 
 def _go_struct_type(name: str) -> tuple[str, str]:
@@ -381,7 +388,7 @@ class _Compiler:
             return _Node(STR, "string")
         if t == "integer":
             fmt = schema.get("format")
-            n = _Node(INT, {"int32": "int32", "int64": "int64"}.get(fmt, "int"))
+            n = _Node(INT, _GO_INT_TYPES.get(fmt, "int"))
             n.bits = 32 if fmt == "int32" else 64
             return n
         if t == "number":
@@ -464,22 +471,24 @@ def _unknown(node: _Node, value: Any, path: str, out: list[str], prune: bool) ->
                     continue
             if v is not None and child.kind in _CONTAINERS:
                 _unknown(child, v, f"{path}.{key}", out, prune)
-    elif kind == ARR:
-        if type(value) is not list:
-            return
+    elif kind == ARR or kind == MAP:
+        _unknown_in_collection(node, value, path, out, prune)
+
+
+def _unknown_in_collection(node: _Node, value: Any, path: str, out: list[str], prune: bool) -> None:
+    """`_unknown` under the items of a list (ARR) or the values of a map (MAP)."""
+    if node.kind == ARR:
         item = node.items
-        if item.kind in _CONTAINERS:
+        if type(value) is list and item is not None and item.kind in _CONTAINERS:
             for i, v in enumerate(value):
                 if v is not None:
                     _unknown(item, v, f"{path}[{i}]", out, prune)
-    elif kind == MAP:
-        if type(value) is not dict:
-            return
-        child = node.values
-        if child.kind in _CONTAINERS:
-            for key, v in value.items():
-                if v is not None:
-                    _unknown(child, v, f"{path}.{key}", out, prune)
+        return
+    child = node.values
+    if type(value) is dict and child is not None and child.kind in _CONTAINERS:
+        for key, v in value.items():
+            if v is not None:
+                _unknown(child, v, f"{path}.{key}", out, prune)
 
 
 class _Pairs(list):
@@ -551,7 +560,9 @@ def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str
 
 def _strict_walk(node: Optional[_Node], value: Any, path: str, out: list[str], top: bool = False) -> None:
     if isinstance(value, _Pairs):
-        kind = node.kind if node is not None else ANY
+        if node is None:
+            node = _ANY_NODE
+        kind = node.kind
         seen: set[str] = set()
         for key, v in value:
             p = _object_path(path, key)
@@ -650,6 +661,8 @@ def _array_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
     item = node.items
+    if item is None:
+        return
     for v in value:
         _types(item, v, struct, fpath, out)
 
@@ -659,6 +672,8 @@ def _map_types(node: _Node, value: Any, struct: str, fpath: str, out: list[str])
         out.append(_type_error(value, struct, fpath, node.go_type))
         return
     child = node.values
+    if child is None:
+        return
     for v in value.values():
         _types(child, v, struct, fpath, out)
 

@@ -57,7 +57,9 @@ def mount_service_account_token(spec: Obj) -> None:
             c["volumeMounts"] = mounts
             needs_volume = True
     if needs_volume and not has_volume:
-        volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+        volumes = spec.get("volumes")
+        if not isinstance(volumes, list):
+            volumes = []
         volumes.append(service_account_token_volume(volume_name))
         spec["volumes"] = volumes
 

@@ -142,7 +142,7 @@ def default_pod_only(spec: Obj) -> None:
                         p["hostPort"] = p["containerPort"]
 
 
-def default_pod_template(template: Obj, ctx: Any = None) -> None:
+def default_pod_template(template: object, ctx: Any = None) -> None:
     if isinstance(template, dict):
         default_pod_spec(template.setdefault("spec", {}), ctx)
 

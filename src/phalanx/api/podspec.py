@@ -114,7 +114,7 @@ def _validate_volumes_and_containers(spec: Obj, path: str) -> list[FieldError]:
     grace = spec.get("terminationGracePeriodSeconds")
     vols, errs = validate_volumes(_list(spec.get("volumes")), f"{path}.volumes")
     claims = _list(spec.get("resourceClaims"))
-    claim_names = {_dict(c).get("name") for c in claims if _dict(c).get("name")}
+    claim_names: set[str] = {name for c in claims if (name := _dict(c).get("name"))}
     errs += validate_pod_resource_claims(claims, f"{path}.resourceClaims")
     rp = spec.get("restartPolicy")
     containers = _list(spec.get("containers"))

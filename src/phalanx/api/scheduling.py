@@ -114,8 +114,9 @@ def _list(d: Any, key: str) -> list:
 
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(rf"^{_LABEL_FMT}(\.{_LABEL_FMT})*$")
+# Anchored with `\Z` (end of text, as Go's `$`): Python's `$` would also accept a final newline.
+_LABEL_RE = re.compile(rf"{_LABEL_FMT}\Z")
+_SUBDOMAIN_RE = re.compile(rf"{_LABEL_FMT}(\.{_LABEL_FMT})*\Z")
 _LABEL_MSG = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " \
              "and must start and end with an alphanumeric character"
 
@@ -181,7 +182,7 @@ def _duplicates(path: str, items: list, key: str) -> list[FieldError]:
 # -- metav1.Condition validation (apimachinery meta/v1/validation) ----------------------------------
 
 _CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
-_CONDITION_REASON_RE = re.compile(f"^{_CONDITION_REASON_FMT}$")
+_CONDITION_REASON_RE = re.compile(rf"{_CONDITION_REASON_FMT}\Z")
 _CONDITION_REASON_MSG = regex_error(
     "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
     "characters or '_,:', and must end with an alphanumeric character or '_'",
@@ -684,7 +685,9 @@ class PodGroupStrategy(Strategy):
         if operation != "CREATE":
             return
         name = obj.get("metadata", {}).get("name", "")
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         # Priority (mutating): resolve priorityClassName -> priority.
         if _enabled(ctx, GATE_WAP):
             self._admit_priority(name, spec, ctx)
@@ -751,7 +754,9 @@ class PodGroupStrategy(Strategy):
             _validate_pod_group_status(new.get("status"), old.get("status") or {})
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
-        status = new.get("status") if isinstance(new.get("status"), dict) else {}
+        status = new.get("status")
+        if not isinstance(status, dict):
+            status = {}
         errs = validate_conditions(status.get("conditions"), "status.conditions")
         spec_claims = {c.get("name") for c in _list(new.get("spec"), "resourceClaims") if isinstance(c, dict)}
         for i, s in enumerate(_list(status, "resourceClaimStatuses")):
@@ -762,13 +767,17 @@ class PodGroupStrategy(Strategy):
         return errs + _validate_pod_group_status(status, old.get("status") or {})
 
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         return [obj["metadata"]["name"], pod_group_policy(spec), pod_group_workload(spec),
                 pod_group_status(obj), age_cell(obj, ctx)]
 
 
 def pod_group_policy(spec: dict) -> str:
-    sp = spec.get("schedulingPolicy") if isinstance(spec.get("schedulingPolicy"), dict) else {}
+    sp = spec.get("schedulingPolicy")
+    if not isinstance(sp, dict):
+        sp = {}
     if sp.get("gang") is not None:
         return "Gang"
     if sp.get("basic") is not None:

@@ -32,8 +32,8 @@ def service_external_ip(svc: Obj, wide: bool = True) -> str:
     if t in ("ClusterIP", "NodePort"):
         return ",".join(ext) if ext else "<none>"
     if t == "LoadBalancer":
-        lb = sorted({_dict(i).get("ip") or _dict(i).get("hostname") for i in
-                     _list(_dict(status.get("loadBalancer")).get("ingress")) if _dict(i).get("ip") or _dict(i).get("hostname")})
+        lb = sorted({address for i in _list(_dict(status.get("loadBalancer")).get("ingress"))
+                     if (address := _dict(i).get("ip") or _dict(i).get("hostname"))})
         lbs = ",".join(lb)
         if not wide and len(lbs) > 16:
             lbs = lbs[:13] + "..."

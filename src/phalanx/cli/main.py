@@ -343,7 +343,7 @@ def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gate
             with open(config_path) as f:
                 config = load_configuration(yaml.safe_load(f), gates)
         if config is None:
-            from phalanx.scheduler.framework import KubeSchedulerConfiguration
+            from phalanx.scheduler.framework.config import KubeSchedulerConfiguration
             config = KubeSchedulerConfiguration()
         if scheduler_name:
             config.profiles[0].scheduler_name = scheduler_name

@@ -33,21 +33,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Generic, Hashable, TypeVar, cast
 
 from ..machinery.errors import StatusError
 from .clock import REAL_CLOCK, Clock
 from .informer import Informer, InformerFactory, object_key
 from .workqueue import WorkQueue
+from .interface import Client
 
 Obj = dict[str, Any]
 
 
-class Controller:
+# A controller's work-queue key: "namespace/name" for most, anything hashable for some (the
+# garbage collector queues (operation, uid) pairs).
+KeyT = TypeVar("KeyT", bound=Hashable)
+
+
+class Controller(Generic[KeyT]):
     name: str = "controller"
     workers: int = 1
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
                  workers: int | None = None):
         self.client = client
         self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
@@ -80,17 +86,17 @@ class Controller:
 
         informer.add_event_handler(on_add=add, on_update=lambda old, new: add(new), on_delete=add)
 
-    def enqueue(self, key: str) -> None:
+    def enqueue(self, key: KeyT) -> None:
         self.queue.add(key)
 
-    def enqueue_after(self, key: str, delay: float) -> None:
+    def enqueue_after(self, key: KeyT, delay: float) -> None:
         self.queue.add_after(key, delay)
 
     # -- behaviour ---------------------------------------------------------------------------
     async def setup(self) -> None:
         """Runs once at the start of `run()`, before informers start. Override as needed."""
 
-    async def sync(self, key: str) -> None:
+    async def sync(self, key: KeyT) -> None:
         raise NotImplementedError
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -140,7 +146,7 @@ class Controller:
             if key is None:
                 return
             try:
-                await self.sync(key)
+                await self.sync(cast(KeyT, key))  # the queue holds only keys this controller added
                 self.queue.forget(key)
             except asyncio.CancelledError:
                 raise

@@ -112,8 +112,10 @@ class HTTPWatch:
                     await self.aclose()
                     raise status_error_from(int((obj or {}).get("code") or 500), obj)
                 return type_, obj
+            resp = self._resp
+            assert resp is not None, "opened above"
             try:
-                chunk = await self._resp.content.readany()
+                chunk = await resp.content.readany()
             except (aiohttp.ClientError, OSError) as e:
                 await self.aclose()
                 raise self._client._unavailable(e) from None

@@ -26,6 +26,7 @@ client-go. `has_synced` turns true once the first list has been delivered to the
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import threading
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Any, Callable, Iterable
 
 from ..machinery.errors import StatusError
 from .clock import REAL_CLOCK, Clock
+from .interface import Client
 
 log = logging.getLogger("phalanx.client.informer")
 
@@ -90,7 +92,7 @@ class _Handler:
 
 
 class Informer:
-    def __init__(self, client: Any, api_version: str, kind: str, namespace: str | None = None, *,
+    def __init__(self, client: Client, api_version: str, kind: str, namespace: str | None = None, *,
                  label_selector: str | None = None, field_selector: str | None = None,
                  indexers: dict[str, IndexFunc] | None = None, clock: Clock = REAL_CLOCK):
         self.client = client
@@ -133,19 +135,19 @@ class Informer:
                 return list(self._items.values())
             return [o for o in self._items.values() if (o.get("metadata") or {}).get("namespace") == namespace]
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         with self._lock:
             return list(self._items)
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
         with self._lock:
             keys = (self._indices.get(index) or {}).get(value) or ()
             return [self._items[k] for k in sorted(keys) if k in self._items]
 
-    def index_keys(self, index: str, value: str) -> list[str]:
+    def index_keys(self, index: str, value: str) -> builtins.list[str]:
         with self._lock:
             return sorted((self._indices.get(index) or {}).get(value) or ())
 
@@ -346,7 +348,7 @@ class Informer:
 class InformerFactory:
     """One shared informer per (apiVersion, Kind, namespace) for every component of a process."""
 
-    def __init__(self, client: Any, *, clock: Clock = REAL_CLOCK, namespace: str | None = None):
+    def __init__(self, client: Client, *, clock: Clock = REAL_CLOCK, namespace: str | None = None):
         self.client = client
         self.clock = clock
         self.namespace = namespace

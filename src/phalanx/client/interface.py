@@ -17,6 +17,7 @@ Objects handed in and out are plain JSON dicts owned by the caller. Failures rai
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -127,7 +128,7 @@ class Client(Protocol):
 
     async def finalize(self, namespace: Obj) -> Obj: ...
 
-    async def served_resources(self, *, refresh: bool = False) -> list[ResourceInfo]: ...
+    async def served_resources(self, *, refresh: bool = False) -> builtins.list[ResourceInfo]: ...
 
     async def resource_info(self, api_version: str, kind: str) -> ResourceInfo: ...
 

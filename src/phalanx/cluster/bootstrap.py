@@ -11,6 +11,7 @@ Objects that already exist (a restarted cluster) are left as they are.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..api.scheduling import SYSTEM_PRIORITY_CLASSES
 from ..apiserver.rest import API
@@ -66,7 +67,7 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
               "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **node.labels}
     if node.role == "control-plane":
         labels.setdefault("node-role.kubernetes.io/control-plane", "")
-    obj = {"apiVersion": "v1", "kind": "Node",
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
            "metadata": {"name": node.name, "labels": labels,
                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from ..client import InformerFactory, InProcessClient
+from ..client.controller import Controller
 from ..controllers.deployment import DeploymentController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
@@ -57,7 +58,7 @@ async def start_all(cp: Any) -> list[Any]:
     factory = InformerFactory(InProcessClient(cp.api, shared_reads=True))  # read-only caches: no copies
     kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
     scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
-    controllers = [GarbageCollector(client, factory), NamespaceController(client, factory),
+    controllers: list[Controller[Any] | Scheduler] = [GarbageCollector(client, factory), NamespaceController(client, factory),
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
                        container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
                        terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))),

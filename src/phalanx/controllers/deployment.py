@@ -28,15 +28,16 @@ Runs each apps/v1 Deployment through ReplicaSets as upstream does, so `kubectl r
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, Sequence, overload
 
 import orjson
 
-from ..client.informer import object_key
-from ..client.interface import MERGE_PATCH
+from ..client.informer import InformerFactory, object_key
+from ..client.interface import Client, MERGE_PATCH
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
+from ..client.clock import Clock
 from ..client.controller import Controller
 from .podcontrol import (INDEX_CONTROLLER_UID, add_workload_indexers, candidates_for, claim_objects, controller_ref,
                          fnv32a, rfc3339, safe_encode_string, selector_of)
@@ -155,23 +156,23 @@ def revision(rs: Obj) -> int:
         return 0
 
 
-def active_rss(rss: list[Obj | None]) -> list[Obj]:
+def active_rss(rss: Sequence[Obj | None]) -> list[Obj]:
     return [rs for rs in rss if rs is not None and _replicas(rs) > 0]
 
 
-def replica_count(rss: list[Obj | None]) -> int:
+def replica_count(rss: Sequence[Obj | None]) -> int:
     return sum(_replicas(rs) for rs in rss if rs is not None)
 
 
-def actual_count(rss: list[Obj | None]) -> int:
+def actual_count(rss: Sequence[Obj | None]) -> int:
     return sum(_status_int(rs, "replicas") for rs in rss if rs is not None)
 
 
-def ready_count(rss: list[Obj | None]) -> int:
+def ready_count(rss: Sequence[Obj | None]) -> int:
     return sum(_status_int(rs, "readyReplicas") for rs in rss if rs is not None)
 
 
-def available_count(rss: list[Obj | None]) -> int:
+def available_count(rss: Sequence[Obj | None]) -> int:
     return sum(_status_int(rs, "availableReplicas") for rs in rss if rs is not None)
 
 
@@ -183,7 +184,7 @@ def get_condition(status: Obj, ctype: str) -> dict | None:
     return None
 
 
-def new_condition(clock: Any, ctype: str, status: str, reason: str, message: str) -> dict:
+def new_condition(clock: Clock, ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
     now = rfc3339(clock)
     return {"type": ctype, "status": status, "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason,
             "message": message}
@@ -226,11 +227,11 @@ def has_progress_deadline(d: Obj) -> bool:
     return pds is not None and pds != 2**31 - 1
 
 
-class DeploymentController(Controller):
+class DeploymentController(Controller[str]):
     name = "deployment"
     workers = 5  # --concurrent-deployment-syncs
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.deployments = self.informer("apps/v1", "Deployment")
         self.replica_sets = self.informer("apps/v1", "ReplicaSet")
@@ -350,7 +351,12 @@ class DeploymentController(Controller):
         return False
 
     # -- finding and creating ReplicaSets ----------------------------------------------------------------
+    @overload
+    async def _all_replica_sets(self, d: Obj, rs_list: list[Obj], create: Literal[True]) -> tuple[Obj, list[Obj]]: ...
+    @overload
+    async def _all_replica_sets(self, d: Obj, rs_list: list[Obj], create: bool) -> tuple[Obj | None, list[Obj]]: ...
     async def _all_replica_sets(self, d: Obj, rs_list: list[Obj], create: bool) -> tuple[Obj | None, list[Obj]]:
+        """(the new ReplicaSet, the old ones); with `create` the new one is made when missing."""
         new_rs = self._find_new(d, rs_list)
         old_rss = [rs for rs in rs_list if new_rs is None or rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
         new_rs = await self._new_replica_set(d, rs_list, old_rss, new_rs, create)
@@ -727,7 +733,7 @@ class DeploymentController(Controller):
                     raise
 
     # -- status ---------------------------------------------------------------------------------------
-    def _calculate_status(self, all_rss: list[Obj | None], new_rs: Obj | None, d: Obj) -> Obj:
+    def _calculate_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj) -> Obj:
         available = available_count(all_rss)
         unavailable = max(0, replica_count(all_rss) - available)
         status: Obj = {"observedGeneration": d["metadata"].get("generation", 0), "replicas": actual_count(all_rss),
@@ -744,14 +750,14 @@ class DeploymentController(Controller):
                                                 "Deployment does not have minimum availability."))
         return status
 
-    async def _sync_status(self, all_rss: list[Obj | None], new_rs: Obj | None, d: Obj) -> None:
+    async def _sync_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj) -> None:
         status = self._calculate_status(all_rss, new_rs, d)
         if _status_for_write(status) == _status_for_write(d["status"]):
             return
         d["status"] = status
         await self._write_status(d)
 
-    async def _sync_rollout_status(self, all_rss: list[Obj | None], new_rs: Obj | None, d: Obj) -> None:
+    async def _sync_rollout_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj) -> None:
         """The status with the Progressing and ReplicaFailure conditions (upstream's syncRolloutStatus)."""
         status = self._calculate_status(all_rss, new_rs, d)
         if not has_progress_deadline(d):
@@ -825,7 +831,7 @@ _STATUS_ORDER = ("observedGeneration", "replicas", "updatedReplicas", "readyRepl
                  "unavailableReplicas", "terminatingReplicas", "conditions", "collisionCount")
 
 
-def _surface_replica_failure(status: Obj, all_rss: list[Obj | None]) -> None:
+def _surface_replica_failure(status: Obj, all_rss: Sequence[Obj | None]) -> None:
     """The ReplicaSets' ReplicaFailure condition, as the Deployment's."""
     failure = next((c for rs in all_rss if rs for c in (rs.get("status") or {}).get("conditions") or []
                     if c.get("type") == REPLICA_FAILURE), None)

@@ -35,9 +35,10 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.informer import InformerFactory
-from ..client.interface import ResourceInfo
+from ..client.informer import Informer, InformerFactory
+from ..client.interface import Client, ResourceInfo
 from ..machinery.errors import StatusError
+from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.retry import retry_on_conflict
 
@@ -83,11 +84,11 @@ class _InvalidOwnerScope(Exception):
     """A cluster-scoped dependent names a namespaced owner: never resolvable, do not retry."""
 
 
-class GarbageCollector(Controller):
+class GarbageCollector(Controller[tuple[str, str]]):
     name = "garbagecollector"
     workers = 20  # upstream's --concurrent-gc-syncs default
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  ignored_resources: frozenset = IGNORED_RESOURCES, resync_period: float = 30.0):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.ignored_resources = ignored_resources
@@ -109,10 +110,7 @@ class GarbageCollector(Controller):
             if gr in self.ignored_resources or gr in self._monitored or not info.supports("delete", "list", "watch"):
                 continue
             self._monitored[gr] = info
-            inf = self.informer(info.api_version, info.kind)
-            inf.add_event_handler(on_add=lambda obj, i=info: self._observe(i, obj, None),
-                                  on_update=lambda old, new, i=info: self._observe(i, new, old),
-                                  on_delete=lambda obj, i=info: self._forget(i, obj))
+            self._feed_graph(self.informer(info.api_version, info.kind), info)
             added.append(info)
         return added
 
@@ -147,6 +145,19 @@ class GarbageCollector(Controller):
         return (owner is not None and owner.name == ref.get("name") and owner.info.kind == ref.get("kind")
                 and owner.info.group == _group_of(ref.get("apiVersion", "")) and self._valid_edge(owner, dependent)
                 and not owner.deleting_dependents)
+
+    def _feed_graph(self, inf: Informer, info: ResourceInfo) -> None:
+        """Observe every add, update and delete of one monitored resource."""
+        def on_add(obj: Obj) -> None:
+            self._observe(info, obj, None)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            self._observe(info, new, old)
+
+        def on_delete(obj: Obj) -> None:
+            self._forget(info, obj)
+
+        inf.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
 
     def _observe(self, info: ResourceInfo, obj: Obj, old: Obj | None) -> None:
         node = _node_of(info, obj)

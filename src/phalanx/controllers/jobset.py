@@ -38,12 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.jobset import GROUP, VERSION
-from ..client.informer import object_key, split_key
+from ..client.informer import InformerFactory, object_key, split_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
+from ..client.clock import Clock
 from ..client.controller import Controller
 from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, rfc3339
+from ..client.interface import Client
 
 Obj = dict[str, Any]
 
@@ -294,11 +296,11 @@ def _with_first_failed(message: str, job: Obj | None) -> str:
     return f"{message} (first failed job: {(job or {}).get('metadata', {}).get('name', '')})"
 
 
-class JobSetController(Controller):
+class JobSetController(Controller[str]):
     name = "jobset"
     workers = 1
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.jobsets = self.informer(API_VERSION, "JobSet")
         self.jobs = self.informer("batch/v1", "Job")

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.clock import to_datetime
+from ..client.clock import Clock, to_datetime
 from ..client.informer import InformerFactory
-from ..client.interface import ResourceInfo
+from ..client.interface import Client, ResourceInfo
 from ..client.workqueue import ItemExponentialFailureRateLimiter
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
@@ -60,11 +60,11 @@ OK_MESSAGES = {
 }
 
 
-class NamespaceController(Controller):
+class NamespaceController(Controller[str]):
     name = "namespace"
     workers = 10  # upstream's --concurrent-namespace-syncs default
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  deletion_grace_period: float = DELETION_GRACE_PERIOD):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.queue.rate_limiter = ItemExponentialFailureRateLimiter(0.005, 60.0)
@@ -78,6 +78,7 @@ class NamespaceController(Controller):
             self.queue.add_after(md["name"], self.deletion_grace_period)
 
     async def sync(self, name: str) -> None:
+        ns: Obj | None
         try:
             ns = await self.client.get("v1", "Namespace", None, name)
         except StatusError as e:

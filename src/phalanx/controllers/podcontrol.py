@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
 from ..client.clock import Clock, to_datetime
-from ..client.interface import MERGE_PATCH
+from ..client.interface import Client, MERGE_PATCH
 from ..machinery.errors import StatusError
-from ..machinery.meta import controller_of, deep_copy
+from ..machinery.meta import OwnerReference, controller_of, deep_copy
 from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from ..machinery.names import dns1123_subdomain_errors
 from ..machinery.selectors import LabelSelector, label_selector_from_object
@@ -157,7 +157,7 @@ def active_pods_deletion_order(pods: Iterable[Obj]) -> list[Obj]:
 
 
 # -- creating and deleting pods ---------------------------------------------------------------------
-def controller_ref(owner: Obj) -> dict:
+def controller_ref(owner: Obj) -> OwnerReference:
     """metav1.NewControllerRef: controller and blockOwnerDeletion set."""
     md = owner["metadata"]
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],
@@ -193,7 +193,7 @@ def is_namespace_terminating(err: StatusError) -> bool:
 class PodControl:
     """controller.RealPodControl: pod writes with the events upstream records on the owner."""
 
-    def __init__(self, client: Any, component: str):
+    def __init__(self, client: Client, component: str):
         self.client = client
         self.component = component
 
@@ -309,7 +309,7 @@ def selector_of(obj: Obj) -> LabelSelector:
         return LabelSelector.nothing()
 
 
-async def claim_objects(client: Any, owner: Obj, selector: LabelSelector, candidates: Iterable[Obj], *,
+async def claim_objects(client: Client, owner: Obj, selector: LabelSelector, candidates: Iterable[Obj], *,
                         api_version: str, kind: str, adopt_finalizer: str | None = None,
                         filter_fn: Callable[[Obj], bool] | None = None) -> list[Obj]:
     """controller.BaseControllerRefManager.ClaimObject for each candidate: keep what the owner
@@ -344,7 +344,7 @@ async def claim_objects(client: Any, owner: Obj, selector: LabelSelector, candid
     return claimed
 
 
-async def _patch_owner_refs(client: Any, api_version: str, kind: str, obj: Obj, refs: list[dict],
+async def _patch_owner_refs(client: Client, api_version: str, kind: str, obj: Obj, refs: list[dict],
                             finalizer: str | None) -> Obj | None:
     omd = obj["metadata"]
     body: Obj = {"metadata": {"ownerReferences": refs, "resourceVersion": omd.get("resourceVersion")}}

@@ -22,7 +22,9 @@ from typing import Any
 from ..client.informer import InformerFactory, index_pod_by_pod_group, object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
+from ..client.clock import Clock
 from ..client.controller import Controller
+from ..client.interface import Client
 
 Obj = dict[str, Any]
 
@@ -49,11 +51,11 @@ def needs_finalizer(obj: Obj, finalizer: str) -> bool:
     return not md.get("deletionTimestamp") and finalizer not in (md.get("finalizers") or [])
 
 
-class PodGroupProtectionController(Controller):
+class PodGroupProtectionController(Controller[str]):
     name = "podgroupprotection"
     workers = 1
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.pod_groups = self.informer(POD_GROUP_API_VERSION, "PodGroup")
         self.pods = self.informer("v1", "Pod", indexers={POD_SCHEDULING_GROUP_INDEX: index_pod_by_pod_group})

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.informer import object_key
+from ..client.informer import InformerFactory, object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
+from ..client.clock import Clock
 from ..client.controller import Controller
+from ..client.interface import Client
 from ..client.retry import retry_on_conflict
 from .podcontrol import (BatchError, ControllerExpectations, PodControl, active_pods_deletion_order,
                          add_workload_indexers, candidates_for, claim_objects, is_namespace_terminating,
@@ -45,11 +47,11 @@ def rs_condition(status: Obj, ctype: str) -> dict | None:
     return None
 
 
-class ReplicaSetController(Controller):
+class ReplicaSetController(Controller[str]):
     name = "replicaset"
     workers = 5  # --concurrent-replicaset-syncs
 
-    def __init__(self, client: Any, factory: Any = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  burst_replicas: int = BURST_REPLICAS):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.burst_replicas = burst_replicas

@@ -49,7 +49,9 @@ from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
+from ..client.clock import Clock
 from ..client.controller import Controller
+from ..client.interface import Client
 
 Obj = dict[str, Any]
 
@@ -127,7 +129,7 @@ def pod_needs_claims(pod: Obj, deleted: bool) -> bool:
     return not deleted and not is_pod_done(pod)
 
 
-def with_field_manager(client: Any, field_manager: str) -> Any:
+def with_field_manager(client: Client, field_manager: str) -> Client:
     """The same client (shared transport) writing under another field manager."""
     if getattr(client, "field_manager", None) == field_manager:
         return client
@@ -172,12 +174,12 @@ class _UIDCache:
         return uid in self._uids
 
 
-class ResourceClaimController(Controller):
+class ResourceClaimController(Controller[str]):
     name = "resourceclaim"
     workers = 50  # upstream's ResourceClaimController ConcurrentSyncs default
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, gates: FeatureGates | None = None,
-                 clock=None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, gates: FeatureGates | None = None,
+                 clock: Clock | None = None, workers: int | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = gates if gates is not None else FeatureGates()
         self.workload_claims = bool(self.gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE))
@@ -439,7 +441,7 @@ class ResourceClaimController(Controller):
                     not dra.can_be_reserved(claim):
                 continue
             ref, ref_err = dra.consumer_reference(pod, pod_group, pc, workload_claims_enabled=self.workload_claims)
-            if ref_err is not None:
+            if ref is None:  # then ref_err says why
                 raise StatusError(422, "Invalid", str(ref_err))
             if any(r.get("uid") == ref["uid"] for r in dra.reserved_for(claim)):
                 continue

@@ -14,18 +14,20 @@ from typing import Any
 
 from ..client.informer import InformerFactory
 from ..machinery.errors import StatusError
+from ..client.clock import Clock
 from ..client.controller import Controller
+from ..client.interface import Client
 
 Obj = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 
 
-class ServiceAccountsController(Controller):
+class ServiceAccountsController(Controller[str]):
     name = "serviceaccount"
     workers = 1  # upstream's --concurrent-serviceaccount-syncs default
 
-    def __init__(self, client: Any, factory: InformerFactory | None = None, *, clock=None, workers: int | None = None,
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  service_accounts: tuple[str, ...] = (DEFAULT_SERVICE_ACCOUNT,)):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.service_account_names = service_accounts

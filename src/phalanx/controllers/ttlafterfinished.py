@@ -19,7 +19,7 @@ from .job.conditions import finish_time, is_job_finished
 Obj = dict[str, Any]
 
 
-class TTLAfterFinishedController(Controller):
+class TTLAfterFinishedController(Controller[str]):
     """Deletes finished Jobs `ttlSecondsAfterFinished` after their Complete/Failed condition."""
 
     name = "ttl-after-finished"

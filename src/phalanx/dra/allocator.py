@@ -66,6 +66,7 @@ import uuid
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+from ..machinery.featuregates import Gates
 from .cel.compiler import SelectorCache
 from .devices import Device, DeviceID, DevicesInUse, qualify, taints_prevent_allocation
 from .explain import explain
@@ -85,9 +86,9 @@ class AllocationOutcome:
 
     __slots__ = ("success", "_results", "_build", "_reasons", "_explain")
 
-    def __init__(self, results: Optional[list[dict]], reasons: Optional[list[str]] = None,
+    def __init__(self, results: Optional[list[dict[str, Any]]], reasons: Optional[list[str]] = None,
                  explain: Optional[Callable[[], list[str]]] = None, *,
-                 build: Optional[Callable[[], list[dict]]] = None):
+                 build: Optional[Callable[[], list[dict[str, Any]]]] = None):
         self._results = results
         self._build = build
         self.success = results is not None or build is not None
@@ -95,7 +96,7 @@ class AllocationOutcome:
         self._explain = explain
 
     @property
-    def results(self) -> Optional[list[dict]]:
+    def results(self) -> Optional[list[dict[str, Any]]]:
         if self._results is None and self._build is not None:
             self._results = self._build()
             self._build = None
@@ -127,7 +128,7 @@ class AllocatorCache:
         self.selectors = selectors or SelectorCache()
         self.new_share_id = new_share_id or (lambda: str(uuid.uuid4()))
         self._inventory: Optional[Inventory] = None
-        self._inventory_ids: tuple = ()
+        self._inventory_ids: tuple[Any, ...] = ()
         self._slices_list: Any = None
         self._slices_len = -1
         self._features_for: Any = None
@@ -173,7 +174,7 @@ class AllocatorCache:
             found = self._shape_ids[shape] = next(self._next_shape_id)
         return found
 
-    def features(self, gates: Any) -> AllocatorFeatures:
+    def features(self, gates: Gates) -> AllocatorFeatures:
         if isinstance(gates, AllocatorFeatures):
             return gates
         if isinstance(gates, Mapping) or self._features_for is not gates or self._features_value is None:
@@ -188,7 +189,7 @@ _MAX_INTERNED = 4096
 def allocate(claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any],
              slices: Union[Inventory, Sequence[Mapping[str, Any]]],
              classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-             in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *, gates: Any = None,
+             in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *, gates: Gates = None,
              cache: Optional[AllocatorCache] = None,
              consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None) -> AllocationOutcome:
     """Allocate devices for all `claims` on `node`; see the module docstring."""
@@ -212,7 +213,7 @@ class ClaimsAllocator:
 
     def __init__(self, claims: Sequence[Mapping[str, Any]],
                  classes: Union[Mapping[str, Mapping[str, Any]], Callable[[str], Optional[Mapping[str, Any]]]],
-                 *, gates: Any = None, cache: Optional[AllocatorCache] = None):
+                 *, gates: Gates = None, cache: Optional[AllocatorCache] = None):
         self.claims = list(claims)
         self.cache = cache or AllocatorCache()
         self.features = self.cache.features(gates)
@@ -221,14 +222,14 @@ class ClaimsAllocator:
         self._memo_key: Any = None
 
     def allocate(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
-                 in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *,
+                 in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *,
                  consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
                  view: Optional[NodeView] = None) -> AllocationOutcome:
         """The claims on `node` (`view`: its `NodeView` when the caller has it already)."""
         return self.answer(node, slices, in_use, consumed_capacity=consumed_capacity, view=view).outcome(self)
 
     def answer(self, node: Mapping[str, Any], slices: Union[Inventory, Sequence[Mapping[str, Any]]],
-               in_use: Union[set, frozenset, DevicesInUse] = frozenset(), *,
+               in_use: Union[set[DeviceID], frozenset[DeviceID], DevicesInUse] = frozenset(), *,
                consumed_capacity: Optional[Mapping[DeviceID, Mapping[str, Fraction]]] = None,
                view: Optional[NodeView] = None) -> "NodeAnswer":
         """`allocate` without spelling the answer out: `results(self)` / `reasons(self)` when needed."""
@@ -247,20 +248,21 @@ class ClaimsAllocator:
                 self._plans = _PER_NODE  # `All` depends on the node: plan on every node
         elif plans is _PER_NODE:
             plans = [claim_plan(cache, claim, features, self.lookup, view) for claim in self.claims]
-        memo = None
+        memo_usage: Optional[DevicesInUse] = None  # set when the answer is remembered in view.memo
         if self._memo_key is not None and consumed_capacity is None and isinstance(in_use, DevicesInUse):
             entry = self.remembered(view, in_use)
             if entry is not None:
                 return entry
-            memo = view.memo
+            memo_usage = in_use
         if consumed_capacity is None:
             consumed_capacity = in_use.consumed() if isinstance(in_use, DevicesInUse) else {}
         answer = _Allocation(self.claims, node, view, self.lookup, in_use, features, cache,
                              consumed_capacity).run(plans)
-        if memo is not None:
-            answer.usage = in_use
-            answer.version = in_use.version  # type: ignore[union-attr]
-            answer.state = view.state(in_use)  # type: ignore[arg-type]
+        if memo_usage is not None:
+            memo = view.memo
+            answer.usage = memo_usage
+            answer.version = memo_usage.version
+            answer.state = view.state(memo_usage)
             if len(memo) >= _MAX_MEMO_PER_VIEW:
                 memo.clear()
             memo[self._memo_key] = answer
@@ -277,7 +279,7 @@ class ClaimsAllocator:
         key = self._memo_key
         if key is None:
             return None
-        entry = view.memo.get(key)
+        entry: Optional[NodeAnswer] = view.memo.get(key)
         if entry is None or entry.usage is not usage:
             return None
         if entry.version != usage.version:
@@ -322,7 +324,7 @@ class ClaimsAllocator:
         return out
 
 
-_PER_NODE: list = []
+_PER_NODE: list[Any] = []
 _MAX_MEMO_PER_VIEW = 64
 
 
@@ -341,7 +343,7 @@ class Chosen:
         self.request, self.device, self.consumed = request, device, consumed
 
 
-_EMPTY: tuple = ()
+_EMPTY: tuple[Any, ...] = ()
 _NO_FIT = object()  # _capacity_demand: the capacity does not fit
 
 
@@ -355,23 +357,23 @@ class NodeAnswer:
     __slots__ = ("fits", "run", "plans", "choices", "selected", "node_selectors", "parts", "usage", "version",
                  "state")
 
-    def __init__(self, run: "_Allocation", choices: Optional[list], selected: Optional[list],
-                 node_selectors: Optional[list]):
+    def __init__(self, run: "_Allocation", choices: Optional[list[Any]], selected: Optional[list[Any]],
+                 node_selectors: Optional[list[Any]]):
         self.fits = choices is not None
         self.run: Optional[_Allocation] = None if self.fits else run  # explains a failure, on demand
         self.plans = run.plans
         self.choices = choices
         self.selected = selected
         self.node_selectors = node_selectors
-        self.parts: Optional[tuple] = None
-        self.usage: Any = None
+        self.parts: Optional[tuple[Any, ...]] = None
+        self.usage: Optional[DevicesInUse] = None
         self.version = -1
         self.state: Any = None
 
     def outcome(self, allocator: "ClaimsAllocator") -> AllocationOutcome:
         if not self.fits:
             return AllocationOutcome(None, explain=lambda: self.reasons(allocator))
-        return AllocationOutcome(None, build=lambda: self.results(allocator))
+        return AllocationOutcome(None, build=lambda: self._results(allocator, allocator._plans or self.plans))
 
     def reasons(self, allocator: "ClaimsAllocator") -> list[str]:
         """Why nothing fits, per claim of `allocator` ("claim <ref>, request <name>: ...")."""
@@ -380,7 +382,7 @@ class NodeAnswer:
         claims = allocator.claims
         return [text if ci is None else f"claim {claim_ref(claims[ci])}{text}" for ci, text in self.explained()]
 
-    def explained(self) -> tuple:
+    def explained(self) -> tuple[Any, ...]:
         """Why nothing fits, independent of names: ((claim index or None, text), ...); equal
         explanations are one object (interned per AllocatorCache)."""
         if self.parts is None:
@@ -389,13 +391,13 @@ class NodeAnswer:
             self.run = None
         return self.parts
 
-    def results(self, allocator: "ClaimsAllocator") -> Optional[list[dict]]:
+    def results(self, allocator: "ClaimsAllocator") -> Optional[list[dict[str, Any]]]:
         """One AllocationResult per claim of `allocator` (fresh dicts, a fresh shareID each)."""
         if not self.fits:
             return None
         return self._results(allocator, allocator._plans or self.plans)
 
-    def _results(self, allocator: "ClaimsAllocator", plans: list["ClaimPlan"]) -> list[dict]:
+    def _results(self, allocator: "ClaimsAllocator", plans: list["ClaimPlan"]) -> list[dict[str, Any]]:
         return spell_results(self, allocator, plans)
 
 
@@ -452,7 +454,7 @@ class _Allocation:
         node_selectors = [node_selector(claim, self.results[ci]) for ci, claim in enumerate(self.claims)]
         return NodeAnswer(self, choices, selected, node_selectors)
 
-    def _candidates(self, req: Request) -> list:
+    def _candidates(self, req: Request) -> list[Any]:
         """Devices of this node matching the request's selectors, with failures kept (they are
         raised only if the search reaches the device while it is free, as upstream would)."""
         found = self.view.candidates.get(req.key)
@@ -512,7 +514,7 @@ class _Allocation:
             raise _MaxSizeExceeded
         return False
 
-    def _continue_or_undo(self, ci: int, undo: tuple, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+    def _continue_or_undo(self, ci: int, undo: tuple[Any, ...], ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
         try:
             done = self._allocate_one(ci, ri, si, di, in_sub, start)
         except BaseException:
@@ -553,7 +555,7 @@ class _Allocation:
             self._deallocate(ci, undo)
         return False
 
-    def _allocate_device(self, ci: int, req: Request, device: Device, must: bool) -> Optional[tuple]:
+    def _allocate_device(self, ci: int, req: Request, device: Device, must: bool) -> Optional[tuple[Any, ...]]:
         """Check one candidate and, if it fits, record it; returns what _deallocate needs."""
         did = device.id
         shared = self.features.consumable_capacity and device.allow_multiple_allocations
@@ -593,9 +595,9 @@ class _Allocation:
                 return _NO_FIT
         return demand
 
-    def _add_to_constraints(self, ci: int, req: Request, device: Device, must: bool) -> Optional[list]:
+    def _add_to_constraints(self, ci: int, req: Request, device: Device, must: bool) -> Optional[list[Any]]:
         """Add the device to the claim's constraints that apply; None (all undone) when one refuses."""
-        added: list = []
+        added: list[Any] = []
         for constraint in self.constraints[ci]:
             if not constraint.applies(req):
                 continue
@@ -619,7 +621,7 @@ class _Allocation:
                 taken[name] = taken.get(name, 0) + amount
         self.results[ci].append(Chosen(req, device, consumed))
 
-    def _deallocate(self, ci: int, undo: tuple) -> None:
+    def _deallocate(self, ci: int, undo: tuple[Any, ...]) -> None:
         req, device, added, consumed = undo
         for c in added:
             c.remove(req, device)

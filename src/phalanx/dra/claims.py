@@ -27,7 +27,7 @@ served by its PodGroup's claim when the pod belongs to that PodGroup (same names
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 Obj = dict[str, Any]
 
@@ -68,7 +68,7 @@ class PodGroupMismatch(ClaimError):
 
 # -- small accessors --------------------------------------------------------------------------------
 
-def _md(obj: Obj | None) -> dict:
+def _md(obj: Obj | None) -> dict[str, Any]:
     md = (obj or {}).get("metadata")
     return md if isinstance(md, dict) else {}
 
@@ -78,7 +78,7 @@ def _ref(obj: Obj | None) -> str:
     return f"{md.get('namespace', '')}/{md.get('name', '')}"
 
 
-def _list(d: Any, key: str) -> list:
+def _list(d: Any, key: str) -> list[Any]:
     v = d.get(key) if isinstance(d, dict) else None
     return v if isinstance(v, list) else []
 
@@ -90,17 +90,17 @@ def pod_group_name(pod: Obj) -> str | None:
     return name or None
 
 
-def pod_claims(pod: Obj) -> list[dict]:
+def pod_claims(pod: Obj) -> list[dict[str, Any]]:
     """`pod.spec.resourceClaims` entries."""
     return [c for c in _list((pod or {}).get("spec"), "resourceClaims") if isinstance(c, dict)]
 
 
-def pod_group_claims(pod_group: Obj) -> list[dict]:
+def pod_group_claims(pod_group: Obj) -> list[dict[str, Any]]:
     """`podGroup.spec.resourceClaims` entries."""
     return [c for c in _list((pod_group or {}).get("spec"), "resourceClaims") if isinstance(c, dict)]
 
 
-def controller_ref(obj: Obj) -> dict | None:
+def controller_ref(obj: Obj) -> dict[str, Any] | None:
     """The ownerReference with `controller: true`, if any (metav1.GetControllerOf)."""
     for ref in _list(_md(obj), "ownerReferences"):
         if isinstance(ref, dict) and ref.get("controller") is True:
@@ -114,7 +114,7 @@ def is_controlled_by(obj: Obj, owner: Obj) -> bool:
     return ref is not None and bool(ref.get("uid")) and ref.get("uid") == _md(owner).get("uid")
 
 
-def _is_pod_group_ref(ref: dict) -> bool:
+def _is_pod_group_ref(ref: dict[str, Any]) -> bool:
     """A PodGroup owner reference, whatever the API version (`scheduling.k8s.io/<any>`)."""
     return ref.get("kind") == POD_GROUP_KIND and (ref.get("apiVersion") or "").startswith(POD_GROUP_API_GROUP + "/")
 
@@ -137,7 +137,7 @@ def owning_pod_group(claim: Obj) -> tuple[str, str] | None:
 
 # -- names ------------------------------------------------------------------------------------------
 
-def claim_name(pod: Obj, pod_claim: dict) -> tuple[str | None, bool, ClaimError | None]:
+def claim_name(pod: Obj, pod_claim: dict[str, Any]) -> tuple[str | None, bool, ClaimError | None]:
     """The ResourceClaim a `pod.spec.resourceClaims` entry stands for (upstream `Name`).
 
     - `(name, False, None)` for `resourceClaimName`: the claim is the user's, no owner check;
@@ -158,7 +158,7 @@ def claim_name(pod: Obj, pod_claim: dict) -> tuple[str | None, bool, ClaimError 
         f'pod "{_ref(pod)}", spec.resourceClaim "{pod_claim.get("name", "")}": {API_UNSUPPORTED_MESSAGE}')
 
 
-def name_from_pod_group(pod_group: Obj, claim: dict) -> tuple[str | None, bool, ClaimError | None]:
+def name_from_pod_group(pod_group: Obj, claim: dict[str, Any]) -> tuple[str | None, bool, ClaimError | None]:
     """`claim_name` for a `podGroup.spec.resourceClaims` entry, resolved through
     `podGroup.status.resourceClaimStatuses` (upstream `NameFromPodGroup`)."""
     if claim.get("resourceClaimName") is not None:
@@ -198,7 +198,7 @@ def pod_matches_pod_group(pod: Obj, pod_group: Obj) -> PodGroupMismatch | None:
     return None
 
 
-def claims_match(pod_claim: dict, group_claim: dict) -> bool:
+def claims_match(pod_claim: dict[str, Any], group_claim: dict[str, Any]) -> bool:
     """The matching rule: equal `name`, `resourceClaimName` and `resourceClaimTemplateName`
     (both unset counts as equal)."""
     return (pod_claim.get("name") == group_claim.get("name")
@@ -206,8 +206,8 @@ def claims_match(pod_claim: dict, group_claim: dict) -> bool:
             and pod_claim.get("resourceClaimTemplateName") == group_claim.get("resourceClaimTemplateName"))
 
 
-def matching_pod_group_claim(pod: Obj, pod_group: Obj | None, pod_claim: dict, *,
-                             workload_claims_enabled: bool = True) -> dict | None:
+def matching_pod_group_claim(pod: Obj, pod_group: Obj | None, pod_claim: dict[str, Any], *,
+                             workload_claims_enabled: bool = True) -> dict[str, Any] | None:
     """The PodGroup's `spec.resourceClaims` entry that serves this pod claim, or None (then the
     claim is a classic per-pod claim). None also when the gate is off, no PodGroup is given or the
     pod does not belong to it."""
@@ -219,22 +219,31 @@ def matching_pod_group_claim(pod: Obj, pod_group: Obj | None, pod_claim: dict, *
     return None
 
 
-def pod_reference(pod: Obj) -> dict:
+class ConsumerReference(TypedDict):
+    """A ResourceClaim `status.reservedFor` entry (ResourceClaimConsumerReference)."""
+
+    apiGroup: NotRequired[str]  # omitted for the core group, as its JSON encoding omits it
+    resource: str
+    name: str
+    uid: str
+
+
+def pod_reference(pod: Obj) -> ConsumerReference:
     """A `reservedFor` entry for a pod (the core group's empty apiGroup is omitted, as the
     JSON encoding of ResourceClaimConsumerReference omits it)."""
     md = _md(pod)
     return {"resource": POD_RESOURCE, "name": md.get("name", ""), "uid": md.get("uid", "")}
 
 
-def pod_group_reference(pod_group: Obj) -> dict:
+def pod_group_reference(pod_group: Obj) -> ConsumerReference:
     """A `reservedFor` entry for a PodGroup."""
     md = _md(pod_group)
     return {"apiGroup": POD_GROUP_API_GROUP, "resource": POD_GROUP_RESOURCE, "name": md.get("name", ""),
             "uid": md.get("uid", "")}
 
 
-def consumer_reference(pod: Obj, pod_group: Obj | None, pod_claim: dict, *,
-                       workload_claims_enabled: bool = True) -> tuple[dict | None, ClaimError | None]:
+def consumer_reference(pod: Obj, pod_group: Obj | None, pod_claim: dict[str, Any], *,
+                       workload_claims_enabled: bool = True) -> tuple[ConsumerReference | None, ClaimError | None]:
     """Whom a claim used through `pod_claim` gets reserved for (upstream `BindTo`): the PodGroup
     when the claim matches one of its claims, otherwise the pod. Errors: a claim entry with
     neither field set, or a PodGroup the pod does not belong to."""
@@ -249,12 +258,12 @@ def consumer_reference(pod: Obj, pod_group: Obj | None, pod_claim: dict, *,
     return pod_reference(pod), None
 
 
-def is_pod_group_consumer(ref: dict) -> bool:
+def is_pod_group_consumer(ref: dict[str, Any]) -> bool:
     return isinstance(ref, dict) and ref.get("apiGroup") == POD_GROUP_API_GROUP and \
         ref.get("resource") == POD_GROUP_RESOURCE
 
 
-def is_pod_consumer(ref: dict) -> bool:
+def is_pod_consumer(ref: dict[str, Any]) -> bool:
     return isinstance(ref, dict) and not ref.get("apiGroup") and ref.get("resource") == POD_RESOURCE
 
 
@@ -289,7 +298,7 @@ def is_for_pod_group(pod_group: Obj, claim: Obj) -> ClaimError | None:
                       f"(PodGroup is not owner)")
 
 
-def reserved_for(claim: Obj) -> list[dict]:
+def reserved_for(claim: Obj) -> list[dict[str, Any]]:
     return [r for r in _list((claim or {}).get("status"), "reservedFor") if isinstance(r, dict)]
 
 
@@ -322,7 +331,7 @@ def is_allocated(claim: Obj) -> bool:
     return ((claim or {}).get("status") or {}).get("allocation") is not None
 
 
-def claim_statuses_equal(a: list[dict] | None, b: list[dict] | None) -> bool:
+def claim_statuses_equal(a: list[dict[str, Any]] | None, b: list[dict[str, Any]] | None) -> bool:
     """Same entries (`name`, `resourceClaimName`) in the same order (upstream PodGroupStatusEqual)."""
     a, b = a or [], b or []
     if len(a) != len(b):
@@ -339,7 +348,7 @@ __all__ = [
     "pod_group_name", "pod_claims", "pod_group_claims", "controller_ref", "is_controlled_by", "owning_pod",
     "owning_pod_group", "claim_name", "name_from_pod_group", "generated_claim_name_prefix",
     "pod_matches_pod_group", "claims_match", "matching_pod_group_claim", "pod_reference", "pod_group_reference",
-    "consumer_reference", "is_pod_group_consumer", "is_pod_consumer", "is_for_pod", "is_for_pod_group",
+    "ConsumerReference", "consumer_reference", "is_pod_group_consumer", "is_pod_consumer", "is_for_pod", "is_for_pod_group",
     "reserved_for", "is_reserved_for_pod", "is_reserved_for_pod_group", "can_be_reserved", "is_allocated",
     "claim_statuses_equal",
 ]

@@ -24,7 +24,7 @@ as `in_use` and then remembers its answer per node until a pool that node reache
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Optional
 
 from ..machinery.quantity import parse_quantity, parse_quantity_format
 from .cel.device import CELDevice
@@ -46,7 +46,7 @@ def device_id(driver: str, pool: str, device: str) -> DeviceID:
     return DeviceID(driver, pool, device)
 
 
-def _allocation_results(claim: Mapping[str, Any]) -> list:
+def _allocation_results(claim: Mapping[str, Any]) -> list[Any]:
     allocation = (claim.get("status") or {}).get("allocation") or {}
     return (allocation.get("devices") or {}).get("results") or []
 
@@ -96,7 +96,7 @@ class DevicesInUse:
 
     def __init__(self) -> None:
         self._counts: dict[DeviceID, int] = {}
-        self._holders: dict[str, tuple[frozenset, Mapping[DeviceID, Mapping[str, Fraction]]]] = {}
+        self._holders: dict[str, tuple[frozenset[DeviceID], Mapping[DeviceID, Mapping[str, Fraction]]]] = {}
         self.versions: dict[tuple[str, str], int] = {}  # read-only for callers; missing: never changed
         self._consumed: Optional[dict[DeviceID, dict[str, Fraction]]] = {}
         self.version = 0
@@ -110,7 +110,7 @@ class DevicesInUse:
     def __len__(self) -> int:
         return len(self._counts)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[DeviceID]:
         return iter(self._counts)
 
     def __repr__(self) -> str:
@@ -124,7 +124,7 @@ class DevicesInUse:
         self.versions[key] = self.versions.get(key, 0) + 1
         self.version += 1
 
-    def holding(self, holder: str) -> tuple[frozenset, Mapping[DeviceID, Mapping[str, Fraction]]]:
+    def holding(self, holder: str) -> tuple[frozenset[DeviceID], Mapping[DeviceID, Mapping[str, Fraction]]]:
         """(exclusive DeviceIDs, shared capacity) `holder` holds; empty when nothing."""
         return self._holders.get(holder) or (frozenset(), {})
 
@@ -187,7 +187,7 @@ def qualify(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def lookup_attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Optional[Mapping[str, Any]]:
+def lookup_attribute(attributes: Mapping[str, Mapping[str, Any]], driver: str, name: str) -> Optional[Mapping[str, Any]]:
     """Upstream's lookupAttribute: a fully qualified name, or the bare name when the domain is
     the driver's own."""
     attr = attributes.get(name)
@@ -228,7 +228,7 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def taints_prevent_allocation(taints: list, tolerations: list) -> bool:
+def taints_prevent_allocation(taints: list[Any], tolerations: list[Any]) -> bool:
     """A NoSchedule/NoExecute taint that no toleration tolerates; other effects never block."""
     for taint in taints:
         if taint.get("effect") in _BLOCKING_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
@@ -271,7 +271,7 @@ class Device:
         self.spec = spec
         self.slice = slice_  # pools.Slice
         self.attributes: Mapping[str, Any] = spec.get("attributes") or {}
-        self.taints: list = list(spec.get("taints") or [])
+        self.taints: list[Any] = list(spec.get("taints") or [])
         self.consumes_counters: list[tuple[str, dict[str, Fraction]]] = [
             (c.get("counterSet", ""), {n: parse_quantity((v or {}).get("value", "0"))
                                        for n, v in (c.get("counters") or {}).items()})
@@ -279,8 +279,8 @@ class Device:
         self.node_name: Optional[str] = spec.get("nodeName") or None
         self.node_selector: Optional[Mapping[str, Any]] = spec.get("nodeSelector")
         self.all_nodes = bool(spec.get("allNodes"))
-        self.binding_conditions: list = list(spec.get("bindingConditions") or [])
-        self.binding_failure_conditions: list = list(spec.get("bindingFailureConditions") or [])
+        self.binding_conditions: list[Any] = list(spec.get("bindingConditions") or [])
+        self.binding_failure_conditions: list[Any] = list(spec.get("bindingFailureConditions") or [])
         self.allow_multiple_allocations = bool(spec.get("allowMultipleAllocations"))
         self.capacity: dict[str, Fraction] = {}
         self.capacity_formats: dict[str, str] = {}

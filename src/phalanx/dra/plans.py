@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import orjson
 
+from ..machinery.featuregates import Gates
 from ..machinery.quantity import parse_quantity
 from .cel.compiler import CompiledSelector
 from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
@@ -56,7 +57,7 @@ class AllocatorFeatures:
     list_type_attributes: bool = False
 
     @classmethod
-    def from_gates(cls, gates: Any) -> "AllocatorFeatures":
+    def from_gates(cls, gates: Gates) -> "AllocatorFeatures":
         def on(name: str, default: bool) -> bool:
             if gates is None:
                 return default
@@ -119,7 +120,7 @@ class Request:
         count = spec.get("count")
         self.count = int(count) if count is not None else 1
         self.admin = bool(spec.get("adminAccess")) and not sub
-        self.tolerations: list = list(spec.get("tolerations") or [])
+        self.tolerations: list[Any] = list(spec.get("tolerations") or [])
         self.capacity_requests: dict[str, Fraction] = {
             k: parse_quantity(v) for k, v in ((spec.get("capacity") or {}).get("requests") or {}).items()}
         self.all_devices: list[Device] = []
@@ -151,8 +152,8 @@ class ClaimPlan:
 
     __slots__ = ("claim", "features", "classes", "slots", "constraints", "cacheable", "shape")
 
-    def __init__(self, claim: Mapping[str, Any], features: AllocatorFeatures, classes: tuple,
-                 slots: list[RequestSlot], constraints: list[tuple], cacheable: bool, shape: Any):
+    def __init__(self, claim: Mapping[str, Any], features: AllocatorFeatures, classes: tuple[Any, ...],
+                 slots: list[RequestSlot], constraints: list[tuple[Any, ...]], cacheable: bool, shape: Any):
         self.claim, self.features, self.classes = claim, features, classes
         self.slots, self.constraints, self.cacheable = slots, constraints, cacheable
         self.shape = shape  # what decides the search (requests, constraints, selectors), names aside
@@ -220,8 +221,8 @@ class ClaimPlanner:
                                   f"limit of {ALLOCATION_RESULTS_MAX_SIZE}")
         return slots
 
-    def _constraints(self, ref: str, devices: Mapping[str, Any]) -> list[tuple]:
-        constraints: list[tuple] = []
+    def _constraints(self, ref: str, devices: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        constraints: list[tuple[Any, ...]] = []
         for i, c in enumerate(devices.get("constraints") or []):
             if c.get("matchAttribute"):
                 constraints.append((MatchAttribute, tuple(c.get("requests") or ()), c["matchAttribute"]))

@@ -32,13 +32,13 @@ from ..machinery.selectors import compile_node_selector_term
 from .devices import Device
 
 
-def _compiled_selector(selector: Optional[Mapping[str, Any]]) -> Optional[list]:
+def _compiled_selector(selector: Optional[Mapping[str, Any]]) -> Optional[list[Any]]:
     if selector is None:
         return None
     return [compile_node_selector_term(t) for t in selector.get("nodeSelectorTerms") or []]
 
 
-def _terms_match(terms: list, node: Mapping[str, Any]) -> bool:
+def _terms_match(terms: list[Any], node: Mapping[str, Any]) -> bool:
     return any(t.matches(node) for t in terms)
 
 
@@ -159,7 +159,7 @@ class NodeView:
                  "memo")
 
     def __init__(self, node_name: str, pools: list[NodePool], labels: Any,
-                 shared: Optional[tuple[dict, dict]] = None):
+                 shared: Optional[tuple[dict[str, Any], dict[str, Any]]] = None):
         self.node_name = node_name
         self.pools = pools
         self.devices = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices]
@@ -225,7 +225,7 @@ class Inventory:
         self._by_node = by_node
         self.label_dependent = any(s.label_dependent for s in self._everywhere)
         self._views: dict[bool, dict[str, NodeView]] = {True: {}, False: {}}  # per_device_selection -> name
-        self._shared: dict[tuple, tuple[dict, dict]] = {}  # what a node reaches -> (candidates, memo)
+        self._shared: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}  # what a node reaches -> (candidates, memo)
 
     def node_view(self, node: Mapping[str, Any], per_device_selection: bool = True) -> NodeView:
         meta = node.get("metadata") or {}

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .plans import ClaimPlan
 
 
-def spell_results(answer: "NodeAnswer", allocator: "ClaimsAllocator", plans: list["ClaimPlan"]) -> list[dict]:
+def spell_results(answer: "NodeAnswer", allocator: "ClaimsAllocator", plans: list["ClaimPlan"]) -> list[dict[str, Any]]:
     """One AllocationResult per claim of `allocator` from a fitting answer (fresh dicts)."""
     assert answer.choices is not None and answer.selected is not None and answer.node_selectors is not None
     features = allocator.features
@@ -52,9 +52,9 @@ def spell_results(answer: "NodeAnswer", allocator: "ClaimsAllocator", plans: lis
     return out
 
 
-def node_selector(claim: Mapping[str, Any], chosen: list["Chosen"]) -> Optional[dict]:
-    fields: list[dict] = []
-    expressions: list[dict] = []
+def node_selector(claim: Mapping[str, Any], chosen: list["Chosen"]) -> Optional[dict[str, Any]]:
+    fields: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
     for c in chosen:
         device, s = c.device, c.device.slice
         if s.per_device:
@@ -82,10 +82,10 @@ def node_selector(claim: Mapping[str, Any], chosen: list["Chosen"]) -> Optional[
     return {"nodeSelectorTerms": [term]}
 
 
-def claim_config(slots: list[RequestSlot], selected: list[int], claim: Mapping[str, Any]) -> list[dict]:
+def claim_config(slots: list[RequestSlot], selected: list[int], claim: Mapping[str, Any]) -> list[dict[str, Any]]:
     """devices.config of a result: class configs (FromClass, once per class, naming every request
     that used it), then the claim's configs (FromClaim) that concern a chosen request."""
-    config: list[dict] = []
+    config: list[dict[str, Any]] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     chosen_names: list[str] = []
     for slot, index in zip(slots, selected):
@@ -114,7 +114,7 @@ def claim_config(slots: list[RequestSlot], selected: list[int], claim: Mapping[s
     return config
 
 
-def add_requirements(source: list, target: list) -> None:
+def add_requirements(source: list[Any], target: list[Any]) -> None:
     """Upstream's addNewNodeSelectorRequirements: skip requirements already present."""
     for req in source:
         values = set(req.get("values") or [])

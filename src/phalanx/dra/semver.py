@@ -15,6 +15,7 @@ CEL runtime errors:
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import NamedTuple, Union
 
@@ -23,6 +24,14 @@ _ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 _MAX_UINT64 = (1 << 64) - 1
 
 PreReleasePart = Union[int, str]
+
+# The API's check of a device's `version` attribute: upstream's semver regular expression, anchored
+# at the end of the text with `\Z` (Go's `$`; Python's `$` would also accept a final newline). Use
+# it with `match`. CEL's semver() parses with the functions below instead.
+SEMVER_RE = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
+    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?\Z")
 
 
 class Semver(NamedTuple):
@@ -33,7 +42,7 @@ class Semver(NamedTuple):
     build: tuple[str, ...] = ()
 
 
-def _contains_only(text: str, allowed: frozenset) -> bool:
+def _contains_only(text: str, allowed: frozenset[str]) -> bool:
     return all(c in allowed for c in text)
 
 
@@ -137,14 +146,13 @@ def is_semver(text: str, normalize: bool = False) -> bool:
 
 
 def _compare_pre(a: PreReleasePart, b: PreReleasePart) -> int:
-    a_num, b_num = isinstance(a, int), isinstance(b, int)
-    if a_num and b_num:
-        return (a > b) - (a < b)
-    if a_num:
+    if isinstance(a, int):
+        if isinstance(b, int):
+            return (a > b) - (a < b)
         return -1
-    if b_num:
+    if isinstance(b, int):
         return 1
-    return (a > b) - (a < b)  # type: ignore[operator]
+    return (a > b) - (a < b)
 
 
 def compare(a: Semver, b: Semver) -> int:
@@ -158,8 +166,8 @@ def compare(a: Semver, b: Semver) -> int:
         return 1
     if not b.pre:
         return -1
-    for x, y in zip(a.pre, b.pre):
-        c = _compare_pre(x, y)
+    for part_a, part_b in zip(a.pre, b.pre):
+        c = _compare_pre(part_a, part_b)
         if c:
             return c
     return (len(a.pre) > len(b.pre)) - (len(a.pre) < len(b.pre))

@@ -24,12 +24,12 @@ class version(str):
     """Marks an attribute value as a `version` attribute."""
 
 
-def node(name: str, **labels: str) -> dict:
+def node(name: str, **labels: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}}}
 
 
-def _attribute(value: Any) -> dict:
+def _attribute(value: Any) -> dict[str, Any]:
     if isinstance(value, version):
         return {"version": str(value)}
     if isinstance(value, bool):
@@ -50,8 +50,8 @@ def _attribute(value: Any) -> dict:
     raise TypeError(f"unsupported attribute value {value!r}")
 
 
-def dev(name: str, *, capacity: Optional[dict[str, str]] = None, taints: Optional[list] = None,
-        consumes: Optional[list] = None, **attributes: Any) -> dict:
+def dev(name: str, *, capacity: Optional[dict[str, str]] = None, taints: Optional[list[Any]] = None,
+        consumes: Optional[list[Any]] = None, **attributes: Any) -> dict[str, Any]:
     """One device; `attributes` by keyword (use `attrs={"other.com/x": 1}` for qualified names)."""
     extra = attributes.pop("attrs", {}) or {}
     d: dict[str, Any] = {"name": name}
@@ -67,17 +67,17 @@ def dev(name: str, *, capacity: Optional[dict[str, str]] = None, taints: Optiona
     return d
 
 
-def gpu_devices(count: int, node_name: str = "node", model: str = "LATEST-GPU-MODEL") -> list[dict]:
+def gpu_devices(count: int, node_name: str = "node", model: str = "LATEST-GPU-MODEL") -> list[dict[str, Any]]:
     """dra-example-driver's GPUs: index, uuid, model, driverVersion; memory 80Gi, compute 100."""
     return [dev(f"gpu-{i}", index=i, uuid=f"gpu-{node_name}-{i:08x}", model=model,
                 driverVersion=version("1.0.0"), capacity={"memory": "80Gi", "compute": "100"})
             for i in range(count)]
 
 
-def device_slice(name: str, devices: list[dict], *, driver: str = DRIVER, pool: str = "pool",
-                 node_name: Optional[str] = None, all_nodes: bool = False, node_selector: Optional[dict] = None,
+def device_slice(name: str, devices: list[dict[str, Any]], *, driver: str = DRIVER, pool: str = "pool",
+                 node_name: Optional[str] = None, all_nodes: bool = False, node_selector: Optional[dict[str, Any]] = None,
                  per_device: bool = False, generation: int = 1, slice_count: int = 1,
-                 shared_counters: Optional[list] = None) -> dict:
+                 shared_counters: Optional[list[Any]] = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": generation,
                                                         "resourceSliceCount": slice_count}}
     if node_name is not None:
@@ -95,19 +95,19 @@ def device_slice(name: str, devices: list[dict], *, driver: str = DRIVER, pool: 
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
-def gpu_slice(node_name: str, count: int = 8, **kwargs: Any) -> dict:
+def gpu_slice(node_name: str, count: int = 8, **kwargs: Any) -> dict[str, Any]:
     """A node-local slice as dra-example-driver publishes it (pool named after the node)."""
     return device_slice(f"0-{DRIVER}-{node_name}", gpu_devices(count, node_name), node_name=node_name,
                         pool=node_name, **kwargs)
 
 
-def labels_selector(**labels: str) -> dict:
+def labels_selector(**labels: str) -> dict[str, Any]:
     """A NodeSelector with one term requiring the labels."""
     return {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": k, "operator": "In", "values": [v]} for k, v in labels.items()]}]}
 
 
-def device_class(name: str = DRIVER, *expressions: str, config: Optional[list] = None) -> dict:
+def device_class(name: str = DRIVER, *expressions: str, config: Optional[list[Any]] = None) -> dict[str, Any]:
     selectors = expressions or (f"device.driver == '{name}'",)
     spec: dict[str, Any] = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
     if config:
@@ -116,8 +116,8 @@ def device_class(name: str = DRIVER, *expressions: str, config: Optional[list] =
 
 
 def request(name: str, device_class_name: str = DRIVER, *, count: Optional[int] = None, all: bool = False,
-            selectors: Iterable[str] = (), admin: Optional[bool] = None, tolerations: Optional[list] = None,
-            capacity: Optional[dict[str, str]] = None) -> dict:
+            selectors: Iterable[str] = (), admin: Optional[bool] = None, tolerations: Optional[list[Any]] = None,
+            capacity: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """An `exactly` request (or, inside first_available, a sub-request)."""
     spec: dict[str, Any] = {"deviceClassName": device_class_name,
                             "allocationMode": "All" if all else "ExactCount"}
@@ -134,12 +134,12 @@ def request(name: str, device_class_name: str = DRIVER, *, count: Optional[int] 
     return {"name": name, "exactly": spec}
 
 
-def first_available(name: str, *subrequests: dict) -> dict:
+def first_available(name: str, *subrequests: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "firstAvailable": [{"name": s["name"], **s["exactly"]} for s in subrequests]}
 
 
-def claim(name: str, *requests: dict, namespace: str = "default", constraints: Optional[list] = None,
-          config: Optional[list] = None) -> dict:
+def claim(name: str, *requests: dict[str, Any], namespace: str = "default", constraints: Optional[list[Any]] = None,
+          config: Optional[list[Any]] = None) -> dict[str, Any]:
     devices: dict[str, Any] = {"requests": list(requests)}
     if constraints:
         devices["constraints"] = constraints
@@ -150,7 +150,7 @@ def claim(name: str, *requests: dict, namespace: str = "default", constraints: O
             "spec": {"devices": devices}}
 
 
-def allocated(c: dict, devices: Iterable[tuple], admin: bool = False) -> dict:
+def allocated(c: dict[str, Any], devices: Iterable[tuple[Any, ...]], admin: bool = False) -> dict[str, Any]:
     """The claim with status.allocation naming (driver, pool, device) tuples."""
     results = []
     for driver, pool, device in devices:

@@ -78,7 +78,7 @@ class FieldError:
     def message(self) -> str:
         return f"{self.field}: {self.body()}" if self.field else self.body()
 
-    def cause(self) -> dict:
+    def cause(self) -> dict[str, Any]:
         return {"reason": self.type, "message": self.body(), "field": self.field}
 
 
@@ -127,14 +127,14 @@ class StatusError(Exception):
     code: int
     reason: str
     message: str
-    details: dict | None = None
+    details: dict[str, Any] | None = None
 
     def __str__(self) -> str:  # pragma: no cover - debugging aid
         return f"{self.code} {self.reason}: {self.message}"
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The body, its fields in metav1.Status' order (kube-apiserver's encoding), empty ones left out."""
-        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
         if self.message:
             body["message"] = self.message
         if self.reason:
@@ -150,8 +150,8 @@ def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
-def _details(name: str, group: str, kind: str) -> dict:
-    d: dict = {}
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    d: dict[str, Any] = {}
     if name:
         d["name"] = name
     if group:

@@ -24,6 +24,7 @@ older releases keeps working.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping, Optional, Protocol, Union
 
 ALPHA = "ALPHA"
 BETA = "BETA"
@@ -125,6 +126,16 @@ WAS_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduli
 
 class UnknownFeatureGate(ValueError):
     pass
+
+
+class GateReader(Protocol):
+    """Anything that answers whether a gate is on (FeatureGates, or a stand-in in tests)."""
+
+    def enabled(self, name: str) -> bool: ...
+
+
+# What the DRA code accepts as gates: a reader, a plain {name: on} mapping, or None for the defaults.
+Gates = Optional[Union[GateReader, Mapping[str, bool]]]
 
 
 class FeatureGates:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -25,20 +25,33 @@ def namespaced_name(obj: Obj) -> str:
     return f"{ns}/{md.get('name')}" if ns else md.get("name", "")
 
 
-def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> dict:
+class OwnerReference(TypedDict):
+    """A `metadata.ownerReferences` entry as the controllers write it."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+def owner_reference(owner: Obj, *, controller: bool = True, block_owner_deletion: bool = True) -> OwnerReference:
     md = owner["metadata"]
     return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],
             "controller": controller, "blockOwnerDeletion": block_owner_deletion}
 
 
-def controller_of(obj: Obj) -> dict | None:
+def controller_of(obj: Obj) -> dict[str, Any] | None:
+    ref: dict[str, Any]
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref
     return None
 
 
-def get_condition(obj: Obj, cond_type: str) -> dict | None:
+def get_condition(obj: Obj, cond_type: str) -> dict[str, Any] | None:
+    c: dict[str, Any]
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == cond_type:
             return c

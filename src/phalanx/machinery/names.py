@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 from .errors import FieldError, invalid, required, too_long
 
@@ -135,7 +136,7 @@ def is_c_identifier(value: str) -> bool:
     return bool(value) and value[0] in _C_IDENT_START and _C_IDENT_CHARS.fullmatch(value) is not None
 
 
-def validate_labels(labels: dict | None, path: str) -> list[FieldError]:
+def validate_labels(labels: dict[str, Any] | None, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for k, v in (labels or {}).items():
         for m in qualified_name_errors(k):
@@ -148,7 +149,7 @@ def validate_labels(labels: dict | None, path: str) -> list[FieldError]:
     return errs
 
 
-def validate_annotations(annotations: dict | None, path: str) -> list[FieldError]:
+def validate_annotations(annotations: dict[str, Any] | None, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     total = 0
     for k, v in (annotations or {}).items():

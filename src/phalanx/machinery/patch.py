@@ -96,7 +96,8 @@ def json_equal(a: Any, b: Any) -> bool:
         return True
     if ta is list:
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    same: bool = a == b
+    return same
 
 
 def prune_nulls(value: Any) -> Any:
@@ -139,7 +140,7 @@ def merge_patch_value(original: Any, patch: Any) -> Any:
 
 # -- JSON merge patch ----------------------------------------------------------------------
 
-def json_merge_patch(original: dict, patch: dict) -> dict:
+def json_merge_patch(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """Apply an RFC 7386 JSON merge patch (`application/merge-patch+json`) to an object.
 
     `{"metadata": {"labels": {"app": null, "tier": "x"}}}` deletes label `app` and sets `tier`;
@@ -151,7 +152,8 @@ def json_merge_patch(original: dict, patch: dict) -> dict:
         raise errors.bad_request(
             f"error decoding patch: json: cannot unmarshal {json_type_word(patch)} into Go value "
             f"of type map[string]interface {{}}")
-    return merge_patch_value(original, patch)
+    merged: dict[str, Any] = merge_patch_value(original, patch)
+    return merged
 
 
 # -- JSON patch ----------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def _invalid_index(idx: int) -> _OpError:
     return _OpError(f"Unable to access invalid index: {idx}: invalid index referenced")
 
 
-def _container_get(container: dict | list, key: str) -> Any:
+def _container_get(container: dict[str, Any] | list[Any], key: str) -> Any:
     if isinstance(container, dict):
         if key not in container:
             raise _OpError(f"unable to get nonexistent key: {key}: missing value", missing=True)
@@ -211,7 +213,7 @@ def _container_get(container: dict | list, key: str) -> Any:
     return container[idx]
 
 
-def _container_set(container: dict | list, key: str, value: Any) -> None:
+def _container_set(container: dict[str, Any] | list[Any], key: str, value: Any) -> None:
     if isinstance(container, dict):
         container[key] = value
         return
@@ -224,7 +226,7 @@ def _container_set(container: dict | list, key: str, value: Any) -> None:
     container[idx] = value
 
 
-def _container_add(container: dict | list, key: str, value: Any) -> None:
+def _container_add(container: dict[str, Any] | list[Any], key: str, value: Any) -> None:
     if isinstance(container, dict):
         container[key] = value
         return
@@ -243,7 +245,7 @@ def _container_add(container: dict | list, key: str, value: Any) -> None:
     container.insert(idx, value)
 
 
-def _container_remove(container: dict | list, key: str) -> Any:
+def _container_remove(container: dict[str, Any] | list[Any], key: str) -> Any:
     if isinstance(container, dict):
         if key not in container:
             raise _OpError(f"Unable to remove nonexistent key: {key}: missing value", missing=True)
@@ -257,7 +259,7 @@ def _container_remove(container: dict | list, key: str) -> Any:
     return container.pop(idx)
 
 
-def _child(container: dict | list, token: str) -> Any:
+def _child(container: dict[str, Any] | list[Any], token: str) -> Any:
     """The container a pointer walks through next, or None when the path does not exist."""
     if isinstance(container, dict):
         nxt = container.get(token)
@@ -280,11 +282,11 @@ def _deep_copy(value: Any) -> Any:
 class _Document:
     """The document a JSON patch edits, copying containers on first write (never the input)."""
 
-    def __init__(self, original: dict):
-        self.root: dict = dict(original)
+    def __init__(self, original: dict[str, Any]):
+        self.root: dict[str, Any] = dict(original)
         self._owned: dict[int, Any] = {id(self.root): self.root}
 
-    def _own(self, parent: dict | list, token: str, child: dict | list) -> dict | list:
+    def _own(self, parent: dict[str, Any] | list[Any], token: str, child: dict[str, Any] | list[Any]) -> dict[str, Any] | list[Any]:
         if id(child) in self._owned:
             return child
         copy = dict(child) if isinstance(child, dict) else list(child)
@@ -292,14 +294,14 @@ class _Document:
         _container_set(parent, token, copy)
         return copy
 
-    def find(self, path: str | None, writable: bool) -> tuple[dict | list | None, str]:
+    def find(self, path: str | None, writable: bool) -> tuple[dict[str, Any] | list[Any] | None, str]:
         """Upstream's findObject: the parent container of `path` and the last reference token."""
         if path is None:
             return None, ""
         split = path.split("/")
         if len(split) < 2:
             return None, ""
-        node: dict | list = self.root
+        node: dict[str, Any] | list[Any] = self.root
         for raw in split[1:-1]:
             token = _unescape(raw)
             nxt = _child(node, token)
@@ -311,12 +313,12 @@ class _Document:
         return node, _unescape(split[-1])
 
 
-def _string_member(op: dict, name: str) -> str | None:
+def _string_member(op: dict[str, Any], name: str) -> str | None:
     value = op.get(name)
     return value if isinstance(value, str) else None
 
 
-def _apply_operation(doc: _Document, op: dict | None) -> None:
+def _apply_operation(doc: _Document, op: dict[str, Any] | None) -> None:
     op = op or {}
     name = op.get("op")
     kind = name if isinstance(name, str) else "unknown"
@@ -326,7 +328,7 @@ def _apply_operation(doc: _Document, op: dict | None) -> None:
     apply(doc, op, _string_member(op, "path"), op.get("value"))
 
 
-def _op_add(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_add(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     if path is None:
         raise _OpError("add operation failed to decode path: missing value")
     con, key = doc.find(path, writable=True)
@@ -338,7 +340,7 @@ def _op_add(doc: _Document, op: dict, path: str | None, value: Any) -> None:
         raise _OpError(f"error in add for path: '{path}': {e}") from None
 
 
-def _op_remove(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_remove(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     if path is None:
         raise _OpError("remove operation failed to decode path: missing value")
     con, key = doc.find(path, writable=True)
@@ -350,7 +352,7 @@ def _op_remove(doc: _Document, op: dict, path: str | None, value: Any) -> None:
         raise _OpError(f"error in remove for path: '{path}': {e}") from None
 
 
-def _op_replace(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_replace(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     if path is None:
         raise _OpError("replace operation failed to decode path: operation missing path field: missing value")
     con, key = doc.find(path, writable=True)
@@ -363,7 +365,7 @@ def _op_replace(doc: _Document, op: dict, path: str | None, value: Any) -> None:
     _container_set(con, key, value)
 
 
-def _op_move(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_move(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     source = _string_member(op, "from")
     if source is None:
         raise _OpError("move operation failed to decode from: operation, missing from field: missing value")
@@ -386,7 +388,7 @@ def _op_move(doc: _Document, op: dict, path: str | None, value: Any) -> None:
         raise _OpError(f"error in move for path: '{path}': {e}") from None
 
 
-def _op_copy(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_copy(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     source = _string_member(op, "from")
     if source is None:
         raise _OpError("copy operation failed to decode from: operation, missing from field: missing value")
@@ -408,7 +410,7 @@ def _op_copy(doc: _Document, op: dict, path: str | None, value: Any) -> None:
         raise _OpError(f"error while adding value during copy: {e}") from None
 
 
-def _op_test(doc: _Document, op: dict, path: str | None, value: Any) -> None:
+def _op_test(doc: _Document, op: dict[str, Any], path: str | None, value: Any) -> None:
     if path is None:
         raise _OpError("test operation failed to decode path: operation missing path field: missing value")
     con, key = doc.find(path, writable=False)
@@ -429,7 +431,7 @@ def _op_test(doc: _Document, op: dict, path: str | None, value: Any) -> None:
 
 
 # RFC 6902 operations by their `op`, with upstream's (evanphx/json-patch) error messages.
-_OPERATIONS: dict[str, Callable[[_Document, dict, Any, Any], None]] = {
+_OPERATIONS: dict[str, Callable[[_Document, dict[str, Any], Any, Any], None]] = {
     "add": _op_add, "remove": _op_remove, "replace": _op_replace, "move": _op_move, "copy": _op_copy,
     "test": _op_test,
 }
@@ -438,7 +440,7 @@ _OPERATIONS: dict[str, Callable[[_Document, dict, Any, Any], None]] = {
 _OP_STRING_FIELDS = ("op", "path", "from")
 
 
-def _check_operations(operations: Any) -> list:
+def _check_operations(operations: Any) -> list[Any]:
     """Reject what decoding into upstream's `[]jsonPatchOp` rejects (400 BadRequest)."""
     if operations is None:
         return []
@@ -466,7 +468,7 @@ def _check_operations(operations: Any) -> list:
     return operations
 
 
-def json_patch(original: dict, operations: list) -> dict:
+def json_patch(original: dict[str, Any], operations: list[Any]) -> dict[str, Any]:
     """Apply an RFC 6902 JSON patch (`application/json-patch+json`) to an object.
 
     Operations run in order (`add`, `remove`, `replace`, `move`, `copy`, `test`); JSON pointers
@@ -492,7 +494,7 @@ def _media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def _decode(body: bytes | str | dict | list | None, prefix: str) -> Any:
+def _decode(body: bytes | str | dict[str, Any] | list[Any] | None, prefix: str) -> Any:
     if isinstance(body, (bytes, bytearray, memoryview, str)):
         try:
             return orjson.loads(body)
@@ -501,8 +503,8 @@ def _decode(body: bytes | str | dict | list | None, prefix: str) -> Any:
     return body
 
 
-def apply_patch(original: dict, patch_type: str, body: bytes | str | dict | list | None,
-                meta: PatchMeta | None = None) -> dict:
+def apply_patch(original: dict[str, Any], patch_type: str, body: bytes | str | dict[str, Any] | list[Any] | None,
+                meta: PatchMeta | None = None) -> dict[str, Any]:
     """Apply a PATCH body of content type `patch_type` to `original`.
 
     `body` is the raw request body (bytes) or an already decoded JSON value. `meta` is the

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-Resolver = Callable[[str], Optional[dict]]
+Resolver = Callable[[str], Optional[dict[str, Any]]]
 
 
 class PatchMeta:
     __slots__ = ("schema", "_resolve", "_fields", "_items")
 
-    def __init__(self, schema: dict | None, resolve: Resolver | None = None):
+    def __init__(self, schema: dict[str, Any] | None, resolve: Resolver | None = None):
         self._resolve = resolve or (lambda ref: None)
         self.schema = self._deref(schema) if schema else None
         self._fields: dict[str, PatchMeta] = {}  # navigation is memoized: metas are cached per kind
@@ -38,10 +38,10 @@ class PatchMeta:
         return cls(None)
 
     @classmethod
-    def for_schema(cls, schema: dict | None, resolve: Resolver | None = None) -> "PatchMeta":
+    def for_schema(cls, schema: dict[str, Any] | None, resolve: Resolver | None = None) -> "PatchMeta":
         return cls(schema, resolve)
 
-    def _deref(self, s: dict | None) -> dict | None:
+    def _deref(self, s: dict[str, Any] | None) -> dict[str, Any] | None:
         seen = 0
         while s is not None and seen < 32:
             seen += 1
@@ -62,7 +62,7 @@ class PatchMeta:
             return s
         return s
 
-    def _child(self, s: dict | None) -> "PatchMeta":
+    def _child(self, s: dict[str, Any] | None) -> "PatchMeta":
         m = PatchMeta.__new__(PatchMeta)
         m._resolve = self._resolve
         m.schema = self._deref(s) if s else None

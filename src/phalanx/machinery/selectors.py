@@ -47,6 +47,14 @@ LESS_THAN = "lt"
 _BINARY_OPERATORS = [IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN]
 _VALID_OPERATORS = _BINARY_OPERATORS + [EXISTS, DOES_NOT_EXIST]
 
+# How many values each operator takes (least, most) and upstream's message when the count is wrong.
+_VALUE_COUNTS: dict[str, tuple[int, float, str]] = {
+    **dict.fromkeys((IN, NOT_IN), (1, float("inf"), "for 'in', 'notin' operators, values set can't be empty")),
+    **dict.fromkeys((EQUALS, DOUBLE_EQUALS, NOT_EQUALS), (1, 1, "exact-match compatibility requires one single value")),
+    **dict.fromkeys((EXISTS, DOES_NOT_EXIST), (0, 0, "values set must be empty for exists and does not exist")),
+    **dict.fromkeys((GREATER_THAN, LESS_THAN), (1, 1, "for 'Gt', 'Lt' operators, exactly one value is required")),
+}
+
 _MIN_INT64 = -(1 << 63)
 _MAX_INT64 = (1 << 63) - 1
 
@@ -60,7 +68,7 @@ def _parse_int64(text: str) -> Optional[int]:
     return n if _MIN_INT64 <= n <= _MAX_INT64 else None
 
 
-def _go_string_slice(values: Optional[list]) -> str:
+def _go_string_slice(values: Optional[list[Any]]) -> str:
     """`%#v` of a Go []string, as field errors print a rejected value list."""
     if values is None:
         return "[]string(nil)"
@@ -111,26 +119,16 @@ class Requirement:
         vals = values if values is not None else None
         n = len(vals or [])
         values_path = _join_path(path, "values")
-        if operator in (IN, NOT_IN):
-            if n == 0:
-                errs.append(_field_error(values_path, f"Invalid value: {_go_string_slice(vals)}: "
-                                                      "for 'in', 'notin' operators, values set can't be empty"))
-        elif operator in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS):
-            if n != 1:
-                errs.append(_field_error(values_path, f"Invalid value: {_go_string_slice(vals)}: "
-                                                      "exact-match compatibility requires one single value"))
-        elif operator in (EXISTS, DOES_NOT_EXIST):
-            if n != 0:
-                errs.append(_field_error(values_path, f"Invalid value: {_go_string_slice(vals)}: "
-                                                      "values set must be empty for exists and does not exist"))
-        elif operator in (GREATER_THAN, LESS_THAN):
-            if n != 1:
-                errs.append(_field_error(values_path, f"Invalid value: {_go_string_slice(vals)}: "
-                                                      "for 'Gt', 'Lt' operators, exactly one value is required"))
-            for i, v in enumerate(vals or []):
-                if _parse_int64(v) is None:
-                    errs.append(_field_error(f"{values_path}[{i}]", f"Invalid value: {go_repr(v)}: "
-                                                                    "for 'Gt', 'Lt' operators, the value must be an integer"))
+        counts = _VALUE_COUNTS.get(operator)
+        if counts is not None:
+            least, most, rule = counts
+            if not least <= n <= most:
+                errs.append(_field_error(values_path, f"Invalid value: {_go_string_slice(vals)}: {rule}"))
+            if operator == GREATER_THAN or operator == LESS_THAN:
+                for i, v in enumerate(vals or []):
+                    if _parse_int64(v) is None:
+                        errs.append(_field_error(f"{values_path}[{i}]", f"Invalid value: {go_repr(v)}: "
+                                                                        "for 'Gt', 'Lt' operators, the value must be an integer"))
         else:
             supported = ", ".join(go_repr(o) for o in _VALID_OPERATORS)
             errs.append(_field_error(_join_path(path, "operator"),
@@ -197,17 +195,18 @@ class LabelSelector:
         reqs = sorted(requirements, key=lambda r: r.key)
         self.requirements: tuple[Requirement, ...] = tuple(reqs)
         self._nothing = nothing
-        eq: Optional[dict[str, str]] = {}
+        eq: dict[str, str] = {}
+        equality_only = not nothing
         for r in reqs:
             if r.operator in (EQUALS, DOUBLE_EQUALS) or (r.operator == IN and len(r.values) == 1):
                 if r.key in eq and eq[r.key] != r.values[0]:
-                    eq = None
+                    equality_only = False
                     break
                 eq[r.key] = r.values[0]
             else:
-                eq = None
+                equality_only = False
                 break
-        self._equality = None if nothing else eq
+        self._equality: Optional[dict[str, str]] = eq if equality_only else None
         self._string: Optional[str] = None
 
     @classmethod

@@ -47,7 +47,7 @@ match) is a 500 whose message kubectl prints as `Error from server: <message>`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 import orjson
 
@@ -76,6 +76,8 @@ MAX_PATCH_DEPTH = 200
 _MAP = "map[string]interface {}"
 _SLICE = "[]interface {}"
 _DROP = object()
+_ABSENT = object()  # a key missing from a map
+_CONTAINER_TYPES = (_MAP, _SLICE)
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -167,16 +169,15 @@ def _bad_arg_type(expected: str, actual: Any) -> StatusError:
     return _server_error(f"expected a {expected}, but received a {t if t else '%!s(<nil>)'}")
 
 
-def _bad_patch_type(directive: Any, m: dict) -> StatusError:
+def _bad_patch_type(directive: Any, m: dict[str, Any]) -> StatusError:
     return _server_error(f"unknown patch type: {_go_s(directive)} in map: {go_format(m)}")
 
 
 # -- helpers -------------------------------------------------------------------------------
 
-def _hkey(value: Any) -> Any:
+def _hkey(value: Any) -> Hashable:
     """A hashable identity for a JSON value that keeps Go's typed equality (1, 1.0, true differ)."""
-    t = type(value)
-    if t is str:
+    if type(value) is str:
         return value
     if value is None:
         return None
@@ -186,15 +187,15 @@ def _hkey(value: Any) -> Any:
     return (go, value)
 
 
-def _first_positions(order: Iterable[Any], key_of) -> dict:
-    positions: dict = {}
+def _first_positions(order: Iterable[Any], key_of: Callable[[Any], Hashable]) -> dict[Hashable, int]:
+    positions: dict[Hashable, int] = {}
     for i, item in enumerate(order):
         positions.setdefault(key_of(item), i)
     return positions
 
 
-def _map_key_of(merge_key: str):
-    def key_of(item: Any) -> Any:
+def _map_key_of(merge_key: str) -> Callable[[Any], Hashable]:
+    def key_of(item: Any) -> Hashable:
         return _hkey(item.get(merge_key) if isinstance(item, dict) else None)
     return key_of
 
@@ -240,7 +241,7 @@ def _is_opaque(meta: PatchMeta) -> bool:
 def _patch_strategy(meta: PatchMeta) -> str:
     """The field's strategy other than retainKeys ("" when none), as extractRetainKeysPatchStrategy."""
     raw = meta.extension("x-kubernetes-patch-strategy")
-    strategies = raw.split(",") if raw else []
+    strategies: list[str] = raw.split(",") if raw else []
     if not strategies:
         return ""
     if len(strategies) == 1:
@@ -262,7 +263,7 @@ def _extract_key(key: str, prefix: str) -> str:
     return parts[1]
 
 
-def _element_type(*lists: list | None) -> str:
+def _element_type(*lists: list[Any] | None) -> str:
     """The common Go type of the elements of the lists (upstream sliceElementType)."""
     prev: str | None = None
     seen = False
@@ -276,12 +277,12 @@ def _element_type(*lists: list | None) -> str:
             if t is None or t != prev:
                 shown = "[" + " ".join(go_format(x or []) for x in lists) + "]"
                 raise _server_error(f"list element types are not identical: {shown}")
-    if not seen:
+    if not seen or prev is None:
         raise _server_error("no elements in any of the given slices")
     return prev
 
 
-def _check_depth(patch: dict) -> None:
+def _check_depth(patch: dict[str, Any]) -> None:
     """Refuse a patch nested deeper than MAX_PATCH_DEPTH, before any recursion starts.
 
     Upstream's JSON decoder stops at 10,000 levels; merging recursively in Python, phalanx stops
@@ -301,7 +302,7 @@ def _check_depth(patch: dict) -> None:
 
 # -- maps ----------------------------------------------------------------------------------
 
-def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | None = None) -> dict:
+def strategic_merge_patch(original: dict[str, Any], patch: dict[str, Any] | None, meta: PatchMeta | None = None) -> dict[str, Any]:
     """Apply a strategic merge patch to an object; `meta` describes the object's schema.
 
     A `null` patch changes nothing; a patch that is not a JSON object is a 400.
@@ -316,25 +317,27 @@ def strategic_merge_patch(original: dict, patch: dict | None, meta: PatchMeta | 
             f"map[string]interface {{}}")
     _check_depth(patch)
     if _is_opaque(meta):
-        return merge_patch_value(original, patch)
+        merged: dict[str, Any] = merge_patch_value(original, patch)
+        return merged
     return _merge_map(original, patch, meta)
 
 
-def _merge_element(original: dict, patch: dict, meta: PatchMeta) -> Any:
+def _merge_element(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> Any:
     if _is_opaque(meta):
         return merge_patch_value(original, patch)
     return _merge_map(original, patch, meta)
 
 
-def _map_directive(directive: Any, patch: dict) -> dict:
+def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:
     if directive == REPLACE_DIRECTIVE:
-        return _fresh({k: v for k, v in patch.items() if k != DIRECTIVE_MARKER})
+        replaced: dict[str, Any] = _fresh({k: v for k, v in patch.items() if k != DIRECTIVE_MARKER})
+        return replaced
     if directive == DELETE_DIRECTIVE:
         return {}
     raise _bad_patch_type(directive, patch)
 
 
-def _apply_retain_keys(result: dict, patch: dict) -> None:
+def _apply_retain_keys(result: dict[str, Any], patch: dict[str, Any]) -> None:
     retain = patch[RETAIN_KEYS_DIRECTIVE]
     if not isinstance(retain, list):
         raise errors.bad_request(BAD_RETAIN_KEYS)
@@ -350,7 +353,7 @@ def _apply_retain_keys(result: dict, patch: dict) -> None:
         del result[key]
 
 
-def _set_added(result: dict, key: str, value: Any, meta: PatchMeta) -> None:
+def _set_added(result: dict[str, Any], key: str, value: Any, meta: PatchMeta) -> None:
     added = prune_nulls(value) if _is_opaque(meta) else _fresh(value)
     if added is _DROP:
         result.pop(key, None)
@@ -358,7 +361,7 @@ def _set_added(result: dict, key: str, value: Any, meta: PatchMeta) -> None:
         result[key] = added
 
 
-def _merge_map(original: dict, patch: dict, meta: PatchMeta) -> dict:
+def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> dict[str, Any]:
     if DIRECTIVE_MARKER in patch:
         return _map_directive(patch[DIRECTIVE_MARKER], patch)
     result = dict(original)
@@ -380,33 +383,26 @@ def _merge_map(original: dict, patch: dict, meta: PatchMeta) -> dict:
         if value is None:
             result.pop(field, None)
             continue
-        if field not in result:
+        current = result.get(field, _ABSENT)
+        patch_type = _go_type(value)
+        if current is _ABSENT or _go_type(current) != patch_type:
+            # New, or of another type than the live value: the patch value is set as it is.
             if not is_delete_list:
                 _set_added(result, field, value, meta.field(field))
             continue
-        current = result[field]
-        current_type, patch_type = _go_type(current), _go_type(value)
-        if current_type != patch_type:
-            if not is_delete_list:
-                _set_added(result, field, value, meta.field(field))
+        if patch_type not in _CONTAINER_TYPES:
+            result[field] = value
             continue
-        if patch_type == _MAP:
-            field_meta = meta.field(field)
-            if _is_opaque(field_meta):
-                result[field] = merge_patch_value(current, value)
-            elif _patch_strategy(field_meta) == REPLACE_DIRECTIVE:
-                _set_added(result, field, value, field_meta)
-            else:
-                result[field] = _merge_map(current, value, field_meta)
+        field_meta = meta.field(field)
+        if _is_opaque(field_meta):
+            result[field] = merge_patch_value(current, value)
         elif patch_type == _SLICE:
-            field_meta = meta.field(field)
-            if _is_opaque(field_meta):
-                result[field] = merge_patch_value(current, value)
-                continue
             merged, _ = _merge_slice_handler(current, value, field_meta, is_delete_list)
             result[field] = merged
+        elif _patch_strategy(field_meta) == REPLACE_DIRECTIVE:
+            _set_added(result, field, value, field_meta)
         else:
-            result[field] = value
+            result[field] = _merge_map(current, value, field_meta)
     return result
 
 
@@ -426,7 +422,7 @@ def _merge_key_equal(left: Any, right: Any, merge_key: str) -> bool:
     return _hkey(left[merge_key]) == _hkey(right[merge_key])
 
 
-def _validate_with_order(patch_list: list | None, order: list, merge_key: str) -> None:
+def _validate_with_order(patch_list: list[Any] | None, order: list[Any], merge_key: str) -> None:
     """The patch list must be a subsequence of the order list (deletions and directives aside)."""
     if not patch_list or not order:
         return
@@ -451,14 +447,15 @@ def _validate_with_order(patch_list: list | None, order: list, merge_key: str) -
                             f"{SET_ELEMENT_ORDER_PREFIX} list:\n{go_format(order)}")
 
 
-def _partition_maps(merged: list, by: list, merge_key: str) -> tuple[list, list]:
-    wanted = set()
+def _partition_maps(merged: list[Any], by: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
+    wanted: set[Hashable] = set()
     for item in by:
         if not isinstance(item, dict):
             raise _server_error(f"value for key {by.index(item)} is not a map")
         if merge_key in item:
             wanted.add(_hkey(item[merge_key]))
-    inside, outside = [], []
+    inside: list[Any] = []
+    outside: list[Any] = []
     for item in merged:
         if not isinstance(item, dict):
             raise _bad_arg_type(_MAP, item)
@@ -468,22 +465,23 @@ def _partition_maps(merged: list, by: list, merge_key: str) -> tuple[list, list]
     return inside, outside
 
 
-def _partition_primitives(merged: list, by: list) -> tuple[list, list]:
+def _partition_primitives(merged: list[Any], by: list[Any]) -> tuple[list[Any], list[Any]]:
     wanted = {_hkey(v) for v in by}
-    inside, outside = [], []
+    inside: list[Any] = []
+    outside: list[Any] = []
     for item in merged:
         (inside if _hkey(item) in wanted else outside).append(item)
     return inside, outside
 
 
-def _apply_set_element_order(result: dict, patch: dict, key: str, order: Any, meta: PatchMeta) -> str | None:
+def _apply_set_element_order(result: dict[str, Any], patch: dict[str, Any], key: str, order: Any, meta: PatchMeta) -> str | None:
     """Merge the list named by `$setElementOrder/<field>` and order it; returns the field handled."""
     if not isinstance(order, list):
         raise _bad_arg_type(_SLICE, order)
     field = _extract_key(key, SET_ELEMENT_ORDER_PREFIX)
     found_original, found_patch = field in result, field in patch
-    original_list = result.get(field)
-    patch_list = patch.get(field)
+    original_list: Any = result.get(field)
+    patch_list: Any = patch.get(field)
     if found_original and not isinstance(original_list, list):
         raise _bad_arg_type(_SLICE, original_list)
     if found_patch and not isinstance(patch_list, list):
@@ -517,8 +515,8 @@ def _apply_set_element_order(result: dict, patch: dict, key: str, order: Any, me
 
 # -- lists ---------------------------------------------------------------------------------
 
-def _merge_slice_handler(original: list, patch: list, field_meta: PatchMeta,
-                         is_delete_list: bool) -> tuple[list, list]:
+def _merge_slice_handler(original: list[Any], patch: list[Any], field_meta: PatchMeta,
+                         is_delete_list: bool) -> tuple[list[Any], list[Any]]:
     """Merge or replace a list field; returns the new list and the live order upstream sees."""
     strategy = _patch_strategy(field_meta)
     if strategy == MERGE_DIRECTIVE or is_delete_list:
@@ -526,8 +524,8 @@ def _merge_slice_handler(original: list, patch: list, field_meta: PatchMeta,
     return _fresh(patch), original
 
 
-def _merge_slice(original: list, patch: list, field_meta: PatchMeta,
-                 is_delete_list: bool) -> tuple[list, list]:
+def _merge_slice(original: list[Any], patch: list[Any], field_meta: PatchMeta,
+                 is_delete_list: bool) -> tuple[list[Any], list[Any]]:
     if not original and not patch:
         return list(original), original
     kind = _element_type(original, patch)
@@ -556,7 +554,7 @@ class _Deletion:
 
     __slots__ = ("_original", "_positions", "_deleted", "_tail", "_length", "_top")
 
-    def __init__(self, original: list, merge_key: str):
+    def __init__(self, original: list[Any], merge_key: str):
         self._original = original
         self._positions: dict[Any, list[int]] = {}
         for i, item in enumerate(original):
@@ -576,7 +574,7 @@ class _Deletion:
             self._deleted[i] = True
             self._length -= 1
 
-    def backing(self) -> tuple[list, int]:
+    def backing(self) -> tuple[list[Any], int]:
         """(the Go array after the deletions, the live length): live elements, then the tail."""
         if self._length == len(self._original):
             return list(self._original), self._length
@@ -584,8 +582,8 @@ class _Deletion:
         return live + self._tail[::-1], self._length
 
 
-def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
-                        merge_key: str) -> tuple[list, list]:
+def _merge_list_of_maps(original: list[Any], patch: list[Any], item_meta: PatchMeta,
+                        merge_key: str) -> tuple[list[Any], list[Any]]:
     """Merge a list of maps on `merge_key`.
 
     Returns the merged list and the live list as upstream's `$setElementOrder` step sees it
@@ -593,7 +591,7 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
     so the first appended elements take the positions deleted elements left behind.
     """
     n = len(original)
-    entries: list[dict] = []
+    entries: list[dict[str, Any]] = []
     replace = False
     deletion = _Deletion(original, merge_key)
     for element in patch:
@@ -620,7 +618,7 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
         return [_fresh(e) for e in entries], backing
 
     items = backing[:length]
-    index = {}
+    index: dict[Hashable, int] = {}
     for i, item in enumerate(items):
         if merge_key in item:
             index.setdefault(_hkey(item[merge_key]), i)
@@ -641,8 +639,8 @@ def _merge_list_of_maps(original: list, patch: list, item_meta: PatchMeta,
     return merged, seen_by_order_step
 
 
-def _normalize_element_order(patch_items: list, server_only: list, patch_order: list,
-                             server_order: list, merge_key: str, kind: str) -> list:
+def _normalize_element_order(patch_items: list[Any], server_only: list[Any], patch_order: list[Any],
+                             server_order: list[Any], merge_key: str, kind: str) -> list[Any]:
     """Order patch items by `patch_order`, live-only items by `server_order`, then interleave.
 
     A live-only item goes before the next patch item only when both are in the live list and

@@ -83,7 +83,7 @@ def _set_conditions(status: dict, conds: list[dict]) -> None:
     status["conditions"].sort(key=lambda c: order.get(c.get("type"), 5))
 
 
-class SimulatedKubelets(Controller):
+class SimulatedKubelets(Controller[str]):
     name = "kubelet"
     workers = 4
 
@@ -100,7 +100,7 @@ class SimulatedKubelets(Controller):
         self.nodes.add_event_handler(on_add=self._node_added)
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
-        self._lease_task = None
+        self._lease_task: asyncio.Task[None] | None = None
 
     # -- which pods are ours ------------------------------------------------------------------
     def _simulated(self, node_name: str | None) -> bool:
@@ -170,8 +170,8 @@ class SimulatedKubelets(Controller):
         run_for = run_for_seconds(pod)
         if run_for is None:
             return
-        started_at = max((rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt"))
-                          for c in statuses), default=None)
+        starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt")) for c in statuses)
+        started_at = max((s for s in starts if s is not None), default=None)
         if started_at is None:
             return
         remaining = started_at + run_for - self.clock.now()

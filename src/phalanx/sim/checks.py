@@ -131,9 +131,9 @@ def _gangs_and_topology(cluster: _Cluster) -> list[dict[str, Any]]:
     """gangsIntact and topologyRespected, over the bound members of each PodGroup."""
     members: dict[str, list[dict]] = defaultdict(list)
     for p in cluster.bound:
-        g = dra.pod_group_name(p)
-        if g is not None:
-            members[f"{p['metadata']['namespace']}/{g}"].append(p)
+        group_name = dra.pod_group_name(p)
+        if group_name is not None:
+            members[f"{p['metadata']['namespace']}/{group_name}"].append(p)
     problems, checked = [], 0
     topo_problems, topo_checked = [], 0
     for key, g in cluster.groups.items():

@@ -50,6 +50,7 @@ from .ops import Op, make_op
 from .template import Template, TemplateError
 from .workload import TestCase, Workload, WorkloadError, resolve_ops
 
+_YAML_LOADER: type[yaml.CSafeLoader | yaml.SafeLoader]
 try:
     _YAML_LOADER = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML without libyaml
@@ -484,7 +485,7 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
 
     clock = options.clock or REAL_CLOCK
     virtual = hasattr(clock, "run_until")
-    api = build_api(MemoryStore(), gates, now=clock.datetime if virtual else None)
+    api = build_api(MemoryStore(), gates, now=getattr(clock, "datetime") if virtual else None)
     bootstrap(api, ClusterSpec(nodes=[]))
     factory = InformerFactory(InProcessClient(api, clock=clock, shared_reads=True), clock=clock)
     scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,
@@ -614,7 +615,7 @@ def _loadavg() -> list[float] | None:
 def _store_limit(api: API, ctx: RunContext, gates: FeatureGates, sqlite: bool = False) -> dict[str, Any]:
     """The physical limit for the measured pods: their bindings and their claims' status writes
     (on a MemoryStore, or with `sqlite` on a SQLiteStore in a temporary directory)."""
-    namespaces = set()
+    namespaces: set[str] = set()
     for m in ctx.measurements:
         namespaces.update(m["namespaces"] or ctx.pod_namespaces)
     pods = [p for p in api.list(api.resource("", "v1", "pods"), None)["items"]

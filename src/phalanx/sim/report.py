@@ -115,7 +115,7 @@ def _overall_status(statuses: list[str]) -> str:
 
 def _threshold(runs: list[dict]) -> dict[str, Any] | None:
     """The workload's threshold with the median measured figure and whether it is met."""
-    thr = [r.get("threshold") for r in runs if r.get("threshold")]
+    thr = [t for r in runs if (t := r.get("threshold"))]
     if not thr:
         return None
     measured = _median(t.get("measured") for t in thr)

@@ -192,11 +192,12 @@ _TOKEN = re.compile(r"""
 
 
 def _tokenize(src: str) -> list[tuple[str, str]]:
-    tokens, pos = [], 0
+    tokens: list[tuple[str, str]] = []
+    pos = 0
     src = src.strip()
     while pos < len(src):
         m = _TOKEN.match(src, pos)
-        if not m or m.end() == pos:
+        if not m or m.end() == pos or m.lastgroup is None:
             raise TemplateError(f"unexpected {src[pos:]!r} in action {src!r}")
         kind = m.lastgroup
         tokens.append((kind, m.group(kind)))
@@ -244,7 +245,7 @@ class _ExprParser:
         def run(scope: _Scope) -> Any:
             v = first(scope)
             for c in rest:
-                v = c(scope, v)  # type: ignore[call-arg]
+                v = c(scope, v)
             return v
         return run
 
@@ -296,8 +297,8 @@ class _ExprParser:
             path = tuple(p for p in text.split(".") if p)
             return lambda scope: _field(scope.dot, path)
         if kind == "var":
-            name, *path = text.split(".")
-            path_t = tuple(path)
+            name, *rest = text.split(".")
+            path_t = tuple(rest)
 
             def var(scope: _Scope) -> Any:
                 if name == "$":
@@ -346,7 +347,7 @@ class _Assign(_Node):
 
 
 class _If(_Node):
-    def __init__(self):
+    def __init__(self) -> None:
         self.branches: list[tuple[Expr | None, list[_Node]]] = []
 
     def render(self, scope, out):
@@ -499,8 +500,9 @@ class Template:
         try:
             p = _ExprParser(_tokenize(src), src)
             e = p.pipeline()
-            if p.peek() is not None:
-                raise TemplateError(f"unexpected {p.peek()[1]!r} in {src!r}")
+            extra = p.peek()
+            if extra is not None:
+                raise TemplateError(f"unexpected {extra[1]!r} in {src!r}")
         except TemplateError as err:
             raise TemplateError(f"{self.name}: {err}") from None
         return lambda scope: e(scope)

@@ -9,7 +9,7 @@ import pytest
 from fractions import Fraction
 
 from phalanx.api.resource import strategies
-from phalanx.api.resource.fields import parse_quantity
+from phalanx.api.resource.fields import parse_quantity, validate_uid
 from phalanx.api.registry import StrategyContext
 from phalanx.machinery.featuregates import FeatureGates
 
@@ -439,6 +439,14 @@ DEV = "spec.devices"
     ((f"{DEV}.0.attributes.driverVersion", {"version": "1.0"}),
      ['spec.devices[0].attributes[driverVersion].version: Invalid value: "1.0": must be a string compatible with '
       'semver.org spec 2.0.0']),
+    # Go's `$` is the end of the text: a trailing newline is refused (Python's `$` would accept it).
+    ((f"{DEV}.0.attributes.driverVersion", {"version": "1.0.0\n"}),
+     ['spec.devices[0].attributes[driverVersion].version: Invalid value: "1.0.0\\n": must be a string compatible '
+      'with semver.org spec 2.0.0']),
+    ((f"{DEV}.0.attributes", {"name\n": {"int": 1}}),
+     ['spec.devices[0].attributes: Invalid value: "name\\n": a valid C identifier must start with alphabetic '
+      "character or '_', followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  "
+      "or 'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')"]),
     ((f"{DEV}.0.attributes.model", {"string": "x" * 65}),
      ["spec.devices[0].attributes[model].string: Too long: may not be more than 64 bytes"]),
     ((f"{DEV}.0.attributes", {"1bad": {"int": 1}}),
@@ -530,3 +538,14 @@ def test_registration():
     assert not registry.lookup("resource.k8s.io", "v1", "resourceslices").namespaced
     assert not registry.lookup("resource.k8s.io", "v1", "deviceclasses").namespaced
     assert registry.lookup("resource.k8s.io", "v1", "resourceclaimtemplates").namespaced
+
+
+@pytest.mark.parametrize("uid, want", [
+    ("0a1b2c3d-0000-1111-2222-333344445555", []),
+    ("0a1b2c3d-0000-1111-2222-333344445555\n", ["error validating uid: invalid UUID format"]),
+    ("0A1B2C3D-0000-1111-2222-333344445555", ["uid must be in RFC 4122 normalized form, "
+                                              "`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal "
+                                              "characters"]),
+])
+def test_uid_format_reaches_the_end_of_the_text(uid, want):
+    assert [e.detail for e in validate_uid(uid, "uid")] == want

@@ -229,6 +229,10 @@ def template(name="g", **policy):
      ['spec.podGroupTemplates[0].name: Invalid value: "Workers": a lowercase RFC 1123 label must consist of '
       "lower case alphanumeric characters or '-', and must start and end with an alphanumeric character "
       "(e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]),
+    (("spec.podGroupTemplates.0.name", "workers\n"),
+     ['spec.podGroupTemplates[0].name: Invalid value: "workers\\n": a lowercase RFC 1123 label must consist of '
+      "lower case alphanumeric characters or '-', and must start and end with an alphanumeric character "
+      "(e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]),
     (("spec.podGroupTemplates.0.name", "a.b"),
      ['spec.podGroupTemplates[0].name: Invalid value: "a.b": must not contain dots']),
     (("spec.controllerRef.kind", ""), ["spec.controllerRef.kind: Required value"]),
@@ -371,6 +375,11 @@ def cond(**kw):
      ["status.conditions[0].lastTransitionTime: Required value: must be set"]),
     ({"conditions": [cond(reason="not valid")]},
      ['status.conditions[0].reason: Invalid value: "not valid": a condition reason must start with alphabetic '
+      "character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an "
+      "alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or "
+      "'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"]),
+    ({"conditions": [cond(reason="Scheduled\n")]},
+     ['status.conditions[0].reason: Invalid value: "Scheduled\\n": a condition reason must start with alphabetic '
       "character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an "
       "alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or "
       "'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"]),

@@ -18,7 +18,8 @@ from phalanx.dra.allocator import allocate
 from phalanx.dra.testing import claim, device_class, request
 from phalanx.machinery.strictyaml import ConfigFileError
 from phalanx.nodes.dradriver.config import parse_dra_drivers, resolve_drivers
-from phalanx.nodes.dradriver.model import DeviceContext, PartitionSpec, device_uuid, make_attribute, make_capacity
+from phalanx.nodes.dradriver.model import (DeviceContext, PartitionSpec, attribute_name_errors, device_uuid,
+                                           make_attribute, make_capacity)
 from phalanx.nodes.dradriver.reconcile import SimulatedDRADrivers
 from phalanx.nodes.dradriver.render import generate_name, render_node_pool
 
@@ -444,6 +445,7 @@ def test_attribute_typing(raw, expected):
     (1.5, "expected an integer, a boolean, a string or a typed mapping"),
     ({"float": 1}, "exactly one of int, bool, string, version"),
     ({"version": "1.0"}, 'invalid version "1.0"'),
+    ({"version": "1.0.0\n"}, 'invalid version "1.0.0\\n"'),
     ({"int": "x"}, 'int: "x" is not an integer'),
     ({"bool": "yes"}, 'bool: expected a boolean, got string "yes"'),
     ("{j}", 'invalid placeholder "{j}"'),
@@ -453,6 +455,12 @@ def test_attribute_errors(raw, message):
     with pytest.raises(ValueError) as info:
         make_attribute("a", raw)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("name, valid", [("gpu_model", True), ("example.com/gpu", True), ("gpu\n", False),
+                                         ("example.com/gpu\n", False), ("1gpu", False)])
+def test_attribute_names_are_c_identifiers_to_the_end_of_the_text(name, valid):
+    assert (attribute_name_errors(name) == []) == valid
 
 
 def test_capacities_are_canonical_quantities():

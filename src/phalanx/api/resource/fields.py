@@ -12,7 +12,8 @@ import orjson
 
 from ...machinery import errors, quantity
 from ...machinery.errors import FieldError
-from ...machinery.names import dns1123_label_errors, dns1123_subdomain_errors, qualified_name_errors, regex_error
+from ...machinery.names import (dns1123_label_errors, dns1123_subdomain_errors, is_c_identifier, qualified_name_errors,
+                                regex_error)
 from .constants import DEVICE_MAX_ID_LENGTH, DRIVER_NAME_MAX_LENGTH, POOL_NAME_MAX_LENGTH
 
 
@@ -33,14 +34,11 @@ def field_items(d: Any, key: str) -> list[dict]:
 
 
 _C_IDENT_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENT_RE = re.compile(f"^{_C_IDENT_FMT}$")
 _C_IDENT_MSG = regex_error("a valid C identifier must start with alphabetic character or '_', followed by a "
                             "string of alphanumeric characters or '_'", _C_IDENT_FMT, "my_name", "MY_NAME", "MyName")
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
-    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# Go's regexp `$` is the end of the text; Python's also accepts a final newline, hence `\Z`.
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_ANY_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\Z")
 QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
@@ -151,7 +149,7 @@ def _validate_c_identifier(ident: str, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     if len(ident) > DEVICE_MAX_ID_LENGTH:
         errs.append(errors.too_long(path, DEVICE_MAX_ID_LENGTH))
-    if not _C_IDENT_RE.match(ident):
+    if not is_c_identifier(ident):
         errs.append(errors.invalid(path, ident, _C_IDENT_MSG))
     return errs
 
@@ -196,7 +194,7 @@ def validate_raw_extension(raw: Any, path: str, stored: bool, max_len: int) -> l
 
 def validate_uid(uid: Any, path: str) -> list[FieldError]:
     uid = uid if isinstance(uid, str) else ""
-    if not re.match(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$", uid):
+    if not _ANY_UUID_RE.match(uid):
         return [errors.invalid(path, uid, "error validating uid: invalid UUID format")]
     if not _UUID_RE.match(uid):
         return [errors.invalid(path, uid, "uid must be in RFC 4122 normalized form, "

@@ -4,10 +4,10 @@ and shared counter sets."""
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import Any
 
+from ...dra.semver import SEMVER_RE
 from ...machinery import errors
 from ...machinery.errors import FieldError
 from ...machinery.names import label_value_errors
@@ -21,10 +21,6 @@ from .fields import (QUANTITY_MSG, field_dict, field_items, field_list, parse_qu
                      validate_label, validate_label_name, validate_map, validate_node_selector, validate_pool_name,
                      validate_qualified_name, validate_set, validate_slice, validate_subdomain)
 
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?"
-    r"(\+[0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*)?$")
 
 
 def _validate_attribute(attr: Any, path: str) -> list[FieldError]:
@@ -63,7 +59,7 @@ def _validate_attribute(attr: Any, path: str) -> list[FieldError]:
 
 def _validate_version(v: str, path: str) -> list[FieldError]:
     errs = []
-    if not _SEMVER_RE.match(v):
+    if not SEMVER_RE.match(v):
         errs.append(errors.invalid(path, v, "must be a string compatible with semver.org spec 2.0.0"))
     if len(v) > DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
         errs.append(errors.too_long(path, DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH))
@@ -95,7 +91,8 @@ def _validate_valid_values(capacity_value: Fraction | None, policy: dict, valid_
     parsed = [parse_quantity(v) for v in valid_values]
     errs: list[FieldError] = []
     for i in range(len(parsed) - 1):
-        if parsed[i] is not None and parsed[i + 1] is not None and parsed[i] > parsed[i + 1]:
+        before, after = parsed[i], parsed[i + 1]
+        if before is not None and after is not None and before > after:
             errs.append(errors.invalid(f"{vpath}[{i + 1}]", str(valid_values[i + 1]),
                                        "values must be sorted in ascending order"))
     if len(valid_values) > CAPACITY_VALID_VALUES_MAX:

@@ -72,7 +72,7 @@ def remaining_for_failures(now: float, base: float, cap: float, failures: int, l
 class BackoffStore:
     """Per-Job count of pod failures since the last success (in memory, as upstream)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._records: dict[str, BackoffRecord] = {}
 
     def new_record(self, key: str, succeeded: list[Obj], failed: list[Obj]) -> BackoffRecord:

@@ -28,9 +28,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...client.clock import Clock
-from ...client.informer import InformerFactory, object_key, split_key
+from ...client.informer import Informer, InformerFactory, object_key, split_key
 from ...client.interface import STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
+from ...machinery.featuregates import GateReader
 from ...machinery.meta import controller_of, deep_copy
 from ...client.controller import Controller
 from ...machinery.timestamps import rfc3339_seconds
@@ -62,14 +63,14 @@ SYNC_JOB_BATCH_PERIOD = 1.0
 MAX_POD_CREATE_DELETE_PER_SYNC = 500
 
 
-class JobController(Controller):
+class JobController(Controller[str]):
     name = "job"
     workers = 5  # --concurrent-job-syncs
 
     ORPHAN_PREFIX = "orphan-pod:"
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
-                 workers: int | None = None, feature_gates: Any = None):
+                 workers: int | None = None, feature_gates: GateReader | None = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = feature_gates
         self.workload_with_job = bool(feature_gates is not None and _gate(feature_gates, WORKLOAD_WITH_JOB))
@@ -83,7 +84,8 @@ class JobController(Controller):
         self.jobs.add_event_handler(on_add=self._add_job, on_update=self._update_job, on_delete=self._delete_job)
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod,
                                     on_delete=lambda p: self._delete_pod(p, final=True))
-        self.workloads = self.pod_groups = None
+        self.workloads: Informer | None = None
+        self.pod_groups: Informer | None = None
         if self.workload_with_job:
             self.workloads = self.informer(SCHEDULING_API, "Workload")
             self.pod_groups = self.informer(SCHEDULING_API, "PodGroup")
@@ -374,11 +376,11 @@ class JobController(Controller):
             return self._new_condition(FAILURE_TARGET, REASON_FAILED_INDEXES, MSG_FAILED_INDEXES)
         return None
 
-    async def _delete_pods_of_finished_job(self, ctx: SyncContext, satisfied: bool) -> tuple[int, Exception | None]:
+    async def _delete_pods_of_finished_job(self, ctx: SyncContext, satisfied: bool) -> tuple[int, BaseException | None]:
         """A Job heading for Complete/Failed loses its active pods; it finishes only once the cache
         shows every pod it expects."""
         active = len(ctx.active_pods)
-        error: Exception | None = None
+        error: BaseException | None = None
         try:
             deleted_ready, deleted = await self._delete_active_pods(ctx.job, ctx.active_pods)
         except _PartialDelete as e:
@@ -390,12 +392,12 @@ class JobController(Controller):
         return active - deleted, error
 
     async def _converge_pods(self, key: str, ctx: SyncContext,
-                             satisfied: bool) -> tuple[int, bool, Exception | None]:
+                             satisfied: bool) -> tuple[int, bool, BaseException | None]:
         """Create or delete pods (when the cache is up to date), then note completion or the
         Suspended condition: (active pods, Suspended changed, the error managing pods met)."""
         job = ctx.job
         active = len(ctx.active_pods)
-        manage_error: Exception | None = None
+        manage_error: BaseException | None = None
         manage_called = satisfied and not job["metadata"].get("deletionTimestamp")
         if manage_called:
             try:
@@ -602,7 +604,7 @@ class JobController(Controller):
         finished = not found.reached_max and enact_job_finished(ctx, rfc3339(self.clock))
         if needs or finished:
             ctx.job = await self._update_status(ctx.job)
-            if finished:
+            if finished and ctx.finished is not None:
                 await self._record_job_finished(ctx.job, ctx.finished)
         if rm_error is not None:
             raise rm_error
@@ -666,10 +668,13 @@ class JobController(Controller):
         PodGroup. None when the Job is not eligible or has pods but no such objects."""
         if not gang_scheduling_eligible(job):
             return None
+        workloads, pod_groups = self.workloads, self.pod_groups
+        if workloads is None or pod_groups is None:
+            return None  # WorkloadWithJob off: no informers for them
         has_pods = bool(pods)
         ns = job["metadata"].get("namespace", "")
         wl_name = compute_workload_name(job)
-        workload = self.workloads.get(f"{ns}/{wl_name}")
+        workload = workloads.get(f"{ns}/{wl_name}")
         if workload is None:
             if has_pods:
                 return None
@@ -683,7 +688,7 @@ class JobController(Controller):
                               f"(expected 1), falling back to normal scheduling", "Warning")
             return None
         pg_name = compute_pod_group_name(workload["metadata"]["name"], templates[0].get("name", ""))
-        pod_group = self.pod_groups.get(f"{ns}/{pg_name}")
+        pod_group = pod_groups.get(f"{ns}/{pg_name}")
         if pod_group is None:
             if has_pods:
                 return None
@@ -704,7 +709,7 @@ class JobController(Controller):
 
 
 class _ManageError(Exception):
-    def __init__(self, active: int, error: Exception):
+    def __init__(self, active: int, error: BaseException):
         super().__init__(str(error))
         self.active = active
         self.error = error
@@ -718,7 +723,7 @@ class _PartialDelete(Exception):
         self.error = error
 
 
-def _gate(gates: Any, name: str) -> bool:
+def _gate(gates: GateReader, name: str) -> bool:
     try:
         return bool(gates.enabled(name))
     except Exception:  # an unknown gate is off

@@ -10,7 +10,7 @@ from .util import is_pod_failed
 Obj = dict[str, Any]
 
 
-def _matching_container(statuses: list, req: Obj) -> dict | None:
+def _matching_container(statuses: list[Obj] | None, req: Obj) -> Obj | None:
     name, op, values = req.get("containerName"), req.get("operator"), req.get("values") or []
     for cs in statuses or []:
         term = (cs.get("state") or {}).get("terminated")

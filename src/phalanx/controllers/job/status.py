@@ -206,8 +206,9 @@ def enact_job_finished(ctx: SyncContext, now: str) -> bool:
         return False
     c = ctx.finished
     ensure_condition(ctx.job, now, c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
-    if c["type"] == COMPLETE:
-        status["completionTime"] = find_condition(ctx.job, COMPLETE)["lastTransitionTime"]
+    complete = find_condition(ctx.job, COMPLETE) if c["type"] == COMPLETE else None
+    if complete is not None:
+        status["completionTime"] = complete["lastTransitionTime"]
     return True
 
 

@@ -45,7 +45,7 @@ def has_tracking_finalizer(pod: Obj) -> bool:
 
 def completion_index(pod: Obj) -> int:
     """The pod's completion index annotation, or -1 when missing or invalid."""
-    v = ((pod.get("metadata") or {}).get("annotations") or {}).get(JOB_COMPLETION_INDEX)
+    v: Any = ((pod.get("metadata") or {}).get("annotations") or {}).get(JOB_COMPLETION_INDEX)
     try:
         i = int(v)
     except (TypeError, ValueError):

@@ -9,12 +9,12 @@ from .checker import qualified_name
 from .library import MACROS
 from .syntax import Binary, Call, Ident, Lit, Node, Select, children
 
-def device_fields(node: Node, scope: frozenset = frozenset()) -> Optional[frozenset]:
+def device_fields(node: Node, scope: frozenset[str] = frozenset()) -> Optional[frozenset[str]]:
     """The `device` fields the expression reads; None when it uses `device` as a whole."""
     used: set[str] = set()
     whole = False
 
-    def walk(n: Node, sc: frozenset) -> None:
+    def walk(n: Node, sc: frozenset[str]) -> None:
         nonlocal whole
         if isinstance(n, Select) and isinstance(n.operand, Ident) and n.operand.name == "device" \
                 and "device" not in sc:

@@ -39,13 +39,13 @@ def _comprehension_variable(node: Call) -> Optional[Ident]:
     return None
 
 
-def _is_device(node: Node, scope: frozenset) -> bool:
+def _is_device(node: Node, scope: frozenset[str]) -> bool:
     return isinstance(node, Ident) and node.name == "device" and "device" not in scope
 
 
 # -- names -------------------------------------------------------------------------------------------
 
-def check_names(node: Node, scope: frozenset, functions: Mapping[str, Any], features: CELFeatures) -> None:
+def check_names(node: Node, scope: frozenset[str], functions: Mapping[str, Any], features: CELFeatures) -> None:
     """Upstream's checker, for what it can tell without types: names and device fields."""
     if isinstance(node, Ident):
         if node.name not in scope and node.name != "device":
@@ -61,7 +61,7 @@ def check_names(node: Node, scope: frozenset, functions: Mapping[str, Any], feat
         check_names(child, scope, functions, features)
 
 
-def _check_select(node: Select, scope: frozenset, functions: Mapping[str, Any], features: CELFeatures) -> None:
+def _check_select(node: Select, scope: frozenset[str], functions: Mapping[str, Any], features: CELFeatures) -> None:
     if _is_device(node.operand, scope):
         allowed = DEVICE_FIELDS if features.consumable_capacity else DEVICE_FIELDS[:3]
         if node.field not in allowed:
@@ -70,7 +70,7 @@ def _check_select(node: Select, scope: frozenset, functions: Mapping[str, Any], 
     check_names(node.operand, scope, functions, features)
 
 
-def _check_call(node: Call, scope: frozenset, functions: Mapping[str, Any], features: CELFeatures) -> None:
+def _check_call(node: Call, scope: frozenset[str], functions: Mapping[str, Any], features: CELFeatures) -> None:
     qualified = qualified_name(node)
     if qualified in QUALIFIED_FUNCTIONS and node.target.name not in scope:  # type: ignore[union-attr]
         _check_qualified_call(node, qualified, scope, functions, features)
@@ -89,7 +89,7 @@ def _check_call(node: Call, scope: frozenset, functions: Mapping[str, Any], feat
         check_names(child, scope, functions, features)
 
 
-def _check_qualified_call(node: Call, qualified: Optional[str], scope: frozenset, functions: Mapping[str, Any],
+def _check_qualified_call(node: Call, qualified: Optional[str], scope: frozenset[str], functions: Mapping[str, Any],
                           features: CELFeatures) -> None:
     if qualified == "cel.bind":
         if len(node.args) != 3 or not isinstance(node.args[0], Ident):
@@ -101,7 +101,7 @@ def _check_qualified_call(node: Call, qualified: Optional[str], scope: frozenset
         check_names(a, scope, functions, features)
 
 
-def _check_macro(node: Call, scope: frozenset, functions: Mapping[str, Any], features: CELFeatures) -> None:
+def _check_macro(node: Call, scope: frozenset[str], functions: Mapping[str, Any], features: CELFeatures) -> None:
     if not node.args or not isinstance(node.args[0], Ident):
         raise CheckError(node.pos, "argument must be a simple name")
     check_names(node.target, scope, functions, features)  # type: ignore[arg-type]
@@ -119,7 +119,7 @@ _COMPARABLE_TYPES = frozenset({"bool", "int", "uint", "double", "string", "bytes
 _NUMERIC_TYPES = frozenset({"int", "uint", "double"})
 
 
-def scoped_nodes(node: Node, scope: frozenset) -> Iterator[tuple[Node, frozenset]]:
+def scoped_nodes(node: Node, scope: frozenset[str]) -> Iterator[tuple[Node, frozenset[str]]]:
     """Every node in source order, with the variables bound where it stands."""
     stack = [(node, scope)]
     while stack:
@@ -128,7 +128,7 @@ def scoped_nodes(node: Node, scope: frozenset) -> Iterator[tuple[Node, frozenset
         stack.extend(reversed(_scoped_children(n, sc)))
 
 
-def _scoped_children(node: Node, scope: frozenset) -> list[tuple[Node, frozenset]]:
+def _scoped_children(node: Node, scope: frozenset[str]) -> list[tuple[Node, frozenset[str]]]:
     if isinstance(node, Call):
         var = _comprehension_variable(node)
         if var is not None and node.target is not None:
@@ -140,7 +140,7 @@ def _scoped_children(node: Node, scope: frozenset) -> list[tuple[Node, frozenset
     return [(c, scope) for c in children(node)]
 
 
-def check_comparisons(node: Node, scope: frozenset = frozenset()) -> None:
+def check_comparisons(node: Node, scope: frozenset[str] = frozenset()) -> None:
     """Upstream's overload resolution for `==`, `!=`, `<`, `<=`, `>`, `>=`: operands whose static
     types are known and cannot be compared fail to compile."""
     for n, sc in scoped_nodes(node, scope):
@@ -177,7 +177,7 @@ _DEVICE_FIELD_TYPES = {"driver": "string", "allowMultipleAllocations": "bool",
 _SAME_TYPE_ARITHMETIC = ("int", "uint", "double", "string", "bytes")
 
 
-def static_type(node: Node, scope: frozenset) -> str:
+def static_type(node: Node, scope: frozenset[str]) -> str:
     """The result type when the expression's shape tells it, else "dyn" (checked at runtime)."""
     typer = _TYPERS.get(type(node))
     return typer(node, scope) if typer is not None else "dyn"
@@ -187,54 +187,54 @@ def _one_or_dyn(kinds: set[str]) -> str:
     return kinds.pop() if len(kinds) == 1 else "dyn"
 
 
-def _lit_type(node: Lit, scope: frozenset) -> str:
+def _lit_type(node: Lit, scope: frozenset[str]) -> str:
     return {"null": "null_type"}.get(node.kind, node.kind)
 
 
-def _ident_type(node: Ident, scope: frozenset) -> str:
+def _ident_type(node: Ident, scope: frozenset[str]) -> str:
     return "kubernetes.DRADevice" if _is_device(node, scope) else "dyn"
 
 
-def _select_type(node: Select, scope: frozenset) -> str:
+def _select_type(node: Select, scope: frozenset[str]) -> str:
     if _is_device(node.operand, scope):
         return _DEVICE_FIELD_TYPES.get(node.field, "dyn")
     return "dyn"
 
 
-def _index_type(node: Index, scope: frozenset) -> str:
+def _index_type(node: Index, scope: frozenset[str]) -> str:
     if is_device_map(node.operand, scope):
         inner = "kubernetes.Quantity" if node.operand.field == "capacity" else "dyn"  # type: ignore[attr-defined]
         return f"map(string, {inner})"
     return "dyn"
 
 
-def _unary_type(node: Unary, scope: frozenset) -> str:
+def _unary_type(node: Unary, scope: frozenset[str]) -> str:
     return "bool" if node.op == "!" else static_type(node.operand, scope)
 
 
-def _binary_type(node: Binary, scope: frozenset) -> str:
+def _binary_type(node: Binary, scope: frozenset[str]) -> str:
     if node.op in RELATIONS or node.op in ("&&", "||"):
         return "bool"
     left, right = static_type(node.left, scope), static_type(node.right, scope)
     return left if left == right and left in _SAME_TYPE_ARITHMETIC else "dyn"
 
 
-def _cond_type(node: Cond, scope: frozenset) -> str:
+def _cond_type(node: Cond, scope: frozenset[str]) -> str:
     then, other = static_type(node.then, scope), static_type(node.other, scope)
     return then if then == other else "dyn"
 
 
-def _list_type(node: ListLit, scope: frozenset) -> str:
+def _list_type(node: ListLit, scope: frozenset[str]) -> str:
     return f"list({_one_or_dyn({static_type(i, scope) for i in node.items})})"
 
 
-def _map_type(node: MapLit, scope: frozenset) -> str:
+def _map_type(node: MapLit, scope: frozenset[str]) -> str:
     keys = _one_or_dyn({static_type(k, scope) for k, _ in node.entries})
     values = _one_or_dyn({static_type(v, scope) for _, v in node.entries})
     return f"map({keys}, {values})"
 
 
-def _call_type(node: Call, scope: frozenset) -> str:
+def _call_type(node: Call, scope: frozenset[str]) -> str:
     var = _binds(node)
     if var is not None:
         return static_type(node.args[2], scope | {var.name})
@@ -248,7 +248,7 @@ def _call_type(node: Call, scope: frozenset) -> str:
     return "dyn"
 
 
-_TYPERS: dict[type, Callable[[Any, frozenset], str]] = {
+_TYPERS: dict[type, Callable[[Any, frozenset[str]], str]] = {
     Lit: _lit_type, Ident: _ident_type, Select: _select_type, Index: _index_type, Unary: _unary_type,
     Binary: _binary_type, Cond: _cond_type, ListLit: _list_type, MapLit: _map_type, Call: _call_type,
 }

@@ -57,7 +57,7 @@ class CompiledSelector:
         self.features = features
         self.error: Optional[CELCompileError] = None
         self.program: Any = None
-        self.fields: Optional[frozenset] = None
+        self.fields: Optional[frozenset[str]] = None
         self.driver_literal: Optional[str] = None
         self.max_cost = 0
         self.source = expression  # what the Rust library compiled (after rewrites)
@@ -101,7 +101,7 @@ class CompiledSelector:
 
 
 def _runtime_message(error: Exception) -> str:
-    own = getattr(function_state, "error", None)
+    own: Optional[str] = getattr(function_state, "error", None)
     if own:
         function_state.error = None
         return own

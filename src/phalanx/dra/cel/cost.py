@@ -11,7 +11,7 @@ from .syntax import Call, Ident, Index, Lit, ListLit, MapLit, Node, children, is
 _DEFAULT_RANGE = MAX_ATTRIBUTE_VALUES
 
 
-def _range_size(node: Node, scope: frozenset) -> int:
+def _range_size(node: Node, scope: frozenset[str]) -> int:
     if isinstance(node, ListLit):
         return len(node.items)
     if isinstance(node, MapLit):
@@ -25,7 +25,7 @@ def _range_size(node: Node, scope: frozenset) -> int:
     return _DEFAULT_RANGE
 
 
-def estimate_cost(node: Node, scope: frozenset = frozenset()) -> int:
+def estimate_cost(node: Node, scope: frozenset[str] = frozenset()) -> int:
     """Worst-case cost in CEL's units, roughly as cel-go's estimator counts them."""
     if isinstance(node, Lit):
         return 0

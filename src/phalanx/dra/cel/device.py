@@ -86,9 +86,9 @@ class CELDevice:
         if features.consumable_capacity:
             fields["allowMultipleAllocations"] = bool(device.get("allowMultipleAllocations") or False)
         self.fields = fields  # the `device` variable, as the Python evaluator reads it
-        self._contexts: dict[Optional[frozenset], Any] = {}
+        self._contexts: dict[Optional[frozenset[str]], Any] = {}
 
-    def context(self, fields: Optional[frozenset] = None) -> Any:
+    def context(self, fields: Optional[frozenset[str]] = None) -> Any:
         ctx = self._contexts.get(fields)
         if ctx is None:
             if fields is None:

@@ -29,8 +29,8 @@ class EvalError(Exception):
         self.message = message
 
 
-Evaluator = Callable[[dict], Any]
-_EMPTY_MAP: dict = {}
+Evaluator = Callable[[dict[str, Any]], Any]
+_EMPTY_MAP: dict[str, Any] = {}
 _DIRECT_MEMBER_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "compareTo": fn_compare_to, "isGreaterThan": fn_is_greater_than, "isLessThan": fn_is_less_than,
     "major": fn_major, "minor": fn_minor, "patch": fn_patch, "sign": fn_sign, "isInteger": fn_is_integer,
@@ -45,7 +45,7 @@ def _is_number(v: Any) -> bool:
     return (type(v) is int or type(v) is float)
 
 
-def _call_library(fn: Callable, args: list) -> Any:
+def _call_library(fn: Callable[..., Any], args: list[Any]) -> Any:
     try:
         return fn(*args)
     except FunctionFailed as e:
@@ -80,7 +80,7 @@ def _direct_lit(node: Lit, features: CELFeatures) -> Optional[Evaluator]:
     if not modelled:
         return None
 
-    def constant(d: dict, v: Any = value) -> Any:
+    def constant(d: dict[str, Any], v: Any = value) -> Any:
         return v
     return constant
 
@@ -97,7 +97,7 @@ def _direct_select(node: Select, features: CELFeatures) -> Optional[Evaluator]:
         return None
     name = node.field
 
-    def select(d: dict) -> Any:
+    def select(d: dict[str, Any]) -> Any:
         v = operand(d)
         if type(v) is dict:
             if name in v:
@@ -114,14 +114,14 @@ def _direct_index(node: Index, features: CELFeatures) -> Optional[Evaluator]:
     if operand is None or index is None:
         return None
     if is_device_map(node.operand, frozenset()):
-        def domain(d: dict) -> Any:
+        def domain(d: dict[str, Any]) -> Any:
             v, k = operand(d), index(d)
             if type(k) is not str:
                 raise Fallback
             return v.get(k, _EMPTY_MAP)
         return domain
 
-    def lookup(d: dict) -> Any:
+    def lookup(d: dict[str, Any]) -> Any:
         v, k = operand(d), index(d)
         if type(v) is dict and type(k) is str:
             if k in v:
@@ -136,7 +136,7 @@ def _direct_unary(node: Unary, features: CELFeatures) -> Optional[Evaluator]:
     if operand is None or node.op != "!":
         return None
 
-    def negate(d: dict) -> Any:
+    def negate(d: dict[str, Any]) -> Any:
         v = operand(d)
         if v is True or v is False:
             return not v
@@ -157,7 +157,7 @@ def _direct_cond(node: Cond, features: CELFeatures) -> Optional[Evaluator]:
     if cond is None or then is None or other is None:
         return None
 
-    def choose(d: dict) -> Any:
+    def choose(d: dict[str, Any]) -> Any:
         c = cond(d)
         if c is True:
             return then(d)
@@ -171,7 +171,7 @@ def _direct_binary(op: str, left: Evaluator, right: Evaluator) -> Optional[Evalu
     if op in ("&&", "||"):
         decisive = op == "||"  # the value that decides: true for ||, false for &&
 
-        def logical(d: dict) -> Any:
+        def logical(d: dict[str, Any]) -> Any:
             error: Optional[EvalError] = None
             try:
                 a = left(d)
@@ -199,7 +199,7 @@ def _direct_binary(op: str, left: Evaluator, right: Evaluator) -> Optional[Evalu
     if op in ("==", "!="):
         negate = op == "!="
 
-        def equal(d: dict) -> Any:
+        def equal(d: dict[str, Any]) -> Any:
             a, b = left(d), right(d)
             ta, tb = type(a), type(b)
             if ta is tb or (_is_number(a) and _is_number(b)):
@@ -207,7 +207,7 @@ def _direct_binary(op: str, left: Evaluator, right: Evaluator) -> Optional[Evalu
             raise Fallback
         return equal
     if op in ("<", "<=", ">", ">="):
-        def order(d: dict) -> Any:
+        def order(d: dict[str, Any]) -> Any:
             a, b = left(d), right(d)
             if (_is_number(a) and _is_number(b)) or (type(a) is str and type(b) is str):
                 if op == "<":
@@ -220,7 +220,7 @@ def _direct_binary(op: str, left: Evaluator, right: Evaluator) -> Optional[Evalu
             raise Fallback
         return order
     if op == "in":
-        def member(d: dict) -> Any:
+        def member(d: dict[str, Any]) -> Any:
             a, b = left(d), right(d)
             if type(b) is dict and type(a) is str:
                 return a in b
@@ -263,7 +263,7 @@ def _direct_has(field: Select, features: CELFeatures) -> Optional[Evaluator]:
         return None
     name = field.field
 
-    def has(d: dict) -> Any:
+    def has(d: dict[str, Any]) -> Any:
         v = operand(d)
         if type(v) is dict:
             return name in v
@@ -272,7 +272,7 @@ def _direct_has(field: Select, features: CELFeatures) -> Optional[Evaluator]:
 
 
 def _direct_size(only: Evaluator) -> Evaluator:
-    def size(d: dict) -> Any:
+    def size(d: dict[str, Any]) -> Any:
         v = only(d)
         if type(v) in (str, list, dict):
             return len(v)
@@ -298,7 +298,7 @@ def _direct_member_call(node: Call, features: CELFeatures) -> Optional[Evaluator
 
 
 def _direct_string_method(method: Callable[[str, str], bool], target: Evaluator, arg: Evaluator) -> Evaluator:
-    def string_method(d: dict) -> Any:
+    def string_method(d: dict[str, Any]) -> Any:
         t, a = target(d), arg(d)
         if type(t) is str and type(a) is str:
             return method(t, a)

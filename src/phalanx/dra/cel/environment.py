@@ -3,7 +3,9 @@ limits, and the errors a selector gives (`CELCompileError`, `CELRuntimeError`)."
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
+
+from ...machinery.featuregates import Gates
 
 MAX_EXPRESSION_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 COST_LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost
@@ -55,7 +57,7 @@ class CELFeatures(NamedTuple):
     list_type_attributes: bool = False  # DRAListTypeAttributes: list attributes, includes()
 
     @classmethod
-    def from_gates(cls, gates: Any) -> "CELFeatures":
+    def from_gates(cls, gates: Gates) -> "CELFeatures":
         def on(name: str, default: bool) -> bool:
             if gates is None:
                 return default

@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from cel import stdlib as _celstd
 
@@ -28,7 +28,7 @@ MIN_INT64 = -(1 << 63)
 MAX_INT64 = (1 << 63) - 1
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     function_state.error = message
     raise FunctionFailed(message)
 
@@ -51,7 +51,7 @@ def _semver_of(v: Any) -> _semver.Semver:
     raise AssertionError  # unreachable
 
 
-def fn_quantity(text: Any) -> dict:
+def fn_quantity(text: Any) -> dict[str, Any]:
     if not isinstance(text, str):
         _fail(_NO_SUCH_OVERLOAD)
     try:
@@ -104,11 +104,11 @@ def _operand(other: Any) -> Fraction:
     return _quantity_of(other)
 
 
-def fn_add(q: Any, other: Any) -> dict:
+def fn_add(q: Any, other: Any) -> dict[str, Any]:
     return encode_quantity(_quantity_of(q) + _operand(other))
 
 
-def fn_sub(q: Any, other: Any) -> dict:
+def fn_sub(q: Any, other: Any) -> dict[str, Any]:
     return encode_quantity(_quantity_of(q) - _operand(other))
 
 
@@ -134,7 +134,7 @@ def fn_is_less_than(a: Any, b: Any) -> bool:
     return _compare(a, b) == -1
 
 
-def fn_semver(text: Any, normalize: Any = False) -> dict:
+def fn_semver(text: Any, normalize: Any = False) -> dict[str, Any]:
     if not isinstance(text, str) or not isinstance(normalize, bool):
         _fail(_NO_SUCH_OVERLOAD)
     try:
@@ -168,7 +168,7 @@ def fn_includes(target: Any, arg: Any) -> bool:
     return cel_equal(target, arg)
 
 
-def _numbers(values: Any) -> list:
+def _numbers(values: Any) -> list[Any]:
     if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
         _fail(_NO_SUCH_OVERLOAD)
     return values
@@ -231,7 +231,7 @@ def fn_find(text: Any, pattern: Any) -> str:
     return m.group(0) if m else ""
 
 
-def fn_find_all(text: Any, pattern: Any, *limit: Any) -> list:
+def fn_find_all(text: Any, pattern: Any, *limit: Any) -> list[Any]:
     if not isinstance(text, str) or not isinstance(pattern, str):
         _fail(_NO_SUCH_OVERLOAD)
     found = [m.group(0) for m in re.finditer(pattern, text)]
@@ -240,7 +240,7 @@ def fn_find_all(text: Any, pattern: Any, *limit: Any) -> list:
     return found
 
 
-def _guarded(fn: Callable) -> Callable:
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Make any exception of a borrowed stdlib function a CEL runtime error with its message."""
     def call(*args: Any) -> Any:
         try:
@@ -254,7 +254,7 @@ def _guarded(fn: Callable) -> Callable:
     return call
 
 
-BASE_FUNCTIONS: dict[str, Callable] = {
+BASE_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "quantity": fn_quantity, "isQuantity": fn_is_quantity, "sign": fn_sign,
     "isInteger": fn_is_integer, "asInteger": fn_as_integer, "asApproximateFloat": fn_as_approximate_float,
     "add": fn_add, "sub": fn_sub,

@@ -10,7 +10,7 @@ from .library import MACROS
 from .syntax import Binary, Call, Cond, Ident, Index, Lit, ListLit, MapLit, Node, Select, Unary, is_device_map
 
 
-def rewrite(node: Node, scope: frozenset = frozenset()) -> Node:
+def rewrite(node: Node, scope: frozenset[str] = frozenset()) -> Node:
     """Lower cel.bind, optional selection and domain lookups to what the Rust library evaluates."""
     rewriter = _REWRITERS.get(type(node))
     return rewriter(node, scope) if rewriter is not None else node
@@ -24,7 +24,7 @@ def _optional_none() -> Node:
     return Call(Ident("optional"), "none", [])
 
 
-def _rewrite_call(node: Call, scope: frozenset) -> Node:
+def _rewrite_call(node: Call, scope: frozenset[str]) -> Node:
     if (node.name == "bind" and isinstance(node.target, Ident) and node.target.name == "cel"
             and "cel" not in scope and len(node.args) == 3 and isinstance(node.args[0], Ident)):
         var = node.args[0]
@@ -39,7 +39,7 @@ def _rewrite_call(node: Call, scope: frozenset) -> Node:
     return Call(target, node.name, [rewrite(a, scope) for a in node.args], node.pos)
 
 
-def _rewrite_select(node: Select, scope: frozenset) -> Node:
+def _rewrite_select(node: Select, scope: frozenset[str]) -> Node:
     operand = rewrite(node.operand, scope)
     if node.optional:
         plain = Select(operand, node.field)
@@ -47,7 +47,7 @@ def _rewrite_select(node: Select, scope: frozenset) -> Node:
     return Select(operand, node.field, False, node.pos)
 
 
-def _rewrite_index(node: Index, scope: frozenset) -> Node:
+def _rewrite_index(node: Index, scope: frozenset[str]) -> Node:
     operand = rewrite(node.operand, scope)
     index = rewrite(node.index, scope)
     if node.optional:
@@ -57,7 +57,7 @@ def _rewrite_index(node: Index, scope: frozenset) -> Node:
     return Index(operand, index, False, node.pos)
 
 
-_REWRITERS: dict[type, Callable[[Any, frozenset], Node]] = {
+_REWRITERS: dict[type, Callable[[Any, frozenset[str]], Node]] = {
     Call: _rewrite_call, Select: _rewrite_select, Index: _rewrite_index,
     Unary: lambda n, sc: Unary(n.op, rewrite(n.operand, sc), n.pos),
     Binary: lambda n, sc: Binary(n.op, rewrite(n.left, sc), rewrite(n.right, sc), n.pos),

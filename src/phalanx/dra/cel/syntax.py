@@ -77,7 +77,7 @@ class Index(Node):
 class Call(Node):
     __slots__ = ("target", "name", "args")
 
-    def __init__(self, target: Optional[Node], name: str, args: list, pos: int = 0):
+    def __init__(self, target: Optional[Node], name: str, args: list[Node], pos: int = 0):
         self.target, self.name, self.args, self.pos = target, name, args, pos
 
 
@@ -105,14 +105,14 @@ class Cond(Node):
 class ListLit(Node):
     __slots__ = ("items",)
 
-    def __init__(self, items: list, pos: int = 0):
+    def __init__(self, items: list[Node], pos: int = 0):
         self.items, self.pos = items, pos
 
 
 class MapLit(Node):
     __slots__ = ("entries",)
 
-    def __init__(self, entries: list, pos: int = 0):
+    def __init__(self, entries: list[tuple[Node, Node]], pos: int = 0):
         self.entries, self.pos = entries, pos
 
 
@@ -200,8 +200,8 @@ class Parser:
             return Unary(t.text, self.unary(), t.pos)
         return self.member()
 
-    def args(self, close: str) -> list:
-        items: list = []
+    def args(self, close: str) -> list[Node]:
+        items: list[Node] = []
         if self.accept(close):
             return items
         while True:
@@ -272,8 +272,8 @@ class Parser:
             raise ParseError("absolute names are not supported")
         raise ParseError(f"unexpected {t.text!r} at {t.pos}")
 
-    def entries(self) -> list:
-        entries: list = []
+    def entries(self) -> list[tuple[Node, Node]]:
+        entries: list[tuple[Node, Node]] = []
         if self.accept("}"):
             return entries
         while True:
@@ -354,6 +354,6 @@ def children(node: Node) -> Iterable[Node]:
     return ()
 
 
-def is_device_map(node: Node, scope: frozenset) -> bool:
+def is_device_map(node: Node, scope: frozenset[str]) -> bool:
     return (isinstance(node, Select) and not node.optional and node.field in ("attributes", "capacity")
             and isinstance(node.operand, Ident) and node.operand.name == "device" and "device" not in scope)

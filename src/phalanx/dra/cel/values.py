@@ -13,11 +13,11 @@ from .. import semver as _semver
 QUANTITY_KEY = "\ue000quantity"
 SEMVER_KEY = "\ue000semver"
 
-def encode_quantity(value: Fraction) -> dict:
+def encode_quantity(value: Fraction) -> dict[str, Any]:
     return {QUANTITY_KEY: f"{value.numerator}/{value.denominator}"}
 
 
-def encode_semver(version: _semver.Semver) -> dict:
+def encode_semver(version: _semver.Semver) -> dict[str, Any]:
     return {SEMVER_KEY: _semver.canonical(version)}
 
 

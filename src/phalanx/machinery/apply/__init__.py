@@ -45,30 +45,31 @@ from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
-from .managers import (_Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
+from .managers import (ManagerKey, Managers, Times, _Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
                        decode_managed_fields, encode_managed_fields)
 from .merge import compare
-from .values import _MISSING, PathSet, _copy, _go_json, _TypedError
+from .values import _MISSING, Path, PathSet, _copy, _go_json, _TypedError
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 BEFORE_FIRST_APPLY = "before-first-apply"
 
 
-def _zero_object(meta: PatchMeta, template: Optional[dict]) -> dict:
+def _zero_object(meta: PatchMeta, template: Optional[dict[str, Any]]) -> dict[str, Any]:
     """The empty object a create starts from: the Go zero value of the kind, approximated from the
     schema (metadata/spec/status present, required struct fields present and empty, required
     lists null). Pass the real zero value as `template` where it matters."""
     if template is not None:
-        return _copy(template)
-    zero: dict = {}
+        copied: dict[str, Any] = _copy(template)
+        return copied
+    zero: dict[str, Any] = {}
     for name in ("metadata", "spec", "status"):
         if meta.has_field(name):
             zero[name] = _zero_struct(meta.field(name), 0)
     return zero
 
 
-def _zero_struct(meta: PatchMeta, depth: int) -> dict:
-    out: dict = {}
+def _zero_struct(meta: PatchMeta, depth: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     s = meta.schema
     if not s or depth > 8:
         return out
@@ -90,16 +91,16 @@ def _strip_nulls(value: Any) -> Any:
     return value
 
 
-def _type_meta_first(obj: dict) -> dict:
+def _type_meta_first(obj: dict[str, Any]) -> dict[str, Any]:
     """apiVersion and kind lead, as the API server serialises typed objects."""
     if "apiVersion" not in obj and "kind" not in obj:
         return obj
-    out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     out.update((k, v) for k, v in obj.items() if k not in out)
     return out
 
 
-def _reset_fields(subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> tuple:
+def _reset_fields(subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> tuple[Path, ...]:
     if reset_fields is None:
         reset_fields = [("status",)] if not subresource else [("spec",)] if subresource == "status" else []
     return tuple(tuple(("f", n) for n in p) for p in reset_fields)
@@ -110,7 +111,7 @@ def _gvk_string(api_version: str, kind: str) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-def load_apply_body(body: bytes | str | dict) -> dict:
+def load_apply_body(body: bytes | str | dict[str, Any]) -> dict[str, Any]:
     """Decode an apply-patch body (JSON, which kubectl sends, or YAML)."""
     if isinstance(body, dict):
         return body
@@ -128,13 +129,13 @@ def load_apply_body(body: bytes | str | dict) -> dict:
     return obj
 
 
-def _typed_failure(what: str, obj: dict, error: _TypedError) -> StatusError:
+def _typed_failure(what: str, obj: dict[str, Any], error: _TypedError) -> StatusError:
     md = obj.get("metadata") or {}
     where = f"{md.get('namespace', '')}/{md.get('name', '')}; {_gvk_string(obj.get('apiVersion', ''), obj.get('kind', ''))}"
     return StatusError(500, "", f"failed to {what} ({where}): {error}")
 
 
-def _last_applied_allowed(live: dict, version: str, meta: PatchMeta) -> Optional[PathSet]:
+def _last_applied_allowed(live: dict[str, Any], version: str, meta: PatchMeta) -> Optional[PathSet]:
     """Fields the client-side-apply annotation proves the applier already set (upstream
     lastAppliedManager); None when there is no usable annotation."""
     annotation = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_ANNOTATION)
@@ -154,7 +155,7 @@ def _last_applied_allowed(live: dict, version: str, meta: PatchMeta) -> Optional
     return fields - c.modified - c.added - c.removed
 
 
-def _last_applied_value(applied: dict) -> str:
+def _last_applied_value(applied: dict[str, Any]) -> str:
     obj = _copy(applied)
     annotations = (obj.get("metadata") or {}).get("annotations")
     if isinstance(annotations, dict):
@@ -162,11 +163,11 @@ def _last_applied_value(applied: dict) -> str:
     return _go_json(obj) + "\n"
 
 
-def server_side_apply(live: Optional[dict], applied: dict | bytes | str, manager: str, meta: PatchMeta,
+def server_side_apply(live: Optional[dict[str, Any]], applied: dict[str, Any] | bytes | str, manager: str, meta: PatchMeta,
                       force: bool, now: str, *, subresource: str = "",
                       reset_fields: Optional[Iterable[Iterable[str]]] = None,
                       api_version: Optional[str] = None, kind: Optional[str] = None,
-                      empty_object: Optional[dict] = None) -> dict:
+                      empty_object: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Apply `applied` as `manager`; returns the object to persist with its managedFields.
 
     `now` is the RFC 3339 timestamp written into the managedFields entries that change.
@@ -209,7 +210,7 @@ def server_side_apply(live: Optional[dict], applied: dict | bytes | str, manager
     return result
 
 
-def _write_managed_fields(md: dict, managers: dict, times: dict) -> None:
+def _write_managed_fields(md: dict[str, Any], managers: Managers, times: Times) -> None:
     """Set `md["managedFields"]` from the managers (with the times of those still there); none
     when no manager is left."""
     entries = encode_managed_fields(managers, {k: v for k, v in times.items() if k in managers})
@@ -219,7 +220,7 @@ def _write_managed_fields(md: dict, managers: dict, times: dict) -> None:
         md.pop("managedFields", None)
 
 
-def _check_apply_body(config: dict, api_version: Optional[str], kind: Optional[str]) -> None:
+def _check_apply_body(config: dict[str, Any], api_version: Optional[str], kind: Optional[str]) -> None:
     """400 for a body of another type than the endpoint serves, or one that sets managedFields."""
     if (api_version is not None and config.get("apiVersion") != api_version) or \
             (kind is not None and config.get("kind") != kind):
@@ -228,8 +229,8 @@ def _check_apply_body(config: dict, api_version: Optional[str], kind: Optional[s
         raise bad_request("metadata.managedFields must be nil")
 
 
-def _apply_as(upd: _Updater, live_obj: dict, config: dict, version: str, managers: dict, key: tuple,
-              force: bool, *, kubectl: bool) -> tuple[Optional[Any], dict]:
+def _apply_as(upd: _Updater, live_obj: dict[str, Any], config: dict[str, Any], version: str, managers: Managers, key: ManagerKey,
+              force: bool, *, kubectl: bool) -> tuple[Optional[Any], Managers]:
     """The updater's apply; on conflicts, kubectl's client-side-apply annotation may prove the
     applier already set the conflicting fields (then they are taken over), else 409."""
     try:
@@ -249,7 +250,7 @@ def _apply_as(upd: _Updater, live_obj: dict, config: dict, version: str, manager
 # A create's managedFields depend only on the object's shape (its keys, the types of its scalars and
 # its lists' items), the request and the schema: objects made from one template (the pods of a Job,
 # the scheduler's Events) share one computed entry, and only its time differs.
-_CREATE_SHAPES: dict = {}
+_CREATE_SHAPES: dict[tuple[Any, ...], Any] = {}
 _CREATE_SHAPES_MAX = 4096
 
 
@@ -262,8 +263,8 @@ def _shape(value: Any) -> Any:
     return t
 
 
-def _create_from_shape(new: dict, manager: str, operation: str, meta: PatchMeta, now: str,
-                       subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> dict:
+def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: PatchMeta, now: str,
+                       subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> dict[str, Any]:
     """update_managed_fields for a create without requested managedFields, memoized by shape."""
     reset = _reset_fields(subresource, reset_fields)
     key = (id(meta), new.get("apiVersion"), manager, operation, subresource, reset, _shape(new))
@@ -287,7 +288,7 @@ def _create_from_shape(new: dict, manager: str, operation: str, meta: PatchMeta,
     return new
 
 
-def _without_managed_fields(old: dict) -> dict:
+def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:
     """A shallow copy whose metadata can lose managedFields: the comparison only reads both objects."""
     old_obj = dict(old)
     if isinstance(old.get("metadata"), dict):
@@ -295,14 +296,14 @@ def _without_managed_fields(old: dict) -> dict:
     return old_obj
 
 
-def _decode_or_empty(entries: Any) -> tuple[dict, dict]:
+def _decode_or_empty(entries: Any) -> tuple[Managers, Times]:
     try:
         return decode_managed_fields(entries)
     except ValueError:
         return {}, {}
 
 
-def _managers_before_update(subresource: str, requested: Any, live_entries: Any) -> tuple[dict, dict]:
+def _managers_before_update(subresource: str, requested: Any, live_entries: Any) -> tuple[Managers, Times]:
     """The managers an update starts from: the live ones on a subresource, none when the request
     resets them (`managedFields: []`), else the requested ones, falling back to the live ones."""
     if subresource:
@@ -321,10 +322,10 @@ def _is_reset(entries: Any) -> bool:
     return False
 
 
-def update_managed_fields(old: Optional[dict], new: dict, manager: str, operation: str = "Update",
+def update_managed_fields(old: Optional[dict[str, Any]], new: dict[str, Any], manager: str, operation: str = "Update",
                           meta: Optional[PatchMeta] = None, now: str = "", *, subresource: Optional[str] = "",
                           reset_fields: Optional[Iterable[Iterable[str]]] = None,
-                          empty_object: Optional[dict] = None) -> dict:
+                          empty_object: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Record the fields `manager` changed from `old` (None on create) to `new`.
 
     Sets `new["metadata"]["managedFields"]` in place (and returns `new`): an `Update` entry for the
@@ -341,7 +342,9 @@ def update_managed_fields(old: Optional[dict], new: dict, manager: str, operatio
         return _create_from_shape(new, manager, operation, meta, now, subresource, reset_fields)
     current = new  # read only below (its managedFields were taken out above)
     old_obj = _without_managed_fields(old) if old else _zero_object(meta, empty_object)
-    old_md = old_obj.get("metadata") if isinstance(old_obj.get("metadata"), dict) else {}
+    old_md = old_obj.get("metadata")
+    if not isinstance(old_md, dict):
+        old_md = {}
     live_entries = old_md.pop("managedFields", None)
     version = current.get("apiVersion") or old_obj.get("apiVersion") or ""
     managers, times = _managers_before_update(subresource, requested, live_entries)

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from ..patchmeta import PatchMeta
-from .values import (_ATOMIC, _LIST, _SCALAR, Path, PathSet, _classify, _go_json, _hv, _item_pe, _TypedError,
+from .values import (_ATOMIC, _LIST, _SCALAR, Path, PathElement, PathSet, PathTrie, _classify, _go_json, _hv, _item_pe, _TypedError,
                      _typed_error_prefix, _unhv)
 
 def to_field_set(obj: Any, meta: PatchMeta) -> PathSet:
@@ -34,8 +34,8 @@ def _to_set(value: Any, meta: PatchMeta, path: Path, out: PathSet) -> None:
                 pes.append(_item_pe(t, item))
             except _TypedError as e:
                 raise _TypedError(f"{_typed_error_prefix(path)}element {i}: {e}") from None
-        seen: set = set()
-        dups: set = set()
+        seen: set[Any] = set()
+        dups: set[Any] = set()
         for pe in pes:
             if pe in seen:
                 if pe not in dups:
@@ -59,9 +59,9 @@ def _to_set(value: Any, meta: PatchMeta, path: Path, out: PathSet) -> None:
             out.add(p)
 
 
-def _tree(paths: Iterable[Path]) -> dict:
+def _tree(paths: Iterable[Path]) -> PathTrie:
     """Paths as a trie: {pe: [is_member, children]}."""
-    root: dict = {}
+    root: PathTrie = {}
     for path in paths:
         node = root
         for i, pe in enumerate(path):
@@ -85,7 +85,7 @@ def recursive_difference(paths: Iterable[Path], prefixes: Iterable[Path]) -> Pat
 def ensure_named_fields_are_members(paths: Iterable[Path], meta: PatchMeta) -> PathSet:
     """Add, as members, the struct fields (declared properties) that have children in the set."""
     out = set(paths)
-    metas: dict = {(): meta}
+    metas: dict[Path, PatchMeta] = {(): meta}
     for path in list(out):
         for i in range(1, len(path)):
             prefix = path[:i]
@@ -100,7 +100,7 @@ def ensure_named_fields_are_members(paths: Iterable[Path], meta: PatchMeta) -> P
     return out
 
 
-def _navigate(meta: PatchMeta, path: Path, cache: dict) -> PatchMeta:
+def _navigate(meta: PatchMeta, path: Path, cache: dict[Path, PatchMeta]) -> PatchMeta:
     cur = meta
     for i, pe in enumerate(path):
         key = path[:i + 1]
@@ -114,7 +114,7 @@ def _navigate(meta: PatchMeta, path: Path, cache: dict) -> PatchMeta:
 
 # -- fieldsV1 encoding ---------------------------------------------------------------------------
 
-def _value_order(h: tuple) -> tuple:
+def _value_order(h: tuple[str, Any]) -> tuple[Any, ...]:
     tag, v = h
     if tag == "n":
         return (0, v)
@@ -127,7 +127,7 @@ def _value_order(h: tuple) -> tuple:
     return (5, 0)
 
 
-def _pe_order(pe: tuple) -> tuple:
+def _pe_order(pe: PathElement) -> tuple[Any, ...]:
     kind = pe[0]
     if kind == "f":
         return (0, pe[1])
@@ -138,10 +138,10 @@ def _pe_order(pe: tuple) -> tuple:
     return (3, pe[1])
 
 
-def _pe_string(pe: tuple) -> str:
+def _pe_string(pe: PathElement) -> str:
     kind = pe[0]
     if kind == "f":
-        return "f:" + pe[1]
+        return f"f:{pe[1]}"
     if kind == "k":
         return "k:{" + ",".join(f"{_go_json(n)}:{_go_json(_unhv(h))}" for n, h in pe[1]) + "}"
     if kind == "v":
@@ -149,13 +149,13 @@ def _pe_string(pe: tuple) -> str:
     return f"i:{pe[1]}"
 
 
-def set_to_fields(paths: Iterable[Path]) -> dict:
+def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
     """The `fieldsV1` object for a field set, keys in upstream's order ("." after the children)."""
     return _emit(_tree(paths))
 
 
-def _emit(tree: dict) -> dict:
-    out: dict = {}
+def _emit(tree: PathTrie) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for pe in sorted(tree, key=_pe_order):
         member, children = tree[pe]
         if children:
@@ -168,7 +168,7 @@ def _emit(tree: dict) -> dict:
     return out
 
 
-def _parse_pe(key: str) -> Optional[tuple]:
+def _parse_pe(key: str) -> Optional[PathElement]:
     if len(key) < 2:
         raise ValueError("key must be 2 characters long:")
     if key[1] != ":":
@@ -188,14 +188,14 @@ def _parse_pe(key: str) -> Optional[tuple]:
     return None  # unknown element kinds are skipped, as upstream does
 
 
-def fields_to_set(fields: Optional[dict]) -> PathSet:
+def fields_to_set(fields: Optional[dict[str, Any]]) -> PathSet:
     """Decode a `fieldsV1` object into a field set."""
     out: PathSet = set()
     _read(fields or {}, (), out)
     return out
 
 
-def _read(node: dict, prefix: Path, out: PathSet) -> None:
+def _read(node: dict[str, Any], prefix: Path, out: PathSet) -> None:
     if not isinstance(node, dict):
         raise ValueError("fieldsV1 must be an object")
     for key, sub in node.items():

@@ -5,14 +5,14 @@ or an apply (structured-merge-diff merge.Updater, apiserver managedfields' strip
 from __future__ import annotations
 
 from ..timestamps import rfc3339_seconds
-from typing import Any, Iterable, Optional
+from typing import AbstractSet, Any, Iterable, Optional
 
 from ..errors import StatusError, go_repr
 from ..patchmeta import PatchMeta
 from .fieldsets import (_pe_order, _tree, ensure_named_fields_are_members, fields_to_set, recursive_difference,
                         set_to_fields, to_field_set)
 from .merge import Comparison, compare, merge, remove_items
-from .values import Path, PathSet, _equal, _go_json, path_string
+from .values import Path, PathSet, PathTrie, _equal, _go_json, path_string
 
 MAX_UPDATE_MANAGERS = 10  # upstream DefaultMaxUpdateManagers
 ANCIENT_CHANGES = "ancient-changes"
@@ -29,23 +29,32 @@ _STRIPPED = frozenset({
 })
 
 
+# A managedFields entry's identity: (manager, operation, apiVersion or "" for Apply, subresource).
+ManagerKey = tuple[str, str, str, str]
+
+
 class _Entry:
     """One manager's fields (upstream VersionedSet) plus its timestamp."""
 
     __slots__ = ("fields", "api_version", "applied")
 
-    def __init__(self, fields: PathSet, api_version: str, applied: bool):
+    def __init__(self, fields: AbstractSet[Path], api_version: str, applied: bool):
         self.fields = fields
         self.api_version = api_version
         self.applied = applied
 
 
-def _manager_key(manager: str, operation: str, api_version: str, subresource: str) -> tuple:
+# Each manager's entry, and the time each manager last wrote.
+Managers = dict[ManagerKey, _Entry]
+Times = dict[ManagerKey, Optional[str]]
+
+
+def _manager_key(manager: str, operation: str, api_version: str, subresource: str) -> ManagerKey:
     # Apply entries are keyed without the apiVersion (upstream BuildManagerIdentifier).
     return (manager, operation, "" if operation == "Apply" else api_version, subresource)
 
 
-def _identifier(key: tuple) -> str:
+def _identifier(key: ManagerKey) -> str:
     manager, operation, api_version, subresource = key
     parts = [f'"manager":{_go_json(manager)}', f'"operation":{_go_json(operation)}']
     if api_version:
@@ -55,7 +64,7 @@ def _identifier(key: tuple) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _print_manager(key: tuple) -> str:
+def _print_manager(key: ManagerKey) -> str:
     manager, operation, api_version, subresource = key
     s = go_repr(manager)
     if subresource:
@@ -68,12 +77,12 @@ def _print_manager(key: tuple) -> str:
 # fieldsV1 objects are shared between objects of one shape (see _create_from_shape) and stay the
 # same from write to write for managers a request does not touch: decoding and encoding them is
 # memoized (by the fieldsV1 object's identity, kept alive by the memo, and by the field set).
-_DECODED: dict[int, tuple[Any, frozenset]] = {}
-_ENCODED: dict[frozenset, dict] = {}
+_DECODED: dict[int, tuple[Any, frozenset[Path]]] = {}
+_ENCODED: dict[frozenset[Path], dict[str, Any]] = {}
 _FIELDS_MEMO_MAX = 8192
 
 
-def _decoded_fields(fields_v1: Any) -> frozenset:
+def _decoded_fields(fields_v1: Any) -> frozenset[Path]:
     hit = _DECODED.get(id(fields_v1))
     if hit is not None and hit[0] is fields_v1:
         return hit[1]
@@ -85,7 +94,7 @@ def _decoded_fields(fields_v1: Any) -> frozenset:
     return fields
 
 
-def _encoded_fields(fields: Iterable[Path]) -> dict:
+def _encoded_fields(fields: Iterable[Path]) -> dict[str, Any]:
     key = fields if isinstance(fields, frozenset) else frozenset(fields)
     out = _ENCODED.get(key)
     if out is None:
@@ -98,10 +107,10 @@ def _encoded_fields(fields: Iterable[Path]) -> dict:
     return out
 
 
-def decode_managed_fields(entries: Any) -> tuple[dict, dict]:
+def decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
     """managedFields → ({key: _Entry}, {key: time}); raises ValueError as upstream's decoder."""
-    managers: dict = {}
-    times: dict = {}
+    managers: Managers = {}
+    times: Times = {}
     if not entries:
         return managers, times
     if not isinstance(entries, list):
@@ -130,11 +139,11 @@ def _time_seconds(t: Optional[str]) -> float:
     return rfc3339_seconds(t) or 0
 
 
-def encode_managed_fields(managers: dict, times: dict) -> list:
+def encode_managed_fields(managers: Managers, times: Times) -> list[dict[str, Any]]:
     entries = []
     for key, entry in managers.items():
         manager, operation, _, subresource = key
-        e: dict = {"manager": manager, "operation": "Apply" if entry.applied else operation,
+        e: dict[str, Any] = {"manager": manager, "operation": "Apply" if entry.applied else operation,
                    "apiVersion": entry.api_version}
         t = times.get(key)
         if t:
@@ -149,8 +158,12 @@ def encode_managed_fields(managers: dict, times: dict) -> list:
     return entries
 
 
+# The fields each other manager owns that a write changes.
+Conflicts = dict[ManagerKey, AbstractSet[Path]]
+
+
 class _Conflicts(Exception):
-    def __init__(self, conflicts: dict):
+    def __init__(self, conflicts: Conflicts):
         super().__init__("conflicts")
         self.conflicts = conflicts  # {manager key: set of paths}
 
@@ -159,7 +172,7 @@ def _iteration_order(paths: Iterable[Path]) -> list[Path]:
     """Upstream Set.Iterate order: at each level the members first, then the children."""
     out: list[Path] = []
 
-    def walk(tree: dict, prefix: Path) -> None:
+    def walk(tree: PathTrie, prefix: Path) -> None:
         ordered = sorted(tree, key=_pe_order)
         for pe in ordered:
             if tree[pe][0]:
@@ -172,7 +185,7 @@ def _iteration_order(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def conflict_error(conflicts: dict) -> StatusError:
+def conflict_error(conflicts: Conflicts) -> StatusError:
     """409 Conflict with upstream's message and FieldManagerConflict causes."""
     keys = sorted(conflicts, key=_identifier)
     flat = [(k, p) for k in keys for p in _iteration_order(conflicts[k])]
@@ -193,13 +206,13 @@ def conflict_error(conflicts: dict) -> StatusError:
 # -- the updater (structured-merge-diff merge.Updater) --------------------------------------------
 
 class _Updater:
-    def __init__(self, meta: PatchMeta, ignored: tuple):
+    def __init__(self, meta: PatchMeta, ignored: tuple[Path, ...]):
         self.meta = meta
         self.ignored = ignored
 
-    def _update(self, old: Any, new: Any, managers: dict, workflow: tuple, force: bool) -> tuple[dict, Comparison]:
+    def _update(self, old: Any, new: Any, managers: Managers, workflow: ManagerKey, force: bool) -> tuple[Managers, Comparison]:
         c = compare(old, new, self.meta).exclude(self.ignored)
-        conflicts: dict = {}
+        conflicts: Conflicts = {}
         changed = c.modified | c.added
         for key, entry in managers.items():
             if key == workflow:
@@ -209,7 +222,7 @@ class _Updater:
                 conflicts[key] = clash
         if conflicts and not force:
             raise _Conflicts(conflicts)
-        out: dict = {}
+        out: Managers = {}
         for key, entry in managers.items():
             fields = entry.fields
             if key != workflow:
@@ -221,7 +234,7 @@ class _Updater:
                 out[key] = _Entry(fields, entry.api_version, entry.applied)
         return out, c
 
-    def update(self, old: Any, new: Any, version: str, managers: dict, workflow: tuple) -> dict:
+    def update(self, old: Any, new: Any, version: str, managers: Managers, workflow: ManagerKey) -> Managers:
         managers, c = self._update(old, new, managers, workflow, True)
         prev = managers.get(workflow)
         fields = set(prev.fields) if prev else set()
@@ -233,8 +246,8 @@ class _Updater:
             managers.pop(workflow, None)
         return managers
 
-    def apply(self, live: Any, config: Any, version: str, managers: dict, workflow: tuple,
-              force: bool) -> tuple[Optional[Any], dict]:
+    def apply(self, live: Any, config: Any, version: str, managers: Managers, workflow: ManagerKey,
+              force: bool) -> tuple[Optional[Any], Managers]:
         merged = merge(live, config, self.meta)
         last = managers.get(workflow)
         fields = recursive_difference(to_field_set(config, self.meta), self.ignored)
@@ -246,7 +259,7 @@ class _Updater:
             return None, managers
         return merged, managers
 
-    def _prune(self, merged: Any, managers: dict, last: Optional[_Entry]) -> Any:
+    def _prune(self, merged: Any, managers: Managers, last: Optional[_Entry]) -> Any:
         if last is None or not last.fields:
             return merged
         meta = self.meta
@@ -267,7 +280,7 @@ class _Updater:
 
 # -- the field manager pipeline (apiserver managedfields) ----------------------------------------
 
-def _strip(managers: dict, key: tuple) -> None:
+def _strip(managers: Managers, key: ManagerKey) -> None:
     entry = managers.get(key)
     if entry is None:
         return
@@ -278,12 +291,12 @@ def _strip(managers: dict, key: tuple) -> None:
         del managers[key]
 
 
-def _cap_update_managers(managers: dict, times: dict) -> None:
+def _cap_update_managers(managers: Managers, times: Times) -> None:
     updaters = [k for k, e in managers.items() if not e.applied]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
     updaters.sort(key=lambda k: (_time_seconds(times.get(k)), _identifier(k)))
-    first_by_version: dict = {}
+    first_by_version: dict[str, ManagerKey] = {}
     length = len(updaters)
     for key in updaters:
         if length <= MAX_UPDATE_MANAGERS:
@@ -304,8 +317,8 @@ def _cap_update_managers(managers: dict, times: dict) -> None:
         length -= 1
 
 
-def _record_update(upd: _Updater, old: Any, new: Any, version: str, managers: dict, times: dict,
-                   key: tuple, now: str) -> dict:
+def _record_update(upd: _Updater, old: Any, new: Any, version: str, managers: Managers, times: Times,
+                   key: ManagerKey, now: str) -> Managers:
     """managedFieldsUpdater + stripMeta + capManagers around a structured Update."""
     current = (_CURRENT_OPERATION, "Update", version, key[3])
     managers = upd.update(old, new, version, managers, current)

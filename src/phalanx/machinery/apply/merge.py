@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from ..patchmeta import PatchMeta
 from .fieldsets import _tree, recursive_difference
-from .values import (_ATOMIC, _LIST, _MAP, _MISSING, _SCALAR, Path, PathSet, _classify, _equal, _item_pe, _Type,
+from .values import (_ATOMIC, _LIST, _MAP, _MISSING, _SCALAR, Path, PathElement, PathSet, PathTrie, _classify, _equal, _item_pe, _Type,
                      _TypedError, _typed_error_prefix, path_string)
 
 class Comparison:
@@ -39,9 +39,9 @@ def compare(lhs: Any, rhs: Any, meta: PatchMeta) -> Comparison:
     return c
 
 
-def _index(t: _Type, items: list, path: Path, allow_duplicates: bool) -> tuple[list, dict]:
-    order: list = []
-    observed: dict = {}
+def _index(t: _Type, items: list[Any], path: Path, allow_duplicates: bool) -> tuple[list[PathElement], dict[PathElement, Any]]:
+    order: list[PathElement] = []
+    observed: dict[PathElement, Any] = {}
     for i, item in enumerate(items):
         try:
             pe = _item_pe(t, item)
@@ -163,21 +163,21 @@ def _merge_lists(t: _Type, l: Any, r: Any, path: Path) -> Any:
     return out_list if out_list else _MISSING
 
 
-def _merge_list(t: _Type, lhs: list, rhs: list, path: Path) -> list:
+def _merge_list(t: _Type, lhs: list[Any], rhs: list[Any], path: Path) -> list[Any]:
     """Upstream's associative-list merge order: live order kept, applied items placed after the
     live items that precede them in the applied order."""
     rhs_order, rhs_items = _index(t, rhs, path, False)
     lhs_pes = _item_pes(t, lhs, path)
-    lhs_first: dict = {}
+    lhs_first: dict[PathElement, Any] = {}
     for pe, item in zip(lhs_pes, lhs):
         lhs_first.setdefault(pe, item)
     shared = iter([pe for pe in rhs_order if pe in lhs_first])  # items in both, in the applied order
     next_shared = next(shared, None)
     items_meta = t.items()
-    merged_rhs: set = set()
-    out: list = []
+    merged_rhs: set[PathElement] = set()
+    out: list[Any] = []
 
-    def emit(pe: tuple, lv: Any, rv: Any) -> None:
+    def emit(pe: PathElement, lv: Any, rv: Any) -> None:
         v = _merge(lv, rv, items_meta, path + (pe,))
         if v is not _MISSING:
             out.append(v)
@@ -216,7 +216,7 @@ def _merge_list(t: _Type, lhs: list, rhs: list, path: Path) -> list:
     return out
 
 
-def _item_pes(t: _Type, items: list, path: Path) -> list:
+def _item_pes(t: _Type, items: list[Any], path: Path) -> list[PathElement]:
     """The path element of each item, in order (duplicates kept)."""
     pes = []
     for i, item in enumerate(items):
@@ -237,7 +237,7 @@ def remove_items(obj: Any, meta: PatchMeta, paths: Iterable[Path]) -> Any:
     return _remove(obj, meta, tree)
 
 
-def _remove(value: Any, meta: PatchMeta, tree: dict) -> Any:
+def _remove(value: Any, meta: PatchMeta, tree: PathTrie) -> Any:
     t = _classify(meta, value)
     kind = t.kind
     if kind == _SCALAR:

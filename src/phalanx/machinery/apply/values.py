@@ -14,8 +14,12 @@ import orjson
 from ..errors import go_repr
 from ..patchmeta import PatchMeta
 
-Path = tuple
-PathSet = set
+# One step of a path: ("f", name), ("k", key fields), ("v", value) or ("i", index).
+PathElement = tuple[str, Any]
+Path = tuple[PathElement, ...]
+PathSet = set[Path]
+# Paths as a trie: {path element: [is_member, children]}.
+PathTrie = dict[PathElement, list[Any]]
 
 _MISSING: Any = object()
 
@@ -26,7 +30,7 @@ class _TypedError(Exception):
 
 # -- values ------------------------------------------------------------------------------------
 
-def _hv(v: Any) -> tuple:
+def _hv(v: Any) -> tuple[str, Any]:
     """A hashable, type-exact stand-in for a JSON value (True and 1 must stay different)."""
     if isinstance(v, str):
         return ("s", v)
@@ -39,7 +43,7 @@ def _hv(v: Any) -> tuple:
     return ("j", orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode())
 
 
-def _unhv(h: tuple) -> Any:
+def _unhv(h: tuple[str, Any]) -> Any:
     return orjson.loads(h[1]) if h[0] == "j" else h[1]
 
 
@@ -84,7 +88,7 @@ _SCALAR, _ATOMIC, _MAP, _LIST = range(4)
 class _Type:
     __slots__ = ("kind", "meta", "keys", "deduced")
 
-    def __init__(self, kind: int, meta: PatchMeta, keys: Optional[tuple] = None, deduced: bool = False):
+    def __init__(self, kind: int, meta: PatchMeta, keys: Optional[tuple[Any, ...]] = None, deduced: bool = False):
         self.kind = kind
         self.meta = meta
         self.keys = keys  # list map keys; None for a set
@@ -121,7 +125,7 @@ def _classify(meta: PatchMeta, value: Any) -> _Type:
     return _Type(_SCALAR, _EMPTY)
 
 
-def _classify_list(meta: PatchMeta, s: dict, value: Any) -> _Type:
+def _classify_list(meta: PatchMeta, s: dict[str, Any], value: Any) -> _Type:
     if value is not None and value is not _MISSING and not isinstance(value, list):
         return _Type(_SCALAR, meta)
     list_type = s.get("x-kubernetes-list-type")
@@ -135,7 +139,7 @@ def _classify_list(meta: PatchMeta, s: dict, value: Any) -> _Type:
     return _Type(_ATOMIC, meta)
 
 
-def _classify_map(meta: PatchMeta, s: dict, value: Any) -> _Type:
+def _classify_map(meta: PatchMeta, s: dict[str, Any], value: Any) -> _Type:
     if value is not None and value is not _MISSING and not isinstance(value, dict):
         return _Type(_SCALAR, meta)
     if s.get("x-kubernetes-map-type") == "atomic":
@@ -155,7 +159,7 @@ def _key_default(items: PatchMeta, key: str) -> Any:
     return _MISSING
 
 
-def _item_pe(t: _Type, item: Any) -> tuple:
+def _item_pe(t: _Type, item: Any) -> PathElement:
     if t.keys is None:
         if isinstance(item, dict):
             raise _TypedError("associative list without keys has an element that's a map type")
@@ -184,7 +188,7 @@ def _item_pe(t: _Type, item: Any) -> tuple:
 
 # -- path strings (conflict messages) ------------------------------------------------------------
 
-def _value_string(h: tuple) -> str:
+def _value_string(h: tuple[str, Any]) -> str:
     v = _unhv(h)
     if isinstance(v, str):
         return go_repr(v)

@@ -369,7 +369,7 @@ class NetworkPoolSpec:
         return name
 
     def selector(self, value: str | None = None) -> dict | None:
-        exprs = [{"key": k, "operator": "In", "values": [v]} for k, v in self.node_selector]
+        exprs: list[dict[str, Any]] = [{"key": k, "operator": "In", "values": [v]} for k, v in self.node_selector]
         if self.per_value_of is not None and value is not None:
             exprs = [e for e in exprs if e["key"] != self.per_value_of]
             exprs.append({"key": self.per_value_of, "operator": "In", "values": [value]})

@@ -119,7 +119,7 @@ def _new_slice_metadata(index: int, count: int, driver: str, plan: PoolPlan, own
     return md
 
 
-class SimulatedDRADrivers(Controller):
+class SimulatedDRADrivers(Controller[str]):
     """Publishes DeviceClasses and ResourceSlices for simulated DRA drivers (see the package doc)."""
 
     name = "dra-drivers"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Optional
 
 from phalanx.machinery.selectors import LabelSelector, NodeSelectorTerm, compile_node_selector_term, label_selector_from_object
 
@@ -26,7 +26,7 @@ class AffinityTerm:
         self.namespace_selector = namespace_selector
 
     @classmethod
-    def from_object(cls, pod: Mapping, term: Mapping) -> "AffinityTerm":
+    def from_object(cls, pod: Mapping[str, Any], term: Mapping[str, Any]) -> "AffinityTerm":
         selector = label_selector_from_object(term.get("labelSelector"))
         namespaces = term.get("namespaces") or []
         ns_selector_obj = term.get("namespaceSelector")
@@ -58,11 +58,11 @@ class WeightedAffinityTerm(NamedTuple):
     weight: int
 
 
-def _affinity_terms(pod: Mapping, terms: Optional[Iterable[Mapping]]) -> list[AffinityTerm]:
+def _affinity_terms(pod: Mapping[str, Any], terms: Optional[Iterable[Mapping[str, Any]]]) -> list[AffinityTerm]:
     return [AffinityTerm.from_object(pod, t) for t in terms or ()]
 
 
-def _weighted_terms(pod: Mapping, terms: Optional[Iterable[Mapping]]) -> list[WeightedAffinityTerm]:
+def _weighted_terms(pod: Mapping[str, Any], terms: Optional[Iterable[Mapping[str, Any]]]) -> list[WeightedAffinityTerm]:
     return [WeightedAffinityTerm(AffinityTerm.from_object(pod, t.get("podAffinityTerm") or {}), int(t.get("weight") or 0))
             for t in terms or ()]
 
@@ -74,7 +74,7 @@ class RequiredNodeAffinity:
 
     __slots__ = ("node_selector", "terms")
 
-    def __init__(self, pod: Mapping):
+    def __init__(self, pod: Mapping[str, Any]):
         spec = pod.get("spec") or {}
         ns = spec.get("nodeSelector")
         self.node_selector: Optional[tuple[tuple[str, str], ...]] = tuple(ns.items()) if ns else None
@@ -91,6 +91,7 @@ class RequiredNodeAffinity:
                     return False
         if self.terms is not None:
             node = node_info.node
+            assert node is not None, "node affinity is matched against a NodeInfo with its Node"
             for t in self.terms:
                 if t.matches(node):
                     return True
@@ -106,7 +107,7 @@ class PreferredSchedulingTerms:
 
     __slots__ = ("terms",)
 
-    def __init__(self, terms: Optional[Iterable[Mapping]]):
+    def __init__(self, terms: Optional[Iterable[Mapping[str, Any]]]):
         parsed = []
         errors = []
         for t in terms or ():
@@ -125,6 +126,7 @@ class PreferredSchedulingTerms:
 
     def score(self, node_info: "NodeInfo") -> int:
         node = node_info.node
+        assert node is not None, "node affinity is scored on a NodeInfo with its Node"
         total = 0
         for weight, term in self.terms:
             if term.matches(node):

@@ -36,7 +36,8 @@ from .status import Code
 from .types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from .runtime import Framework, ScoreResult
+    from .results import ScoreResult
+    from .runtime import Framework
     from .snapshot import Snapshot
 
 MAX_BATCH_AGE_SECONDS = 0.5
@@ -65,7 +66,7 @@ class _BatchState:
     __slots__ = ("signature", "snapshot", "entries", "created", "last_cycle", "pending", "skip_score", "cycle_state")
 
     def __init__(self, signature: Any, snapshot: "Snapshot", entries: list[_Entry], created: float,
-                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset, cycle_state: CycleState):
+                 cycle: int, chosen: Optional[_Entry], skip_score: frozenset[str], cycle_state: CycleState):
         self.signature = signature
         self.snapshot = snapshot
         self.entries = entries
@@ -117,9 +118,9 @@ class OpportunisticBatch:
                     entries.append(e)
             entries.sort()
         else:
-            ni = by_name.get(host)
-            if ni is not None:
-                chosen = _Entry(0, rng(), host, 0, ni.generation, ni.node)
+            host_info = by_name.get(host)
+            if host_info is not None:
+                chosen = _Entry(0, rng(), host, 0, host_info.generation, host_info.node)
         self.state = _BatchState(signature, snapshot, entries, self.clock(), cycle, chosen,
                                  frozenset(state.skip_score_plugins), state.clone())
 

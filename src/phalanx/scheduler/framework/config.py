@@ -89,7 +89,8 @@ class Plugins:
 
     def get(self, point: str) -> PluginSet:
         """The set for a config field name ("filter", "multiPoint", ...)."""
-        return getattr(self, PLUGIN_SET_FIELDS.get(point, point))
+        plugin_set: PluginSet = getattr(self, PLUGIN_SET_FIELDS.get(point, point))
+        return plugin_set
 
     def names(self) -> list[str]:
         """Every enabled plugin name, sorted (upstream pluginsNames)."""
@@ -213,7 +214,7 @@ def merge_plugins(default: Plugins, custom: Optional[Plugins]) -> Plugins:
 _DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 
 
-def _default_resources(resources: Optional[list]) -> list[dict[str, Any]]:
+def _default_resources(resources: Optional[list[Any]]) -> list[dict[str, Any]]:
     if not resources:
         return copy.deepcopy(_DEFAULT_RESOURCES)
     out = []

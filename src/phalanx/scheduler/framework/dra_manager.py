@@ -30,7 +30,7 @@ from phalanx.machinery.selectors import compile_node_selector_term
 from .constants import Obj
 
 
-def object_meta(obj: Optional[Mapping]) -> Mapping:
+def object_meta(obj: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
@@ -38,23 +38,23 @@ def namespaced_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def claim_key(claim: Mapping) -> str:
+def claim_key(claim: Mapping[str, Any]) -> str:
     md = object_meta(claim)
     return namespaced_key(md.get("namespace", ""), md.get("name", ""))
 
 
-def _rv(obj: Optional[Mapping]) -> int:
+def _rv(obj: Optional[Mapping[str, Any]]) -> int:
     try:
         return int(object_meta(obj).get("resourceVersion") or 0)
     except (TypeError, ValueError):
         return 0
 
 
-def allocation_of(claim: Optional[Mapping]) -> Optional[dict]:
+def allocation_of(claim: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
     return ((claim or {}).get("status") or {}).get("allocation")
 
 
-def allocation_devices(allocation: Optional[Mapping]) -> tuple[frozenset, dict]:
+def allocation_devices(allocation: Optional[Mapping[str, Any]]) -> tuple[frozenset[DeviceID], dict[DeviceID, dict[str, Fraction]]]:
     """(exclusively used DeviceIDs, capacity consumed from shared devices) of one allocation."""
     if not allocation:
         return frozenset(), {}
@@ -66,7 +66,7 @@ def allocation_devices(allocation: Optional[Mapping]) -> tuple[frozenset, dict]:
     return used, shared
 
 
-def allocation_identity(allocation: Optional[Mapping]) -> tuple:
+def allocation_identity(allocation: Optional[Mapping[str, Any]]) -> tuple[Any, ...]:
     """What makes two allocations the same decision (timestamps and defaults aside)."""
     results = ((allocation or {}).get("devices") or {}).get("results") or []
     return tuple(sorted((r.get("request", ""), r.get("driver", ""), r.get("pool", ""), r.get("device", ""),
@@ -128,7 +128,7 @@ class InFlightAllocation:
 
     __slots__ = ("uid", "key", "allocation", "identity", "holders")
 
-    def __init__(self, uid: str, key: str, allocation: dict):
+    def __init__(self, uid: str, key: str, allocation: dict[str, Any]):
         self.uid = uid
         self.key = key
         self.allocation = allocation
@@ -163,7 +163,7 @@ class DRAManager:
         self._slices_changed = True
         self.classes: dict[str, Obj] = {}
         self.allocator_cache = allocator_cache or AllocatorCache()
-        self._locks: dict[str, list] = {}  # claim uid -> [lock, users]
+        self._locks: dict[str, list[Any]] = {}  # claim uid -> [lock, users]
         self._node_selectors: dict[bytes, AllocationNodeSelector] = {}
         self.deallocating: set[str] = set()
 
@@ -238,7 +238,7 @@ class DRAManager:
     def pending(self, uid: str) -> Optional[InFlightAllocation]:
         return self.in_flight.get(uid)
 
-    def hold(self, uid: str, key: str, allocation: dict, holder: str) -> Optional[str]:
+    def hold(self, uid: str, key: str, allocation: dict[str, Any], holder: str) -> Optional[str]:
         """Reserve `allocation` for a claim on behalf of `holder` (a pod uid): creates the in-flight
         entry, or joins it when it holds the same allocation. Returns why not, or None."""
         entry = self.in_flight.get(uid)

@@ -123,7 +123,7 @@ def _part(obj: Obj, section: str, name: str) -> Any:
 
 def _differs(section: str, name: str, empty: Any) -> Callable[[Obj, Obj], bool]:
     def changed(new: Obj, old: Obj) -> bool:
-        return (_part(new, section, name) or empty) != (_part(old, section, name) or empty)
+        return bool((_part(new, section, name) or empty) != (_part(old, section, name) or empty))
     return changed
 
 
@@ -133,7 +133,7 @@ def _node_taints_changed(new: Obj, old: Obj) -> bool:
 
 
 def _node_conditions_changed(new: Obj, old: Obj) -> bool:
-    def conds(node: Obj) -> dict:
+    def conds(node: Obj) -> dict[str, Any]:
         return {c.get("type"): c.get("status") for c in _part(node, "status", "conditions") or []}
     return conds(new) != conds(old)
 

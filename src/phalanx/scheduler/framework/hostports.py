@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from .constants import DEFAULT_BIND_ALL_HOST_IP
 
@@ -70,7 +70,7 @@ class HostPort(NamedTuple):
     host_port: int
 
 
-def get_host_ports(pod: Mapping) -> tuple[HostPort, ...]:
+def get_host_ports(pod: Mapping[str, Any]) -> tuple[HostPort, ...]:
     spec = pod.get("spec") or {}
     out = []
     for c in itertools.chain(spec.get("initContainers") or (), spec.get("containers") or ()):

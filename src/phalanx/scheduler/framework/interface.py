@@ -252,7 +252,7 @@ class ScorePlugin(Plugin):
     def score_nodes(self, state: CycleState, pod: PodInfo,
                     nodes: Sequence[NodeInfo]) -> tuple[list[int], Optional[Status]]:
         """Raw scores aligned with `nodes`, or the first failure."""
-        out = []
+        out: list[int] = []
         f = self.score
         for ni in nodes:
             s, st = f(state, pod, ni)

@@ -151,7 +151,7 @@ def _apply_non_missing(reqs: Mapping[str, Fraction], non_missing: Mapping[str, F
     return out
 
 
-def _aggregate_containers(spec: Mapping, get: Callable[[Mapping], Optional[dict[str, Fraction]]],
+def _aggregate_containers(spec: Mapping[str, Any], get: Callable[[Mapping[str, Any]], Optional[dict[str, Fraction]]],
                           non_missing: Optional[Mapping[str, Fraction]]) -> dict[str, Fraction]:
     """Sum of regular containers and sidecars, maxed with each init container's peak (KEP-753)."""
     result: dict[str, Fraction] = {}
@@ -179,7 +179,7 @@ def _aggregate_containers(spec: Mapping, get: Callable[[Mapping], Optional[dict[
     return result
 
 
-def _same_resource_status(a: Mapping, b: Mapping) -> bool:
+def _same_resource_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether the parts of two pods' status that requests depend on (resized containers,
     PodResizePending) are equal."""
     sa, sb = a.get("status") or {}, b.get("status") or {}
@@ -189,14 +189,14 @@ def _same_resource_status(a: Mapping, b: Mapping) -> bool:
     return _resize_infeasible(a) == _resize_infeasible(b)
 
 
-def _resize_infeasible(pod: Mapping) -> bool:
+def _resize_infeasible(pod: Mapping[str, Any]) -> bool:
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "PodResizePending":
-            return c.get("reason") == "Infeasible"
+            return bool(c.get("reason") == "Infeasible")
     return False
 
 
-def pod_requests(pod: Mapping, *, non_missing: Optional[Mapping[str, Fraction]] = None,
+def pod_requests(pod: Mapping[str, Any], *, non_missing: Optional[Mapping[str, Fraction]] = None,
                  skip_pod_level_resources: bool = False, exclude_overhead: bool = False,
                  use_status_resources: bool = True) -> dict[str, Fraction]:
     """The effective requests of a pod, exactly as upstream's resource helper computes them:
@@ -223,13 +223,13 @@ def pod_requests(pod: Mapping, *, non_missing: Optional[Mapping[str, Fraction]] 
     return reqs
 
 
-def _spec_requests(c: Mapping) -> dict[str, Fraction]:
+def _spec_requests(c: Mapping[str, Any]) -> dict[str, Fraction]:
     return _parse_list((c.get("resources") or {}).get("requests"))
 
 
-def _resized_statuses(pod: Mapping) -> dict[str, Mapping]:
+def _resized_statuses(pod: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Container statuses (by container name) that carry allocated or actuated requests."""
-    statuses: dict[str, Mapping] = {}
+    statuses: dict[str, Mapping[str, Any]] = {}
     st = pod.get("status") or {}
     for cs in itertools.chain(st.get("containerStatuses") or (), st.get("initContainerStatuses") or ()):
         if cs.get("allocatedResources") or (cs.get("resources") or {}).get("requests"):
@@ -237,20 +237,20 @@ def _resized_statuses(pod: Mapping) -> dict[str, Mapping]:
     return statuses
 
 
-def _requests_with_status(pod: Mapping, spec: Mapping, statuses: dict[str, Mapping],
+def _requests_with_status(pod: Mapping[str, Any], spec: Mapping[str, Any], statuses: dict[str, Mapping[str, Any]],
                           non_missing: Optional[Mapping[str, Fraction]]) -> dict[str, Fraction]:
     """The max of the spec's, the allocated and the actuated requests (a resize the node cannot
     do leaves the spec out)."""
     infeasible = _resize_infeasible(pod)
 
-    def allocated(c: Mapping) -> Optional[dict[str, Fraction]]:
-        cs = statuses.get(c.get("name"))
+    def allocated(c: Mapping[str, Any]) -> Optional[dict[str, Fraction]]:
+        cs = statuses.get(c.get("name") or "")
         if cs is not None and cs.get("allocatedResources"):
             return _parse_list(cs["allocatedResources"])
         return None if infeasible else _spec_requests(c)
 
-    def actuated(c: Mapping) -> Optional[dict[str, Fraction]]:
-        cs = statuses.get(c.get("name"))
+    def actuated(c: Mapping[str, Any]) -> Optional[dict[str, Fraction]]:
+        cs = statuses.get(c.get("name") or "")
         if cs is not None:
             req = (cs.get("resources") or {}).get("requests")
             if req:
@@ -266,7 +266,7 @@ def _requests_with_status(pod: Mapping, spec: Mapping, statuses: dict[str, Mappi
     return _max_lists(_aggregate_containers(spec, _spec_requests, non_missing), act, alloc)
 
 
-def _pod_level_requests_set(pod: Mapping) -> bool:
+def _pod_level_requests_set(pod: Mapping[str, Any]) -> bool:
     pod_level = (((pod.get("spec") or {}).get("resources")) or {}).get("requests") or {}
     return any(_is_supported_pod_level(k) for k in pod_level)
 

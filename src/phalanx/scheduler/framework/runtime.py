@@ -381,7 +381,7 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
         n = self.nominator
         if n is None:
             return set()
-        names = getattr(n, "nominated_node_names", None)
+        names: Optional[Callable[[], set[str]]] = getattr(n, "nominated_node_names", None)
         if names is not None:
             return names()
         return {ni.name for ni in self.snapshot_shared_lister().list() if n.nominated_pods_for_node(ni.name)}
@@ -847,14 +847,14 @@ class Framework(FrameworkPlugins, PodGroupExtensionPoints):
                 out.status = st
             return out
 
-        st = self.run_reserve_plugins_reserve(state, assumed, host)
-        if st is not None:
-            return fail(st)
-        st = self.run_permit_plugins(state, assumed, host)
-        if st is not None and st.code != Code.Wait:
-            return fail(st)
-        if st is not None:
-            out.status = st
+        reserve_st = self.run_reserve_plugins_reserve(state, assumed, host)
+        if reserve_st is not None:
+            return fail(reserve_st)
+        permit_st = self.run_permit_plugins(state, assumed, host)
+        if permit_st is not None and permit_st.code != Code.Wait:
+            return fail(permit_st)
+        if permit_st is not None:
+            out.status = permit_st
             out.waiting_pod = self.waiting_pods.get(assumed.uid or assumed.key)
         return out
 

@@ -22,6 +22,7 @@ Those mutate the snapshot's own NodeInfo, so a snapshot built from a cache must 
 
 from __future__ import annotations
 
+import builtins
 from typing import Iterable, Optional
 
 from .constants import Obj
@@ -60,9 +61,9 @@ class Snapshot:
             order.append(ni)
         for p in pods:
             pi = p if isinstance(p, PodInfo) else PodInfo(p)
-            ni = infos.get(pi.node_name)
-            if ni is not None:
-                ni.add_pod_info(pi)
+            host = infos.get(pi.node_name)
+            if host is not None:
+                host.add_pod_info(pi)
         return cls(order)
 
     # -- lister (upstream NodeInfoLister) -----------------------------------------------------
@@ -84,12 +85,12 @@ class Snapshot:
         except KeyError:
             raise NodeNotFoundError(name) from None
 
-    def have_pods_with_affinity_list(self) -> list[NodeInfo]:
+    def have_pods_with_affinity_list(self) -> builtins.list[NodeInfo]:
         if self._affinity_list is None:
             self._affinity_list = list(self._with_affinity.values())
         return self._affinity_list
 
-    def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
+    def have_pods_with_required_anti_affinity_list(self) -> builtins.list[NodeInfo]:
         if self._anti_affinity_list is None:
             self._anti_affinity_list = list(self._with_required_anti_affinity.values())
         return self._anti_affinity_list

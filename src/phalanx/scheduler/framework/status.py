@@ -16,7 +16,7 @@ set `plugin` on it themselves (`Status.new(...).with_plugin(NAME)`).
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Iterable, Optional
+from typing import Iterable, Optional, overload
 
 
 class Code(IntEnum):
@@ -122,6 +122,12 @@ class StatusAsError(Exception):
         self.status = status
 
 
+@overload
+def as_status(err: BaseException | str) -> Status: ...
+@overload
+def as_status(err: None) -> None: ...
+@overload
+def as_status(err: Optional[BaseException | str]) -> Optional[Status]: ...
 def as_status(err: Optional[BaseException | str]) -> Optional[Status]:
     """Wrap an error in a Status with Code.Error (AsStatus); None stays None."""
     if err is None:

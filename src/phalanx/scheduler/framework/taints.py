@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from .constants import TAINT_EFFECT_NO_EXECUTE, TAINT_EFFECT_NO_SCHEDULE
 
@@ -37,11 +37,11 @@ class Toleration(NamedTuple):
         return op == "Exists"
 
 
-def parse_taints(raw: Optional[Iterable[Mapping]]) -> tuple[Taint, ...]:
+def parse_taints(raw: Optional[Iterable[Mapping[str, Any]]]) -> tuple[Taint, ...]:
     return tuple(Taint(t.get("key") or "", t.get("value") or "", t.get("effect") or "") for t in raw or ())
 
 
-def parse_tolerations(raw: Optional[Iterable[Mapping]]) -> tuple[Toleration, ...]:
+def parse_tolerations(raw: Optional[Iterable[Mapping[str, Any]]]) -> tuple[Toleration, ...]:
     return tuple(Toleration(t.get("key") or "", t.get("operator") or "", t.get("value") or "", t.get("effect") or "")
                  for t in raw or ())
 

@@ -57,8 +57,10 @@ def _non_zero_requests(pod: Obj, reqs: Mapping[str, Any], requests: Resource) ->
     return _ceil(non0.get(RESOURCE_CPU, 0) * 1000), _ceil(non0.get(RESOURCE_MEMORY, 0))
 
 
-def _pod_has_affinity(affinity: Optional[Mapping]) -> bool:
-    return bool(affinity) and (affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None)
+def _pod_has_affinity(affinity: Optional[Mapping[str, Any]]) -> bool:
+    if not affinity:
+        return False
+    return affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None
 
 
 class PodInfo:
@@ -138,7 +140,7 @@ class PodInfo:
         return [g.get("name", "") for g in self.spec.get("schedulingGates") or ()]
 
     # -- signature fragments (opportunistic batching) ---------------------------------------------
-    def requests_signature(self) -> tuple:
+    def requests_signature(self) -> tuple[Any, ...]:
         """What the resource plugins read of the pod: its effective and non-zero requests."""
         sig = self.cache.get("sig:requests")
         if sig is None:
