@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import orjson
 
-from ..machinery.featuregates import Gates
+from ..machinery.featuregates import Gates, gate_on
 from ..machinery.quantity import parse_quantity
 from .cel.compiler import CompiledSelector
 from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
@@ -59,14 +59,7 @@ class AllocatorFeatures:
     @classmethod
     def from_gates(cls, gates: Gates) -> "AllocatorFeatures":
         def on(name: str, default: bool) -> bool:
-            if gates is None:
-                return default
-            if isinstance(gates, Mapping):
-                return bool(gates.get(name, default))
-            try:
-                return bool(gates.enabled(name))
-            except Exception:
-                return default
+            return gate_on(gates, name, default)
         return cls(
             admin_access=on("DRAAdminAccess", True),
             prioritized_list=on("DRAPrioritizedList", True),

@@ -138,6 +138,19 @@ class GateReader(Protocol):
 Gates = Optional[Union[GateReader, Mapping[str, bool]]]
 
 
+def gate_on(gates: Gates, name: str, default: bool) -> bool:
+    """Whether `name` is on in `gates`; `default` when no gates are given, the mapping lacks the
+    gate, or the reader does not know it."""
+    if gates is None:
+        return default
+    if isinstance(gates, Mapping):
+        return bool(gates.get(name, default))
+    try:
+        return bool(gates.enabled(name))
+    except Exception:
+        return default
+
+
 class FeatureGates:
     def __init__(self, overrides: dict[str, bool] | None = None, *, was_defaults: bool = True):
         self._values: dict[str, bool] = {name: spec.default for name, spec in KNOWN_GATES.items()}

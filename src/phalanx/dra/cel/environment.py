@@ -3,9 +3,9 @@ limits, and the errors a selector gives (`CELCompileError`, `CELRuntimeError`)."
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
-from ...machinery.featuregates import Gates
+from ...machinery.featuregates import Gates, gate_on
 
 MAX_EXPRESSION_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 COST_LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost
@@ -59,13 +59,6 @@ class CELFeatures(NamedTuple):
     @classmethod
     def from_gates(cls, gates: Gates) -> "CELFeatures":
         def on(name: str, default: bool) -> bool:
-            if gates is None:
-                return default
-            if isinstance(gates, Mapping):
-                return bool(gates.get(name, default))
-            try:
-                return bool(gates.enabled(name))
-            except Exception:
-                return default
+            return gate_on(gates, name, default)
         return cls(on("DRAConsumableCapacity", True), on("DRAListTypeAttributes", False))
 
