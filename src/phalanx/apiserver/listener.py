@@ -49,14 +49,17 @@ class ServingLimits:
     header_timeout: float = 32.0  # kube-apiserver's ReadHeaderTimeout
     body_timeout: float = 60.0  # kube-apiserver's default --request-timeout
     max_connections: int = 1000
+    request_timeout: float = 60.0  # deadline of a request that is not a watch or a followed log
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ServingLimits":
-        """The defaults, overridden by PHALANX_APISERVER_{HEADER_TIMEOUT,BODY_TIMEOUT,MAX_CONNECTIONS}."""
+        """The defaults, overridden by
+        PHALANX_APISERVER_{HEADER_TIMEOUT,BODY_TIMEOUT,MAX_CONNECTIONS,REQUEST_TIMEOUT}."""
         default = cls()
         return cls(header_timeout=float(env.get("PHALANX_APISERVER_HEADER_TIMEOUT", default.header_timeout)),
                    body_timeout=float(env.get("PHALANX_APISERVER_BODY_TIMEOUT", default.body_timeout)),
-                   max_connections=int(env.get("PHALANX_APISERVER_MAX_CONNECTIONS", default.max_connections)))
+                   max_connections=int(env.get("PHALANX_APISERVER_MAX_CONNECTIONS", default.max_connections)),
+                   request_timeout=float(env.get("PHALANX_APISERVER_REQUEST_TIMEOUT", default.request_timeout)))
 
 
 class _ReleasingProtocol(asyncio.Protocol):

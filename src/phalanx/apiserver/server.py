@@ -30,6 +30,7 @@ from aiohttp import web
 from .. import KUBE_GIT_VERSION, KUBE_MAJOR, KUBE_MINOR
 from ..api.registry import ResourceType
 from ..machinery import errors
+from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from . import discovery, listing, protobuf, tables
@@ -98,7 +99,14 @@ class Server:
                 return answered
             if request.content_length is not None and request.content_length > MAX_BODY:
                 return _status_response(errors.too_large())
-            return await handler(request)
+            deadline = self._deadline(request)
+            if deadline is None:
+                return await handler(request)
+            try:
+                async with asyncio.timeout(deadline):
+                    return await handler(request)
+            except TimeoutError:
+                return _status_response(_request_timeout())
         except StatusError as e:
             return _status_response(e)
         except web.HTTPRequestEntityTooLarge:
@@ -110,6 +118,26 @@ class Server:
         except Exception as e:  # a bug: report it as upstream reports internal errors, keep serving
             log.exception("internal error serving %s %s", request.method, request.path)
             return _status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
+
+    def _deadline(self, request: web.Request) -> float | None:
+        """Seconds a request may take, as kube-apiserver's timeout filter gives them: the server's
+        request timeout, or the shorter `?timeout=` (a Go duration, as `kubectl --request-timeout`
+        sends it); None for long-running requests (watches, followed logs). The deadline ends what
+        a request awaits (reading, waiting for a resourceVersion, writing); work that never awaits is
+        kept short by bounded parsing instead."""
+        q = request.query
+        if _qbool(request, "watch") or (request.path.endswith("/log") and _qbool(request, "follow")):
+            return None
+        deadline = self.limits.request_timeout
+        asked = q.get("timeout")
+        if asked:
+            try:
+                seconds = parse_duration(asked)
+            except ValueError:
+                seconds = None  # upstream ignores a timeout it cannot parse
+            if seconds is not None and 0 < seconds < deadline:
+                deadline = seconds
+        return deadline
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY + 1024)

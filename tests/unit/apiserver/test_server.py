@@ -11,6 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from phalanx.apiserver import build_api
+from phalanx.apiserver.listener import ServingLimits
 from phalanx.apiserver.server import Server
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.store import MemoryStore
@@ -295,3 +296,30 @@ async def test_put_body_must_match_the_url_whether_or_not_the_object_exists(exis
                                                             "metadata": body_md}), headers=AUTH)
         got = await r.json()
         assert (r.status, got["reason"], got["message"]) == (400, "BadRequest", message)
+
+
+@pytest.mark.parametrize("query, message", [
+    # the request asks for less time than a future resourceVersion would wait (3 s): the deadline ends it
+    ("timeout=200ms", "Timeout: request did not complete within requested timeout - context deadline exceeded"),
+    # without a deadline of its own the list waits for the version, then says it is too large
+    ("", "Timeout: Too large resource version"),
+])
+async def test_request_deadline_from_the_timeout_parameter(query, message):
+    async with http() as c:
+        path = f"{CM_PATH}?resourceVersion=999999&resourceVersionMatch=NotOlderThan&{query}"
+        r = await c.get(path, headers=AUTH)
+        got = await r.json()
+        assert (r.status, got["reason"]) == (504, "Timeout")
+        assert got["message"].startswith(message)
+
+
+async def test_watches_have_no_request_deadline():
+    api = build_api(MemoryStore(), FeatureGates.from_config({}))
+    api.create(api.resource("", "v1", "namespaces"), "", {"metadata": {"name": "default"}})
+    limits = ServingLimits(request_timeout=0.2)
+    async with TestClient(TestServer(Server(api, TOKEN, limits=limits).app())) as c:
+        r = await c.get(f"{CM_PATH}?watch=true&timeoutSeconds=1", headers=AUTH)
+        assert r.status == 200
+        await c.post(CM_PATH, data=cm("late"), headers=AUTH)  # after the 0.2 s request deadline
+        body = await r.read()
+        assert b'"late"' in body
