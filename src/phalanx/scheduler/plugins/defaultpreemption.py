@@ -154,8 +154,8 @@ class DefaultPreemption(PostFilterPlugin):
                     node_to_status: NodeToStatus) -> tuple[Optional[PostFilterResult], Optional[Status]]:
         result, status = self.preempt(state, pod, node_to_status)
         msg = status.message() if status is not None else ""
-        if msg:
-            return result, Status.new(status.code, "preemption: " + msg)  # type: ignore[union-attr]
+        if status is not None and msg:
+            return result, Status.new(status.code, "preemption: " + msg)
         return result, status
 
     def preempt(self, state: CycleState, pod: PodInfo,
