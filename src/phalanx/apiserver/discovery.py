@@ -59,7 +59,7 @@ def _storage_hash(rt: ResourceType) -> str:
 
 
 def _resource_entry_v2(rt: ResourceType) -> dict:
-    entry = {
+    entry: dict[str, object] = {
         "resource": rt.plural,
         "responseKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
         "scope": "Namespaced" if rt.namespaced else "Cluster",

@@ -164,8 +164,11 @@ class Table:
 
     @staticmethod
     def _step(field: Field, omitempty: bool, omitzero: bool) -> tuple[int, str, Any] | None:
-        """What Go's encoding/json does with this field beyond printing a decoded value."""
+        """What Go's encoding/json does with this field beyond printing a decoded value (nothing
+        for a field without a JSON name)."""
         name = field.name
+        if name is None:
+            return None
         if field.pointer or field.repeated or field.map or field.wrapped:
             # Absent means nil: hidden by omitempty/omitzero, else null. Present is printed as is.
             return None if (omitempty or omitzero) else (SET_CONST, name, None)
@@ -182,10 +185,10 @@ class Table:
         if code == BYTES:
             # nil prints null; present-but-empty prints "" unless omitempty hides it.
             return (DROP_IF_EQUAL, name, "") if (omitempty or omitzero) else (SET_CONST, name, None)
-        zero = SCALAR_ZERO[code]
+        scalar_zero = SCALAR_ZERO[code]
         if omitempty or omitzero:
-            return (DROP_IF_EQUAL, name, zero)
-        return (SET_CONST, name, zero)
+            return (DROP_IF_EQUAL, name, scalar_zero)
+        return (SET_CONST, name, scalar_zero)
 
 
 @lru_cache(maxsize=1)
@@ -214,6 +217,7 @@ def finish(msg: Message, out: dict, inline_values: dict[int, dict] | None) -> di
         if sub is None:
             if field.pointer:
                 continue
+            assert field.message is not None, "an inline field is an embedded message"
             sub = field.message.zero()
         for k, v in sub.items():
             out.setdefault(k, v)  # the embedding struct's own fields win, as in Go
@@ -425,6 +429,7 @@ def _value(field: Field, code: int, buf: bytes, pos: int, n: int) -> Any:
     if code == STRING:
         return _text(buf[pos:pos + n])
     if code == MESSAGE:
+        assert field.message is not None, "Table._compile gives every MESSAGE field its message"
         return _message(field.message, buf, pos, pos + n)
     if code == BYTES:
         return base64.b64encode(buf[pos:pos + n]).decode("ascii")
@@ -463,6 +468,7 @@ def _message(msg: Message, buf: bytes, pos: int, end: int) -> dict:
             if field.inline and not (field.map or field.wrapped or code in VARINT_CODES or code == DOUBLE):
                 if inline_values is None:
                     inline_values = {}
+                assert field.message is not None, "an inline field is an embedded message"
                 inline_values[id(field)] = _message(field.message, buf, pos, pos + n)
             else:
                 _length_delimited_field(field, code, buf, pos, n, out)
@@ -582,6 +588,7 @@ def _map_entry(field: Field, buf: bytes, pos: int, end: int) -> tuple[str, Any]:
             pos = _skip(buf, pos, end, wire, number)
     if not seen_value:
         if code == MESSAGE:
+            assert field.message is not None, "Table._compile gives every MESSAGE field its message"
             value = field.message.zero()
         elif code in WELL_KNOWN_ZERO:
             value = WELL_KNOWN_ZERO[code]

@@ -19,6 +19,7 @@ handed out are shared with the store and must not be mutated (copy with `meta.de
 
 from __future__ import annotations
 
+import builtins
 import functools
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Protocol
@@ -368,13 +369,13 @@ class API:
             return obj
         return self._write_update(rt, ns, name, obj, old)
 
-    def _prepare_status_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+    def _prepare_status_update(self, rt: ResourceType, obj: Obj, old: Obj) -> builtins.list[FieldError]:
         """`/status`: metadata the main resource owns stays as stored; the strategy's status rules."""
         _copy_fields(old["metadata"], obj["metadata"], ("labels", "annotations", "finalizers", "ownerReferences"))
         rt.strategy.prepare_for_status_update(obj, old, self.ctx)
         return rt.strategy.validate_status_update(obj, old, self.ctx)
 
-    def _prepare_update(self, rt: ResourceType, obj: Obj, old: Obj) -> list[FieldError]:
+    def _prepare_update(self, rt: ResourceType, obj: Obj, old: Obj) -> builtins.list[FieldError]:
         """The main resource: defaults, the strategy's update rules, the kind's storage work,
         admission, then metadata and strategy validation."""
         strategy = rt.strategy
@@ -461,7 +462,7 @@ class API:
                 applied = orjson.loads(body)
             except orjson.JSONDecodeError:
                 try:
-                    applied = decode_yaml(body)
+                    applied = decode_yaml(bytes(body) if isinstance(body, bytearray) else body)
                 except YAMLDecodeError as e:
                     raise errors.bad_request(f"error decoding YAML: {e}") from None
         else:

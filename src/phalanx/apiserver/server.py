@@ -551,10 +551,10 @@ class Server:
         resp.headers["Cache-Control"] = "no-cache, private"
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        if stream is None:
+        if too_large is not None:
             # As upstream: the watch starts, then ends with the error as its only event.
-            await resp.write(orjson.dumps({"type": "ERROR", "object": too_large.status()}) + b"\n")  # type: ignore[union-attr]
-        else:
+            await resp.write(orjson.dumps({"type": "ERROR", "object": too_large.status()}) + b"\n")
+        elif stream is not None:
             await self._serve_watch(request, resp, rt, stream, timeout, as_table)
         try:
             await resp.write_eof()

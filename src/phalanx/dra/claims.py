@@ -27,7 +27,7 @@ served by its PodGroup's claim when the pod belongs to that PodGroup (same names
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Mapping, NotRequired, TypedDict
 
 Obj = dict[str, Any]
 
@@ -263,7 +263,7 @@ def is_pod_group_consumer(ref: dict[str, Any]) -> bool:
         ref.get("resource") == POD_GROUP_RESOURCE
 
 
-def is_pod_consumer(ref: dict[str, Any]) -> bool:
+def is_pod_consumer(ref: Mapping[str, object]) -> bool:
     return isinstance(ref, dict) and not ref.get("apiGroup") and ref.get("resource") == POD_RESOURCE
 
 

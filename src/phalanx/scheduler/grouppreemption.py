@@ -335,7 +335,7 @@ class GroupPreemption:
                   already: int) -> tuple[Optional[DomainPlan], dict]:
         clone = self.cycle.live_snapshot().clone()
         units = self._potential_victims(clone, group_key, priority)
-        base = {"priority": priority}
+        base: dict[str, object] = {"priority": priority}
         if not units:
             msg = f"preemption: no running pod or pod group has a priority lower than {priority}"
             return None, dict(base, result="NoVictims", message=msg)
@@ -382,7 +382,8 @@ class GroupPreemption:
                 if gk is not None and pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
                     unit = grouped.get(gk)
                     if unit is None:
-                        unit = grouped[gk] = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg), [], pod_group=pg)
+                        # its priority is set below, once all its pods are known
+                        unit = grouped[gk] = VictimUnit("PodGroup", gk, gk, 0, [], pod_group=pg)
                     unit.pods.append((pi, ni.name))
                     continue
                 p = pod_group_priority(pg) if pg is not None else None
@@ -394,8 +395,7 @@ class GroupPreemption:
         for gk, unit in grouped.items():
             if gk in excluded_groups:
                 continue
-            if unit.priority is None:
-                unit.priority = max(pi.priority for pi, _ in unit.pods)
+            unit.priority = group_priority(unit.pod_group or {}, (pi for pi, _ in unit.pods))
             if unit.priority < priority:
                 unit.pods.sort(key=lambda pn: (pn[1], pn[0].name))
                 unit.start = min(pod_start_time_key(pi) for pi, _ in unit.pods)
@@ -450,8 +450,8 @@ class GroupPreemption:
                             await self.cycle.evict(pi.pod, victim_event_message(pod_group), pod_group)
                     except Exception:  # keep going: a victim that stays is seen when the group retries
                         log.exception("preempting %s/%s", pi.namespace, pi.name)
-            for pi, node in status_patches:
-                await self.cycle.patch_pod_status(pi.pod, {"status": {"nominatedNodeName": node}})
+            for pi, nominated in status_patches:
+                await self.cycle.patch_pod_status(pi.pod, {"status": {"nominatedNodeName": nominated}})
         finally:
             pending.actuated = True
 

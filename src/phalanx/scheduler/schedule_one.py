@@ -209,7 +209,8 @@ class PodCycle:
                     done.set_result(st)
             wp.on_done.append(finished_waiting)
             timer: asyncio.Future[None] = asyncio.ensure_future(self.ctx.clock.sleep(wp.timeout_seconds()))
-            finished, _ = await asyncio.wait([done, timer], return_when=asyncio.FIRST_COMPLETED)
+            racing: list[asyncio.Future[Optional[Status]] | asyncio.Future[None]] = [done, timer]
+            finished, _ = await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
             if done not in finished:
                 wp.expire()
             timer.cancel()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from phalanx.machinery.selectors import label_selector_from_object
+from phalanx.machinery.selectors import LabelSelector, label_selector_from_object
 from phalanx.scheduler.framework.config import default_plugin_args
 from phalanx.scheduler.framework.cycle_state import CycleState
 from phalanx.scheduler.framework.diagnosis import Diagnosis, NodeToStatus, fit_error_message
@@ -76,13 +76,14 @@ def _pod_terminating_by_preemption(pi: PodInfo) -> bool:
 def filter_pods_with_pdb_violation(pods: Sequence[PodInfo], pdbs: Sequence[Obj]) -> tuple[list[PodInfo], list[PodInfo]]:
     """Split victims into (violating, non-violating) their PodDisruptionBudgets, keeping order."""
     allowed = [int(((p.get("status") or {}).get("disruptionsAllowed")) or 0) for p in pdbs]
-    selectors = []
+    selectors: list[Optional[LabelSelector]] = []
     for p in pdbs:
         try:
             selectors.append(label_selector_from_object((p.get("spec") or {}).get("selector")))
         except ValueError:
             selectors.append(None)
-    violating, non_violating = [], []
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
     for pi in pods:
         violated = False
         if pi.labels:
@@ -153,8 +154,8 @@ class DefaultPreemption(PostFilterPlugin):
                     node_to_status: NodeToStatus) -> tuple[Optional[PostFilterResult], Optional[Status]]:
         result, status = self.preempt(state, pod, node_to_status)
         msg = status.message() if status is not None else ""
-        if msg:
-            return result, Status.new(status.code, "preemption: " + msg)  # type: ignore[union-attr]
+        if status is not None and msg:
+            return result, Status.new(status.code, "preemption: " + msg)
         return result, status
 
     def preempt(self, state: CycleState, pod: PodInfo,

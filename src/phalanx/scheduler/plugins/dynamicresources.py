@@ -146,6 +146,14 @@ def _may_name(cache: dict[int, tuple[Obj, str, frozenset]], pod: Obj, claim: Obj
     return md.get("name") in entry[2] and md.get("namespace", "") == entry[1]
 
 
+
+def _node_of(node_info: NodeInfo) -> Obj:
+    """The Node of a NodeInfo Filter is given (the snapshot holds only NodeInfos with their Node)."""
+    node = node_info.node
+    assert node is not None, "DynamicResources filters a NodeInfo with its Node"
+    return node
+
+
 # -- per-cycle state ---------------------------------------------------------------------------------
 
 class _ClaimInfo:
@@ -154,7 +162,7 @@ class _ClaimInfo:
     __slots__ = ("pod_claim", "claim", "key", "uid", "consumer", "selector", "pending", "to_allocate",
                  "allocation", "held", "reserving", "reserved_in_api")
 
-    def __init__(self, pod_claim: dict, claim: Obj, consumer: dict):
+    def __init__(self, pod_claim: dict, claim: Obj, consumer: draclaims.ConsumerReference):
         self.pod_claim = pod_claim
         self.claim = claim
         self.key = claim_key(claim)
@@ -426,7 +434,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         data: Optional[_CycleData] = state.get(STATE_KEY)
         if data is None or not data.claims:
             return None
-        node = node_info.node
+        node = _node_of(node_info)
         if data.has_selectors:
             unavailable = False
             for index, info in enumerate(data.claims):
@@ -485,7 +493,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         inventory = tracker.inventory()
         rest = nodes[i:]
         remembered = allocator.remembered_on([ni.name for ni in rest], inventory, tracker.in_use,
-                                             [ni.node for ni in rest] if inventory.label_dependent else None)
+                                             [_node_of(ni) for ni in rest] if inventory.label_dependent else None)
         answers = data.node_answers
         for i, answer in enumerate(remembered, i):
             if answer is None or data.error_status is not None:

@@ -54,6 +54,7 @@ class _NodeSelector:
 
     def match(self, ni: NodeInfo) -> bool:
         node = ni.node
+        assert node is not None, "node affinity is matched against a NodeInfo with its Node"
         return any(t.matches(node) for t in self.terms)
 
 

@@ -64,7 +64,7 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin):
 
 def _balanced_cpu_mem(nodes: Sequence[NodeInfo], pc: int, pm: int) -> list[int]:
     """The two-resource case in one loop: std = |f_cpu - f_mem| / 2 (same arithmetic as upstream)."""
-    out = []
+    out: list[int] = []
     append = out.append
     for ac, am, rc, rm, _, _, _, _ in [ni.cm for ni in nodes]:
         if ac and am:

@@ -243,16 +243,16 @@ class Fit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, PlacementS
                 used[i] = sum(c[u] for c in cms if c[a])
         else:
             for ni in nodes:
-                a, req, nz = ni.allocatable, ni.requested, ni.non_zero_requested
+                alloc, req, nz = ni.allocatable, ni.requested, ni.non_zero_requested
                 for i, (name, _) in enumerate(sc.resources):
                     if name == RESOURCE_CPU:
-                        have, use = a.milli_cpu, nz.milli_cpu
+                        have, use = alloc.milli_cpu, nz.milli_cpu
                     elif name == RESOURCE_MEMORY:
-                        have, use = a.memory, nz.memory
+                        have, use = alloc.memory, nz.memory
                     elif name == RESOURCE_EPHEMERAL_STORAGE:
-                        have, use = a.ephemeral_storage, req.ephemeral_storage
+                        have, use = alloc.ephemeral_storage, req.ephemeral_storage
                     else:
-                        have, use = a.scalar_resources.get(name, 0), req.scalar_resources.get(name, 0)
+                        have, use = alloc.scalar_resources.get(name, 0), req.scalar_resources.get(name, 0)
                     if have:
                         allocatable[i] += have
                         used[i] += use

@@ -191,7 +191,7 @@ class ResourceAllocationScorer:
         least = self.strategy == LEAST_ALLOCATED
         off = 2 if self.use_requested else 4
         wsum_both = wc + wm
-        out = []
+        out: list[int] = []
         append = out.append
         for cm in [ni.cm for ni in nodes]:
             ac, am = cm[0], cm[1]

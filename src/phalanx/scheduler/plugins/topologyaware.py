@@ -249,7 +249,8 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
         order) by position: positions are computed once per topology change and checked per
         cycle (list length, and each domain's first node), so a cycle costs one C-level gather
         per domain instead of a label lookup per node."""
-        if not self._indexed(parent):
+        index = self.index
+        if index is None or not self._indexed(parent):
             out: dict[tuple[str, ...], list[NodeInfo]] = {}
             for ni in parent.nodes:
                 values = tuple(ni.labels.get(k) for k in keys)
@@ -258,15 +259,15 @@ class TopologyPlacementGenerator(PlacementGeneratePlugin, EnqueueExtensions):
             return sorted(out.items(), key=lambda kv: [natural_key(v) for v in kv[0]])
         lst = parent.nodes
         hit = self._positions.get(keys)
-        if hit is None or hit[0] != self.index.version or hit[1] != len(lst) or \
+        if hit is None or hit[0] != index.version or hit[1] != len(lst) or \
                 any(lst[first].name != name for _, first, name, _, _ in hit[2]):
             where = {ni.name: i for i, ni in enumerate(lst)}
             entries = []
-            for vals, node_names in self.index.group_by(keys):  # type: ignore[union-attr]
+            for vals, node_names in index.group_by(keys):
                 pos = [where[n] for n in node_names if n in where]
                 if pos:
                     entries.append((vals, pos[0], lst[pos[0]].name, itemgetter(*pos), len(pos)))
-            hit = self._positions[keys] = (self.index.version, len(lst), entries)  # type: ignore[union-attr]
+            hit = self._positions[keys] = (index.version, len(lst), entries)
         out_list = []
         for vals, _, _, gather, n in hit[2]:
             got = gather(lst)
