@@ -75,3 +75,24 @@ def python_client(c: Cluster):
     from kubernetes import client, config
     api_client = config.new_client_from_config(config_file=str(c.kubeconfig))
     return client.CoreV1Api(api_client)
+
+
+def open_watch(c: Cluster, path: str, timeout: float = 30):
+    """A watch request over HTTPS with the kubeconfig's CA and token: (status, response).
+
+    On 200 the response yields one JSON event per line; on an error the response is the Status."""
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    import yaml
+    cfg = yaml.safe_load(c.kubeconfig.read_text())
+    ca = next(x["cluster"]["certificate-authority-data"] for x in cfg["clusters"] if x["name"] == f"phalanx-{c.name}")
+    ctx = ssl.create_default_context(cadata=base64.b64decode(ca).decode())
+    req = urllib.request.Request(c.server_url() + path, headers={"Authorization": f"Bearer {c.token()}"})
+    try:
+        resp = urllib.request.urlopen(req, context=ctx, timeout=timeout)
+        return resp.status, resp
+    except urllib.error.HTTPError as e:
+        return e.code, e
