@@ -9,10 +9,11 @@ time, the slope of RSS over the last half of the run and whether it plateaus (sl
 `--plateau-mb-per-min`). A benchmark, not a test: it asserts nothing.
 
     .venv/bin/python benchmarks/soak.py [--duration 120] [--rate 20] [--live 50] [--watchers 3]
-        [--interval 5] [--json OUT] [--plot OUT.png]
+        [--kinds pods,configmaps] [--interval 5] [--json OUT] [--plot OUT.png]
 
-`--rate` is objects created per second (pods and ConfigMaps alternately); once `--live` objects of
-a kind exist, each create is followed by the delete of the oldest of that kind.
+`--rate` is objects created per second (pods and ConfigMaps in turn; `--kinds` picks either
+alone); once `--live` objects of a kind exist, each create is followed by the delete of the oldest
+of that kind.
 """
 
 from __future__ import annotations
@@ -84,8 +85,8 @@ def slope_mb_per_min(samples: list[Sample]) -> float:
 class Churn:
     """Creates and deletes pods and ConfigMaps at a steady rate; counts what the watches see."""
 
-    def __init__(self, session: aiohttp.ClientSession, rate: float, live: int) -> None:
-        self.session, self.rate, self.live = session, rate, live
+    def __init__(self, session: aiohttp.ClientSession, rate: float, live: int, kinds: list[str]) -> None:
+        self.session, self.rate, self.live, self.kinds = session, rate, live, kinds
         self.created = self.deleted = self.watch_events = self.errors = 0
         self.queues: dict[str, deque[str]] = {"pods": deque(), "configmaps": deque()}
 
@@ -110,7 +111,7 @@ class Churn:
         i = 0
         start = time.monotonic()
         while time.monotonic() < until:
-            kind = "pods" if i % 2 == 0 else "configmaps"
+            kind = self.kinds[i % len(self.kinds)]
             name = f"{kind[:3]}-{i}"
             await self.request("POST", f"{base}/{kind}", self.body(kind, name))
             self.created += 1
@@ -165,7 +166,7 @@ async def drive(server: str, ca_pem: str, token: str, pid: int, args: argparse.N
                           headers={"Content-Type": "application/json"}) as r:
             assert r.status == 201, await r.text()
         await asyncio.sleep(1.0)
-        churn = Churn(s, args.rate, args.live)
+        churn = Churn(s, args.rate, args.live, args.kinds.split(","))
         t0 = time.monotonic()
         until = t0 + args.duration
         paths = ["/api/v1/pods", f"/api/v1/namespaces/{NAMESPACE}/configmaps", "/api/v1/events"]
@@ -188,7 +189,8 @@ def report(samples: list[Sample], churn: Churn, args: argparse.Namespace) -> dic
     plateaus = abs(slope) < args.plateau_mb_per_min
     cpu_total = samples[-1].cpu_s - samples[0].cpu_s if samples else 0.0
     summary = {
-        "duration_s": args.duration, "rate_per_s": args.rate, "live": args.live, "watchers": args.watchers,
+        "duration_s": args.duration, "rate_per_s": args.rate, "kinds": args.kinds, "live": args.live,
+        "watchers": args.watchers,
         "created": churn.created, "deleted": churn.deleted, "errors": churn.errors,
         "watch_events": churn.watch_events,
         "rss_start_mb": samples[0].rss_mb, "rss_end_mb": samples[-1].rss_mb,
@@ -234,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rate", type=float, default=20.0, help="objects created per second")
     ap.add_argument("--live", type=int, default=50, help="objects of each kind kept before deleting the oldest")
     ap.add_argument("--watchers", type=int, default=3)
+    ap.add_argument("--kinds", default="pods,configmaps", help="what the churn creates, in turn")
     ap.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
     ap.add_argument("--plateau-mb-per-min", type=float, default=1.0)
     ap.add_argument("--json", metavar="OUT")

@@ -79,15 +79,13 @@ def _settled(c: Cluster) -> list | None:
     return pods
 
 
-def test_restart_while_scheduling_binds_each_pod_once_and_overfills_no_node(three_workers: Cluster):
-    c = three_workers
-    api = python_client(c)
+def _kill_while_scheduling(c: Cluster, names: list[str]) -> dict[str, str]:
+    """Create the pods from CREATORS clients; kill -9 once BOUND_BEFORE_KILL are bound. Returns the
+    node of every pod a watch saw bound before the kill."""
     seen: dict[str, set[str]] = defaultdict(set)
-    watcher = threading.Thread(target=_record_bindings,
-                               args=(c, api.list_namespaced_pod("default").metadata.resource_version, seen),
-                               daemon=True)
+    rv = python_client(c).list_namespaced_pod("default").metadata.resource_version
+    watcher = threading.Thread(target=_record_bindings, args=(c, rv, seen), daemon=True)
     watcher.start()
-    names = [f"p-{i}" for i in range(PODS)]
     creators = [threading.Thread(target=_create, args=(c, names[i::CREATORS]), daemon=True) for i in range(CREATORS)]
     for t in creators:
         t.start()
@@ -98,42 +96,61 @@ def test_restart_while_scheduling_binds_each_pod_once_and_overfills_no_node(thre
     kill_9(c)  # while pods are still being created and scheduled
     for t in [*creators, watcher]:
         t.join(30)
-    bound_before_kill = {name: next(iter(nodes)) for name, nodes in seen.items()}
     assert all(len(nodes) == 1 for nodes in seen.values()), seen
+    return {name: next(iter(nodes)) for name, nodes in seen.items()}
 
-    restart(c)
-    at_restart = {p.metadata.name: p.spec.node_name for p in api.list_namespaced_pod("default").items}
-    _create(c, [n for n in names if n not in at_restart])
-    while (pods := _settled(c)) is None:
+
+def _wait_settled(c: Cluster) -> None:
+    deadline = time.monotonic() + SETTLE_BOUND_SECONDS
+    while _settled(c) is None:
         assert time.monotonic() < deadline, "pods neither bound nor unschedulable"
         time.sleep(0.2)
     time.sleep(1.0)  # a late second binding would show now
-    pods = api.list_namespaced_pod("default").items
-    node_of = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
-    for name, node in bound_before_kill.items():
-        assert node_of.get(name) == node, f"{name} was on {node} before the kill, now on {node_of.get(name)}"
 
-    events = [e for e in api.list_namespaced_event("default").items if e.reason == "Scheduled"]
+
+def _assert_one_scheduled_event_each(c: Cluster, node_of: dict[str, str], bound_after_restart: set[str]) -> None:
+    events = [e for e in python_client(c).list_namespaced_event("default").items if e.reason == "Scheduled"]
     scheduled = Counter(e.involved_object.name for e in events)
     assert all(n <= 1 for n in scheduled.values()), scheduled
     assert set(scheduled) <= set(node_of), "a Scheduled event for a pod that is not bound"
-    for name in set(node_of) - {n for n, node in at_restart.items() if node}:  # bound after the restart
+    for name in bound_after_restart:  # an event written before the kill may be lost, not these
         assert scheduled[name] == 1, name
     for e in events:
         pod = e.involved_object.name
         assert e.message == f"Successfully assigned default/{pod} to {node_of[pod]}", e.message
 
-    nodes = {n.metadata.name: n for n in api.list_node().items}
+
+def _requested_per_node(c: Cluster) -> dict[str, Counter]:
     requested: dict[str, Counter] = defaultdict(Counter)
-    for p in api.list_pod_for_all_namespaces().items:
-        if p.spec.node_name:
-            for ctr in p.spec.containers:
-                for res, q in ((ctr.resources and ctr.resources.requests) or {}).items():
-                    requested[p.spec.node_name][res] += parse_quantity(q)
-            requested[p.spec.node_name]["pods"] += 1
-    for node, used in requested.items():
-        allocatable = nodes[node].status.allocatable
+    for p in python_client(c).list_pod_for_all_namespaces().items:
+        if not p.spec.node_name:
+            continue
+        requested[p.spec.node_name]["pods"] += 1
+        for ctr in p.spec.containers:
+            for res, q in ((ctr.resources and ctr.resources.requests) or {}).items():
+                requested[p.spec.node_name][res] += parse_quantity(q)
+    return requested
+
+
+def test_restart_while_scheduling_binds_each_pod_once_and_overfills_no_node(three_workers: Cluster):
+    c = three_workers
+    api = python_client(c)
+    names = [f"p-{i}" for i in range(PODS)]
+    bound_before_kill = _kill_while_scheduling(c, names)
+
+    restart(c)
+    at_restart = {p.metadata.name: p.spec.node_name for p in api.list_namespaced_pod("default").items}
+    _create(c, [n for n in names if n not in at_restart])
+    _wait_settled(c)
+    node_of = {p.metadata.name: p.spec.node_name for p in api.list_namespaced_pod("default").items
+               if p.spec.node_name}
+    for name, node in bound_before_kill.items():
+        assert node_of.get(name) == node, f"{name} was on {node} before the kill, now on {node_of.get(name)}"
+    _assert_one_scheduled_event_each(c, node_of, set(node_of) - {n for n, node in at_restart.items() if node})
+
+    nodes = {n.metadata.name: n.status.allocatable for n in api.list_node().items}
+    for node, used in _requested_per_node(c).items():
         for res, amount in used.items():
-            assert amount <= parse_quantity(allocatable[res]), f"{node} over its allocatable {res}"
-    workers_cpu = sum(int(parse_quantity(nodes[n].status.allocatable["cpu"])) for n in nodes if "worker" in n)
-    assert len([p for p in pods if p.spec.node_name]) == min(PODS, workers_cpu), "a pod that fits is not bound"
+            assert amount <= parse_quantity(nodes[node][res]), f"{node} over its allocatable {res}"
+    workers_cpu = sum(int(parse_quantity(nodes[n]["cpu"])) for n in nodes if "worker" in n)
+    assert len(node_of) == min(PODS, workers_cpu), "a pod that fits is not bound"
