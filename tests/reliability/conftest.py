@@ -29,7 +29,7 @@ from pathlib import Path
 
 # tests/ is no package (pytest imports it in importlib mode, tests/e2e as the package `e2e`): make
 # `e2e` importable here as well, so its fixtures and helpers are imported rather than copied.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from e2e.conftest import Cluster, cluster, create_cluster, ns  # noqa: F401  (fixtures re-exported)
 from e2e.test_errors import raw_request  # noqa: F401
