@@ -1,16 +1,9 @@
-"""A stopped, started or SIGKILLed control plane keeps every acknowledged write."""
+"""A stopped and started control plane keeps its objects and resourceVersions (kill -9 during
+writes: tests/reliability/test_kill9.py)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-
 from .conftest import Cluster, create_cluster
-
-
-def _pid(c: Cluster) -> int:
-    return int((c.state_dir / "pid").read_text().strip())
 
 
 def test_stop_start_keeps_objects_and_resource_versions(tmp_path):
@@ -33,23 +26,6 @@ def test_stop_start_keeps_objects_and_resource_versions(tmp_path):
         assert int(rv2) > int(rv)
     finally:
         c.phalanx("delete", "cluster", "--name", "restart")
-
-
-def test_kill_9_loses_no_acknowledged_write(tmp_path):
-    c = create_cluster(tmp_path, "killed")
-    try:
-        acked = []
-        for i in range(20):
-            c.kubectl("create", "configmap", f"cm-{i}").check()  # kubectl returned: acknowledged
-            acked.append(f"cm-{i}")
-        os.kill(_pid(c), signal.SIGKILL)
-        time.sleep(0.5)
-        c.phalanx("start", "cluster", "--name", "killed").check()
-        names = c.kubectl("get", "cm", "-o", "name").check().out.split()
-        for n in acked:
-            assert f"configmap/{n}" in names
-    finally:
-        c.phalanx("delete", "cluster", "--name", "killed")
 
 
 def test_two_clusters_side_by_side(tmp_path, cluster: Cluster):
