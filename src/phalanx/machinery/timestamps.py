@@ -14,23 +14,29 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
-_RFC3339_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+_RFC3339_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z")
 
 
 def parse_rfc3339(ts: Any) -> datetime | None:
     """An RFC 3339 timestamp as an aware datetime; None when unset, not a string or malformed."""
     if not ts or not isinstance(ts, str):
         return None
+    return _parse(ts)
+
+
+@lru_cache(maxsize=8192)
+def _parse(ts: str) -> datetime | None:
+    # Remembered: the same timestamps come back again and again (managedFields entries, conditions).
     m = _RFC3339_RE.match(ts)
     if not m:
         return None
     base, fraction, offset = m.groups()
-    offset = "+00:00" if offset == "Z" else offset
     micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
     try:
-        t = datetime.strptime(base + offset, "%Y-%m-%dT%H:%M:%S%z")
+        t = datetime.fromisoformat(base + ("+00:00" if offset == "Z" else offset))
     except ValueError:
         return None
     return t.replace(microsecond=micro)

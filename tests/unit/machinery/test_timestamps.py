@@ -33,3 +33,8 @@ def test_format_round_trips():
     assert now_rfc3339(t) == "2026-12-02T16:20:20Z"
     assert now_rfc3339_micro(t) == "2026-12-02T16:20:20.500000Z"
     assert rfc3339_seconds(now_rfc3339_micro(t)) == t.timestamp()
+
+
+@pytest.mark.parametrize("text", ["2026-12-02T16:20:20Z\n", "2026-12-02", "2026-12-02 16:20:20Z", "2026-12-02T24:00:00Z"])
+def test_what_is_not_rfc3339_is_none(text):
+    assert parse_rfc3339(text) is None
