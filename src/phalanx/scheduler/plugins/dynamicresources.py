@@ -71,6 +71,7 @@ from phalanx.client.interface import Client
 from phalanx.dra import AllocationError, SelectorError
 from phalanx.dra.allocator import ClaimsAllocator, NodeAnswer
 from phalanx.dra import claims as draclaims
+from phalanx.client.retry import is_conflict, retry_on_conflict
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.machinery.meta import deep_copy
@@ -551,35 +552,33 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         """Clear allocation and reservations of a claim nobody uses (PostFilter's request)."""
         md = object_meta(claim)
         ns, name, uid = md.get("namespace", ""), md.get("name", ""), md.get("uid", "")
-        current: Optional[Obj] = claim
-        for _ in range(BIND_CONFLICT_RETRIES):
-            if current is None:
+
+        async def attempt(conflicted: bool) -> None:
+            current = claim
+            if conflicted:
                 try:
                     current = await self.api.get(RESOURCE_API_VERSION, "ResourceClaim", ns, name)
                 except StatusError:
-                    break
-                if object_meta(current).get("uid") != uid or allocation_of(current) is None:
-                    break
-                if any(not draclaims.is_pod_consumer(r) for r in draclaims.reserved_for(current)) \
-                        or len(draclaims.reserved_for(current)) > 1:
-                    break
+                    return
+                reserved = draclaims.reserved_for(current)
+                if object_meta(current).get("uid") != uid or allocation_of(current) is None \
+                        or any(not draclaims.is_pod_consumer(r) for r in reserved) or len(reserved) > 1:
+                    return  # gone, deallocated or in use meanwhile: nothing to clear
             obj = deep_copy(current)
             obj.setdefault("apiVersion", RESOURCE_API_VERSION)
             obj.setdefault("kind", "ResourceClaim")
             status = obj.setdefault("status", {})
             for f in ("reservedFor", "allocation", "devices"):
                 status.pop(f, None)
-            try:
-                updated = await self.api.update_status(obj)
-            except StatusError as e:
-                if e.code == 409:
-                    current = None
-                    continue
+            self.tracker.assume(await self.api.update_status(obj))
+
+        try:
+            await retry_on_conflict(attempt, steps=BIND_CONFLICT_RETRIES)
+        except StatusError as e:
+            if not is_conflict(e):
                 log.warning("deallocating ResourceClaim %s/%s: %s", ns, name, e.message)
-                break
-            self.tracker.assume(updated)
-            break
-        self.tracker.deallocating.discard(uid)
+        finally:
+            self.tracker.deallocating.discard(uid)
 
     # -- Reserve / Unreserve -------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:
@@ -683,13 +682,12 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     async def _write_claim(self, info: _ClaimInfo, pod: Obj, mine: Optional[dict]) -> None:
         ref = info.key
-        claim = self.tracker.claims.get(ref)  # read under the lock: what a peer wrote is visible
-        if claim is not None and object_meta(claim).get("uid") != info.uid:
-            claim = None
-        last_error = ""
-        for _ in range(BIND_CONFLICT_RETRIES):
-            if claim is None:
-                claim = await self._reread_claim(info)
+        cached = self.tracker.claims.get(ref)  # read under the lock: what a peer wrote is visible
+        if cached is not None and object_meta(cached).get("uid") != info.uid:
+            cached = None
+
+        async def attempt(conflicted: bool) -> None:
+            claim = cached if cached is not None and not conflicted else await self._reread_claim(info)
             to_write = self._allocation_to_write(claim, ref, mine)
             reserved = draclaims.reserved_for(claim)
             need_reservation = not (
@@ -702,10 +700,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             try:
                 updated = await self._update_claim(claim, info, to_write, need_reservation)
             except StatusError as e:
-                if e.code == 409:
-                    last_error = e.message
-                    claim = None
-                    continue
+                if is_conflict(e):
+                    raise  # re-read and try again
                 what = "add allocation and reservation to" if to_write is not None else "add reservation to"
                 raise _BindFailure(f"{what} claim {ref}: {e.message}") from None
             self.tracker.assume(updated)
@@ -713,8 +709,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 self.tracker.written(info.uid)
             if need_reservation and draclaims.is_pod_consumer(info.consumer):
                 info.reserved_in_api = True
-            return
-        raise _BindFailure(f"claim {ref}: {last_error or 'too many conflicts'}")
+
+        try:
+            await retry_on_conflict(attempt, steps=BIND_CONFLICT_RETRIES)
+        except StatusError as e:  # still conflicting after every attempt
+            raise _BindFailure(f"claim {ref}: {e.message or 'too many conflicts'}") from None
 
     async def _reread_claim(self, info: _ClaimInfo) -> Obj:
         """The claim from the API after a conflict (or when the manager had none)."""
