@@ -36,7 +36,6 @@ from ..machinery.meta import deep_copy, new_uid
 from ..machinery.timestamps import now_rfc3339
 from ..machinery.names import generate_name
 from ..machinery.patchmeta import PatchMeta
-from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
 from ..store.base import Watcher
 from ..store.history import Event
@@ -457,16 +456,7 @@ class API:
                field_manager, force, field_validation, meta, warnings) -> tuple[Obj, bool]:
         if not field_manager:
             raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
-        if isinstance(body, (bytes, bytearray, str)):
-            try:
-                applied = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                try:
-                    applied = decode_yaml(bytes(body) if isinstance(body, bytearray) else body)
-                except YAMLDecodeError as e:
-                    raise errors.bad_request(f"error decoding YAML: {e}") from None
-        else:
-            applied = body
+        applied = ssa.load_apply_body(body) if isinstance(body, (bytes, bytearray, str)) else body
         if not isinstance(applied, dict):
             raise errors.bad_request("the body of an apply patch must be an object")
         self._check_type_meta(rt, applied)

@@ -98,7 +98,9 @@ async def test_event_recorder_reports_as_the_profile(env):
     assert ev["metadata"]["annotations"]["example.com/note"] == "x"
 
 
-async def test_the_scheduler_waits_for_informers_plugins_made(env):
+
+def scheduler_with_informer_user(env: Any) -> tuple[Scheduler, list["InformerUser"]]:
+    """A Scheduler whose one custom plugin, InformerUser, is built from its Handle; the plugins made."""
     made: list[InformerUser] = []
 
     def new(args: Any, handle: Handle) -> InformerUser:
@@ -109,6 +111,10 @@ async def test_the_scheduler_waits_for_informers_plugins_made(env):
     reg = in_tree_registry()
     reg.register("InformerUser", new)
     sched = Scheduler(env.client, config=KubeSchedulerConfiguration(profiles=[prof]), registry=reg, clock=env.clock)
+    return sched, made
+
+async def test_the_scheduler_waits_for_informers_plugins_made(env):
+    sched, made = scheduler_with_informer_user(env)
     sched.start()
     try:
         assert await env.run_until(lambda: sched.synced, within=10)
@@ -149,16 +155,7 @@ class InformerUser(BindPlugin):
 
 
 def test_plugins_share_the_schedulers_informers(env):
-    made: list[InformerUser] = []
-
-    def new(args: Any, handle: Handle) -> InformerUser:
-        made.append(InformerUser(handle))
-        return made[-1]
-    prof = KubeSchedulerProfile()
-    set_profile_defaults(prof, custom_plugins=only("InformerUser"))
-    reg = in_tree_registry()
-    reg.register("InformerUser", new)
-    sched = Scheduler(env.client, config=KubeSchedulerConfiguration(profiles=[prof]), registry=reg, clock=env.clock)
+    sched, made = scheduler_with_informer_user(env)
     (plugin,) = made
     assert plugin.pods is sched.pods  # one shared informer per kind
     assert plugin.config_maps in sched.factory.informers

@@ -111,10 +111,12 @@ def _gvk_string(api_version: str, kind: str) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-def load_apply_body(body: bytes | str | dict[str, Any]) -> dict[str, Any]:
+def load_apply_body(body: bytes | bytearray | str | dict[str, Any]) -> dict[str, Any]:
     """Decode an apply-patch body (JSON, which kubectl sends, or YAML)."""
     if isinstance(body, dict):
         return body
+    if isinstance(body, bytearray):
+        body = bytes(body)  # PyYAML would read a bytearray as a stream
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
