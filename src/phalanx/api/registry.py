@@ -177,6 +177,12 @@ class ResourceType:
     # Feature gate or runtime-config that must be on for the group-version to be served.
     requires_gate: str | None = None
     alpha: bool = False
+    beta: bool = False
+    # Kubernetes releases ("1.36", "1.37") that serve this group-version; empty means every release.
+    releases: tuple[str, ...] = ()
+    # When several versions of one resource are served in a release, the one whose shape the store
+    # holds (upstream's storage version); the others are converted on the way in and out.
+    storage_version: bool = True
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -218,6 +224,11 @@ def register(rt: ResourceType) -> ResourceType:
 
 def all_types() -> list[ResourceType]:
     return list(_REGISTRY.values())
+
+
+def served_in(rt: ResourceType, release: str) -> bool:
+    """Whether Kubernetes `release` serves `rt`'s group-version."""
+    return not rt.releases or release in rt.releases
 
 
 def lookup(group: str, version: str, plural: str) -> ResourceType | None:

@@ -27,14 +27,14 @@ from .serviceip import ServiceIPAllocator
 
 def served(rt: ResourceType, runtime_config: Mapping[str, str]) -> bool:
     """Whether `--runtime-config` serves the group-version of `rt`: an explicit `<group>/<version>`
-    entry decides; alpha versions also follow `api/alpha`, then `api/all`; phalanx serves alpha
-    versions unless told otherwise."""
+    entry decides; alpha (beta) versions also follow `api/alpha` (`api/beta`), then `api/all`; phalanx
+    serves alpha and beta versions unless told otherwise."""
     gv = rt.api_version
     explicit = runtime_config.get(gv) or runtime_config.get(f"{gv}/")
     if explicit is not None:
         return str(explicit).lower() == "true"
-    if rt.alpha:
-        for switch in ("api/alpha", "api/all"):
+    if rt.alpha or rt.beta:
+        for switch in ("api/alpha" if rt.alpha else "api/beta", "api/all"):
             value = runtime_config.get(switch)
             if value is not None:
                 return str(value).lower() == "true"
@@ -47,10 +47,11 @@ def kind_storage() -> dict[str, KindStorage]:
 
 
 def build_api(store: Store, gates: FeatureGateReader, *, now: Callable[[], datetime] | None = None,
-              runtime_config: Mapping[str, str] | None = None) -> API:
-    """An `API` over `store` serving every registered kind that `runtime_config` allows, with its
-    timestamps read from `now` (wall-clock UTC when None)."""
+              runtime_config: Mapping[str, str] | None = None, release: str | None = None) -> API:
+    """An `API` over `store` serving every kind of Kubernetes `release` (the gates' release when None)
+    that `runtime_config` allows, with its timestamps read from `now` (wall-clock UTC when None)."""
     api_groups.load_all()
     config = runtime_config or {}
-    types = [rt for rt in registry.all_types() if served(rt, config)]
+    release = release or getattr(gates, "release", "1.36")
+    types = [rt for rt in registry.all_types() if registry.served_in(rt, release) and served(rt, config)]
     return API(store, gates, types=types, kind_storage=kind_storage(), now=now)

@@ -1,8 +1,13 @@
-"""Feature gates: upstream 1.36 names, stages and defaults, overridden by the cluster config.
+"""Feature gates of each Kubernetes release phalanx serves (1.36, 1.37), overridden by the config.
 
-`FeatureGates.from_config({"GangScheduling": True})` gives the set every component consults
-with `gates.enabled("GangScheduling")`. phalanx turns the five workload-aware-scheduling gates on
-by default (they are why phalanx exists); every other gate has its upstream 1.36 default.
+`FeatureGates({"GangScheduling": True}, release="1.36")` gives the set every component consults
+with `gates.enabled("GangScheduling")`. phalanx turns the workload-aware-scheduling gates of the
+release on by default (they are why phalanx exists); every other gate has its upstream default.
+
+1.37 merged `GangScheduling` and `WorkloadAwarePreemption` into `GenericWorkload` (now beta) and
+added `PodGroupPreemptionPolicy` and `CompositePodGroup`. In a 1.37 set a merged gate cannot be set
+(the error names the gate that replaced it) and `enabled()` answers with the gate it merged into,
+so code that asks "is gang scheduling on?" reads the same in both releases.
 
 Rules carried over from upstream's `component-base/featuregate`:
 - an unknown name is rejected (`unrecognized feature gate: X`);
@@ -119,9 +124,51 @@ KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
 # Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.
 REMOVED_GATES = frozenset({"PodDisruptionConditions"})
 
+# The Kubernetes releases phalanx serves, oldest first.
+RELEASES = ("1.36", "1.37")
+
+# Gates a release merged into another: not settable there, and answering as the gate they joined.
+MERGED_GATES: dict[str, dict[str, str]] = {
+    "1.36": {},
+    "1.37": {"GangScheduling": "GenericWorkload", "WorkloadAwarePreemption": "GenericWorkload"},
+}
+
+
+def _gates_of_1_37() -> dict[str, GateSpec]:
+    """1.37's table: 1.36's with the WAS gates re-staged (sources: reference/was-1.37.md §1.8)."""
+    table = {name: spec for name, spec in KNOWN_GATES.items() if name not in MERGED_GATES["1.37"]}
+    for spec in [
+        GateSpec("GenericWorkload", BETA, False),
+        GateSpec("DRAWorkloadResourceClaims", BETA, False,
+                 depends_on=("DynamicResourceAllocation", "GenericWorkload")),
+        GateSpec("PodGroupPreemptionPolicy", ALPHA, False, depends_on=("GenericWorkload",)),
+        GateSpec("CompositePodGroup", ALPHA, False,
+                 depends_on=("GenericWorkload", "TopologyAwareWorkloadScheduling")),
+        GateSpec("PhalanxTopologyAwarePreemption", ALPHA, False, phalanx=True, depends_on=("GenericWorkload",)),
+    ]:
+        table[spec.name] = spec
+    return table
+
+
+GATES_BY_RELEASE: dict[str, dict[str, GateSpec]] = {"1.36": KNOWN_GATES, "1.37": _gates_of_1_37()}
+
 # The gates of the user's tutorial: on in phalanx unless the config says otherwise.
-WAS_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling",
-             "WorkloadAwarePreemption", "DRAWorkloadResourceClaims")
+WAS_GATES_BY_RELEASE: dict[str, tuple[str, ...]] = {
+    "1.36": ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling",
+             "WorkloadAwarePreemption", "DRAWorkloadResourceClaims"),
+    "1.37": ("GenericWorkload", "TopologyAwareWorkloadScheduling", "DRAWorkloadResourceClaims",
+             "PodGroupPreemptionPolicy", "CompositePodGroup"),
+}
+WAS_GATES = WAS_GATES_BY_RELEASE["1.36"]
+
+
+def merged_gate_message(name: str, release: str) -> str | None:
+    """Why `name` cannot be set in `release` when the release merged it into another gate."""
+    into = MERGED_GATES.get(release, {}).get(name)
+    if into is None:
+        return None
+    return (f"feature gate {name} was removed in Kubernetes {release}: it was merged into {into}; "
+            f"set {into} instead")
 
 
 class UnknownFeatureGate(ValueError):
@@ -152,11 +199,18 @@ def gate_on(gates: Gates, name: str, default: bool) -> bool:
 
 
 class FeatureGates:
-    def __init__(self, overrides: dict[str, bool] | None = None, *, was_defaults: bool = True):
-        self._values: dict[str, bool] = {name: spec.default for name, spec in KNOWN_GATES.items()}
+    def __init__(self, overrides: dict[str, bool] | None = None, *, was_defaults: bool = True,
+                 release: str = "1.36"):
+        if release not in GATES_BY_RELEASE:
+            raise UnknownFeatureGate(f"unsupported Kubernetes release {release!r} "
+                                     f"(phalanx serves {', '.join(RELEASES)})")
+        self.release = release
+        self.specs = GATES_BY_RELEASE[release]
+        self._merged = MERGED_GATES[release]
+        self._values: dict[str, bool] = {name: spec.default for name, spec in self.specs.items()}
         self._phalanx_defaults: set[str] = set()
         if was_defaults:
-            for g in WAS_GATES:
+            for g in WAS_GATES_BY_RELEASE[release]:
                 if not self._values[g]:
                     self._values[g] = True
                     self._phalanx_defaults.add(g)
@@ -165,13 +219,14 @@ class FeatureGates:
             self.set(name, value)
 
     @classmethod
-    def from_config(cls, gates: dict[str, bool] | None) -> "FeatureGates":
-        return cls(gates)
+    def from_config(cls, gates: dict[str, bool] | None, release: str = "1.36") -> "FeatureGates":
+        return cls(gates, release=release)
 
     def set(self, name: str, value: bool) -> None:
-        spec = KNOWN_GATES.get(name)
+        spec = self.specs.get(name)
         if spec is None:
-            raise UnknownFeatureGate(f"unrecognized feature gate: {name}")
+            raise UnknownFeatureGate(merged_gate_message(name, self.release)
+                                     or f"unrecognized feature gate: {name}")
         if spec.locked and value != spec.default:
             raise UnknownFeatureGate(f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to {str(spec.default).lower()}")
         self._values[name] = bool(value)
@@ -186,7 +241,7 @@ class FeatureGates:
             for name in self._phalanx_defaults:
                 if name in self.explicit or not self._values[name]:
                     continue
-                if any(not self._values[dep] for dep in KNOWN_GATES[name].depends_on):
+                if any(not self._values[dep] for dep in self.specs[name].depends_on):
                     self._values[name] = False
                     changed = True
 
@@ -194,6 +249,8 @@ class FeatureGates:
         try:
             return self._values[name]
         except KeyError:
+            if name in self._merged:
+                return self._values[self._merged[name]]
             if name in REMOVED_GATES:
                 return True
             raise UnknownFeatureGate(f"unrecognized feature gate: {name}") from None
@@ -204,14 +261,14 @@ class FeatureGates:
         for name in sorted(self._values):
             if not self._values[name]:
                 continue
-            disabled = [dep for dep in KNOWN_GATES[name].depends_on if not self._values[dep]]
+            disabled = [dep for dep in self.specs[name].depends_on if not self._values[dep]]
             if disabled:
                 errors.append(f"{name} is enabled, but depends on features that are disabled: [{' '.join(disabled)}]")
         return errors
 
     def is_upstream_default(self, name: str) -> bool:
-        """True when the gate has its upstream 1.36 default value."""
-        return self.enabled(name) == KNOWN_GATES[name].default
+        """True when the gate has its upstream default value in this release."""
+        return self.enabled(name) == self.specs[name].default
 
     def as_dict(self) -> dict[str, bool]:
         return dict(self._values)

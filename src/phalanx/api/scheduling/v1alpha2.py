@@ -27,10 +27,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..machinery import errors
-from ..machinery.errors import FieldError
-from ..machinery.names import regex_error, SUBDOMAIN_MSG, qualified_name_errors
-from .registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
+from ...machinery import errors
+from ...machinery.errors import FieldError
+from ...machinery.names import regex_error, SUBDOMAIN_MSG, qualified_name_errors
+from ..registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
     age_cell, register
 
 GROUP = "scheduling.k8s.io"
@@ -805,8 +805,9 @@ PRIORITY_CLASSES = register(ResourceType(
 
 WORKLOADS = register(ResourceType(
     group=GROUP, version="v1alpha2", kind="Workload", plural="workloads", namespaced=True,
-    strategy=WorkloadStrategy(), requires_gate=GATE_GENERIC_WORKLOAD, alpha=True))
+    strategy=WorkloadStrategy(), requires_gate=GATE_GENERIC_WORKLOAD, alpha=True, releases=("1.36",)))
 
 POD_GROUPS = register(ResourceType(
     group=GROUP, version="v1alpha2", kind="PodGroup", plural="podgroups", namespaced=True,
-    strategy=PodGroupStrategy(), subresources=["status"], requires_gate=GATE_GENERIC_WORKLOAD, alpha=True))
+    strategy=PodGroupStrategy(), subresources=["status"], requires_gate=GATE_GENERIC_WORKLOAD, alpha=True,
+    releases=("1.36",)))
