@@ -8,7 +8,4 @@ controllers, nodes (simulated kubelet and DRA drivers), dra, scheduler, cluster,
 
 __version__ = "0.1.0"
 
-# The Kubernetes release phalanx emulates.
-KUBE_MAJOR = "1"
-KUBE_MINOR = "36"
-KUBE_GIT_VERSION = "v1.36.0-phalanx"
+# The Kubernetes releases a cluster can be: `phalanx.machinery.releases`.

@@ -83,7 +83,10 @@ class Cluster:
         return (self.state_dir / "token").read_text().strip()
 
 
-def create_cluster(tmp: Path, name: str, config: str | None = None, extra_env: dict | None = None) -> Cluster:
+def create_cluster(tmp: Path, name: str, config: str | None = None, extra_env: dict | None = None,
+                   kubernetes: str | None = "v1.36.4") -> Cluster:
+    """`phalanx create cluster` of Kubernetes `kubernetes` (`--image kindest/node:<it>`; None lets
+    phalanx decide from the config)."""
     home = tmp / "home"
     home.mkdir(parents=True, exist_ok=True)
     kubeconfig = tmp / "kubeconfig"
@@ -93,6 +96,8 @@ def create_cluster(tmp: Path, name: str, config: str | None = None, extra_env: d
     c = Cluster(name=name, home=home, kubeconfig=kubeconfig, cache_dir=tmp / f"kcache-{uuid.uuid4().hex[:6]}",
                 env=env)
     args = ["create", "cluster", "--name", name, "--wait", "60s"]
+    if kubernetes is not None:
+        args += ["--image", f"kindest/node:{kubernetes}"]
     if config is not None:
         cfg = tmp / "config.yaml"
         cfg.write_text(config)
@@ -105,6 +110,15 @@ def create_cluster(tmp: Path, name: str, config: str | None = None, extra_env: d
 def cluster(tmp_path_factory) -> Cluster:
     tmp = tmp_path_factory.mktemp("cluster")
     c = create_cluster(tmp, "e2e")
+    yield c
+    c.phalanx("delete", "cluster", "--name", c.name)
+
+
+@pytest.fixture(scope="session")
+def cluster137(tmp_path_factory) -> Cluster:
+    """A Kubernetes 1.37 cluster, as `phalanx create cluster` gives one with no config."""
+    tmp = tmp_path_factory.mktemp("cluster137")
+    c = create_cluster(tmp, "e2e137", kubernetes=None)
     yield c
     c.phalanx("delete", "cluster", "--name", c.name)
 

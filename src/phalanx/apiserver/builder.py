@@ -53,5 +53,13 @@ def build_api(store: Store, gates: FeatureGateReader, *, now: Callable[[], datet
     api_groups.load_all()
     config = runtime_config or {}
     release = release or getattr(gates, "release", "1.36")
-    types = [rt for rt in registry.all_types() if registry.served_in(rt, release) and served(rt, config)]
-    return API(store, gates, types=types, kind_storage=kind_storage(), now=now)
+    of_release = [rt for rt in registry.all_types() if registry.served_in(rt, release)]
+    types = [rt for rt in of_release if served(rt, config)]
+    return API(store, gates, types=types, kind_storage=kind_storage(), now=now,
+               storage_versions=storage_versions(of_release))
+
+
+def storage_versions(types: list[ResourceType]) -> dict[str, str]:
+    """The apiVersion each resource served in several versions is stored in, by `ResourceType.key`."""
+    keys_with_others = {rt.key for rt in types if not rt.storage_version}
+    return {rt.key: rt.api_version for rt in types if rt.storage_version and rt.key in keys_with_others}

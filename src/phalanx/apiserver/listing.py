@@ -208,8 +208,9 @@ def _read_page(snap: Snapshot, pred: Callable[[Obj], bool] | None,
 class FrameCache:
     """Encoded watch events, shared by every watch that sends the same event in the same form.
 
-    A frame is keyed by (event type, the object's resourceVersion, form): a resourceVersion names
-    exactly one object state in one store, so two watches sending it send the same bytes. Only
+    A frame is keyed by (event type, the object's resourceVersion, form, apiVersion): a
+    resourceVersion names exactly one object state in one store, so two watches sending it in the
+    same version send the same bytes. Only
     the recent frames are kept (watches send an event at about the same time), bounded by count
     and bytes."""
 
@@ -225,7 +226,7 @@ class FrameCache:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if not rv or typ == "BOOKMARK":
             return encode()
-        key = (typ, rv, form)
+        key = (typ, rv, form, obj.get("apiVersion"))
         data = self._frames.get(key)
         if data is not None:
             self.hits += 1

@@ -82,7 +82,8 @@ class API:
     served types and the per-kind storage; the constructor takes them as given."""
 
     def __init__(self, store: Store, gates: FeatureGateReader, *, types: list[ResourceType],
-                 kind_storage: dict[str, KindStorage], now: Callable[[], datetime] | None = None):
+                 kind_storage: dict[str, KindStorage], now: Callable[[], datetime] | None = None,
+                 storage_versions: dict[str, str] | None = None):
         self.store = store
         self.gates = gates
         self.now = now or (lambda: datetime.now(timezone.utc))
@@ -91,6 +92,9 @@ class API:
         self._types = list(types)
         self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
         self._kind_storage = dict(kind_storage)
+        # Resources served in several versions: the apiVersion the store holds them in. A request in
+        # another version is converted on the way in and its answer on the way out.
+        self._stored_as = dict(storage_versions or {})
 
     @property
     def types(self) -> list[ResourceType]:
@@ -108,6 +112,14 @@ class API:
             if rt.group == group and rt.version == version and rt.kind == kind:
                 return rt
         raise errors.StatusError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
+
+    def output(self, rt: ResourceType, obj: Obj) -> Obj:
+        """`obj` as stored, in the version `rt` serves (the same object when that is the stored one).
+        The versions phalanx serves side by side share their shape, so converting is naming the
+        version."""
+        if rt.storage_version or obj.get("apiVersion") == rt.api_version:
+            return obj
+        return {**obj, "apiVersion": rt.api_version}
 
     def _lookup(self, key: str, namespace: str, name: str) -> Obj | None:
         return self.store.get(key, namespace, name)
@@ -153,7 +165,7 @@ class API:
         kind = obj.get("kind")
         if kind and kind != rt.kind:
             raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
-        obj["apiVersion"] = rt.api_version
+        obj["apiVersion"] = rt.api_version if rt.storage_version else self._stored_as.get(rt.key, rt.api_version)
         obj["kind"] = rt.kind
         md = obj.get("metadata")
         if md is None:
@@ -250,10 +262,10 @@ class API:
             md.pop("managedFields", None)
             self._record_managed_fields(rt, None, obj, field_manager)
         if dry_run:
-            return obj
+            return self.output(rt, obj)
         for attempt in range(8):
             try:
-                return self.store.create(rt.key, namespace, md["name"], obj)
+                return self.output(rt, self.store.create(rt.key, namespace, md["name"], obj))
             except StoreAlreadyExists:
                 if generated and attempt < 7:
                     md["name"] = generate_name(md["generateName"])
@@ -266,7 +278,7 @@ class API:
         obj = self.store.get(rt.key, namespace if rt.namespaced else "", name)
         if obj is None:
             raise self._not_found(rt, name)
-        return obj
+        return self.output(rt, obj)
 
     def field_getter(self, rt: ResourceType, obj: Obj) -> Callable[[str], str | None]:
         extra = rt.strategy.field_selectors
@@ -324,6 +336,8 @@ class API:
                                          resource_version=resource_version,
                                          resource_version_match=resource_version_match)
         items, meta = listing.list_page(self.store, rt.key, ns or None, pred, opts)
+        if not rt.storage_version:
+            items = [self.output(rt, o) for o in items]
         return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
 
     # -- update ----------------------------------------------------------------------------
@@ -363,10 +377,10 @@ class API:
         # A no-op update writes nothing and keeps the resourceVersion (as upstream).
         md["resourceVersion"] = omd.get("resourceVersion")
         if obj == old:
-            return old
+            return self.output(rt, old)
         if dry_run:
-            return obj
-        return self._write_update(rt, ns, name, obj, old)
+            return self.output(rt, obj)
+        return self.output(rt, self._write_update(rt, ns, name, obj, old))
 
     def _prepare_status_update(self, rt: ResourceType, obj: Obj, old: Obj) -> builtins.list[FieldError]:
         """`/status`: metadata the main resource owns stays as stored; the strategy's status rules."""
@@ -426,6 +440,7 @@ class API:
         if patch_type != "application/json-patch+json" and doc is not None and not isinstance(doc, dict):
             raise errors.bad_request("error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}")
         base = deep_copy(old)
+        base["apiVersion"] = rt.api_version  # a patch sees the object in the version it names
         patched = patching.apply_patch(base, patch_type, doc, meta)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch produced an object that is not a JSON object")
@@ -488,6 +503,12 @@ class API:
                dry_run: bool = False) -> tuple[Obj, bool]:
         """Returns (object, deleted_now). When finalizers or graceful deletion hold the object,
         it is returned with `deletionTimestamp` set and deleted_now is False."""
+        obj, deleted_now = self._delete(rt, namespace, name, propagation=propagation, grace_period=grace_period,
+                                        preconditions=preconditions, dry_run=dry_run)
+        return self.output(rt, obj), deleted_now
+
+    def _delete(self, rt: ResourceType, namespace: str, name: str, *, propagation: str | None,
+                grace_period: int | None, preconditions: dict | None, dry_run: bool) -> tuple[Obj, bool]:
         ns = namespace if rt.namespaced else ""
         obj = self.store.get(rt.key, ns, name)
         if obj is None:
@@ -788,6 +809,12 @@ class WatchStream:
         self.last_rv = initial_rv
 
     def _filter(self, ev: Event) -> tuple[str, Obj] | None:
+        f = self._select(ev)
+        if f is None or self.rt.storage_version:
+            return f
+        return f[0], self.api.output(self.rt, f[1])
+
+    def _select(self, ev: Event) -> tuple[str, Obj] | None:
         pred = self.pred
         if pred is None:
             return ev.type, ev.object

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from .. import KUBE_GIT_VERSION, KUBE_MAJOR, KUBE_MINOR
+from ..machinery.releases import PATCH_VERSIONS, git_version, release_of
 from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.durations import parse_duration
@@ -81,8 +81,10 @@ def _request_timeout() -> StatusError:
 
 class Server:
     def __init__(self, api: API, token: str | None, *, server_address: str = "127.0.0.1:6443",
-                 auth: RequestAuth | None = None, limits: ServingLimits | None = None):
+                 auth: RequestAuth | None = None, limits: ServingLimits | None = None,
+                 kubernetes_version: str = PATCH_VERSIONS["1.36"]):
         self.api = api
+        self.kubernetes_version = kubernetes_version
         self.token = token
         self.auth = auth or RequestAuth.for_cluster(api, token, anonymous_paths=PUBLIC_PATHS)
         self.limits = limits or ServingLimits()
@@ -159,9 +161,11 @@ class Server:
 
     # -- simple endpoints ------------------------------------------------------------------
     async def version(self, request: web.Request) -> web.Response:
-        return _json({"major": KUBE_MAJOR, "minor": KUBE_MINOR, "emulationMajor": KUBE_MAJOR,
-                      "emulationMinor": KUBE_MINOR, "minCompatibilityMajor": KUBE_MAJOR,
-                      "minCompatibilityMinor": str(int(KUBE_MINOR) - 1), "gitVersion": KUBE_GIT_VERSION,
+        major, minor = release_of(self.kubernetes_version).split(".")
+        return _json({"major": major, "minor": minor, "emulationMajor": major,
+                      "emulationMinor": minor, "minCompatibilityMajor": major,
+                      "minCompatibilityMinor": str(int(minor) - 1),
+                      "gitVersion": git_version(self.kubernetes_version),
                       "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
                       "buildDate": "2026-04-22T00:00:00Z", "goVersion": "python",
                       "compiler": "cpython", "platform": "linux/amd64"})

@@ -27,7 +27,8 @@ import click
 import phalanx
 from phalanx.cluster import lifecycle
 from phalanx.cluster.config import load_cluster_config
-from phalanx.machinery.featuregates import KNOWN_GATES, FeatureGates
+from phalanx.machinery.featuregates import FeatureGates
+from phalanx.machinery.releases import PATCH_VERSIONS, RELEASES
 from phalanx.cluster.kubeconfig import KubeconfigError, context_name
 from phalanx.machinery.strictyaml import ConfigFileError
 
@@ -119,7 +120,9 @@ def start() -> None:
               help="how long to wait for the control plane to be ready (0 to not wait)")
 @click.option("--kubeconfig", default=None, metavar="PATH",
               help="kubeconfig to write (default: first entry of $KUBECONFIG, else ~/.kube/config)")
-@click.option("--image", default=None, metavar="IMAGE", help="accepted for kind compatibility; phalanx runs no node images")
+@click.option("--image", default=None, metavar="IMAGE",
+              help="node image whose tag is the cluster's Kubernetes version (kindest/node:v1.37.1 or v1.36.4); "
+                   "phalanx runs no node containers")
 @click.option("--retain", is_flag=True, help="keep the cluster's state dir if creation fails (for debugging)")
 @click.option("--quiet", "-q", is_flag=True, help="print only errors")
 def create_cluster(name, config_path, wait, kubeconfig, image, retain, quiet) -> None:
@@ -128,12 +131,13 @@ def create_cluster(name, config_path, wait, kubeconfig, image, retain, quiet) ->
     say = (lambda _: None) if quiet else _emit
     cluster_name = name or os.environ.get(lifecycle.CLUSTER_NAME_ENV) or None
     try:
-        spec = load_cluster_config(config_path, cluster_name)
+        spec = load_cluster_config(config_path, cluster_name, image)
     except ConfigFileError as e:
         _fail("failed to create cluster", f"invalid cluster config\n{e}")
         return
     say(f'Creating cluster "{spec.name}" ...')
-    _report_ignored(spec.ignored_fields, image, say)
+    say(_version_line(spec))
+    _report_ignored(spec.ignored_fields, say)
     try:
         result = lifecycle.create_cluster(spec, wait_seconds=wait_seconds, kubeconfig=kubeconfig,
                                           retain=retain, progress=say)
@@ -148,10 +152,17 @@ def create_cluster(name, config_path, wait, kubeconfig, image, retain, quiet) ->
     say("Have a nice day! 👋")
 
 
-def _report_ignored(ignored: list[str], image: str | None, say) -> None:
+def _version_line(spec) -> str:
+    """Which Kubernetes the cluster is, and why when the user did not say."""
+    if not spec.version_reason:
+        return f" • Kubernetes {spec.kubernetes_version}"
+    other = " or ".join(f"kindest/node:{PATCH_VERSIONS[r]}" for r in RELEASES if r != spec.release)
+    return (f" • Kubernetes {spec.kubernetes_version} ({spec.version_reason}; choose another with "
+            f"--image {other})")
+
+
+def _report_ignored(ignored: list[str], say) -> None:
     items = list(ignored)
-    if image:
-        items.insert(0, "--image")
     if not items:
         return
     say("Note: phalanx runs no node containers, images or kubeadm; these settings are accepted and ignored:")
@@ -229,13 +240,21 @@ def start_cluster(name, wait) -> None:
 
 @get.command("clusters")
 def get_clusters() -> None:
-    """List clusters, one name per line."""
+    """List clusters with their Kubernetes versions."""
     names = lifecycle.list_clusters()
     if not names:
         _emit("No phalanx clusters found.")
         return
+    rows = [("NAME", "VERSION")]
     for name in names:
-        _emit(name, err=False)
+        try:
+            version = lifecycle.load_cluster_spec(name).kubernetes_version
+        except (lifecycle.ClusterError, OSError, ValueError):
+            version = "<unknown>"
+        rows.append((name, version))
+    width = max(len(r[0]) for r in rows) + 3
+    for name, version in rows:
+        _emit(f"{name:<{width}}{version}", err=False)
 
 
 @get.command("kubeconfig")
@@ -268,7 +287,7 @@ def export_kubeconfig(name, kubeconfig) -> None:
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help="show the gates a config file would give, without a cluster")
 def get_featuregates(name, config_path) -> None:
-    """Show the feature gates (NAME STAGE ENABLED); * marks values that differ from upstream 1.36."""
+    """Show the feature gates (NAME STAGE ENABLED); * marks values that differ from upstream's defaults."""
     try:
         if config_path:
             spec = load_cluster_config(config_path, None)
@@ -277,14 +296,14 @@ def get_featuregates(name, config_path) -> None:
     except (ConfigFileError, lifecycle.ClusterError) as e:
         _fail("failed to get feature gates", e)
         return
-    gates = FeatureGates(spec.feature_gates)
+    gates = FeatureGates(spec.feature_gates, release=spec.release)
     rows = [("NAME", "STAGE", "ENABLED")]
     marked = False
     extension = False
-    for gate in sorted(KNOWN_GATES):
+    for gate in sorted(gates.specs):
         enabled = "true" if gates.enabled(gate) else "false"
-        stage = KNOWN_GATES[gate].stage
-        if KNOWN_GATES[gate].phalanx:
+        stage = gates.specs[gate].stage
+        if gates.specs[gate].phalanx:
             stage += " (phalanx)"
             extension = True
         elif not gates.is_upstream_default(gate):
@@ -295,9 +314,9 @@ def get_featuregates(name, config_path) -> None:
     for row in rows:
         _emit(f"{row[0]:<{width[0]}}   {row[1]:<{width[1]}}   {row[2]}", err=False)
     if marked:
-        _emit("* differs from the upstream Kubernetes 1.36 default", err=False)
+        _emit(f"* differs from the upstream Kubernetes {spec.release} default", err=False)
     if extension:
-        _emit("(phalanx) a phalanx extension beyond Kubernetes 1.36, not an upstream gate", err=False)
+        _emit(f"(phalanx) a phalanx extension beyond Kubernetes {spec.release}, not an upstream gate", err=False)
 
 
 @cli.command("serve")
@@ -418,7 +437,8 @@ def explain_podgroup(name, namespace, kubeconfig, context) -> None:
 def version() -> None:
     """Print the phalanx version."""
     machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-    _emit(f"phalanx v{phalanx.__version__} kubernetes {phalanx.KUBE_GIT_VERSION} "
+    served = " ".join(PATCH_VERSIONS[r] for r in RELEASES)
+    _emit(f"phalanx v{phalanx.__version__} kubernetes {served} "
           f"python{platform.python_version()} {sys.platform}/{machine}", err=False)
 
 

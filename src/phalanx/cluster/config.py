@@ -23,32 +23,44 @@ from __future__ import annotations
 
 import sys
 
-from phalanx.cluster.configparse import DEFAULT_CLUSTER_NAME, DEFAULT_ROLES, build_kind_nodes, check_cluster_name
+from phalanx.cluster.configparse import (DEFAULT_CLUSTER_NAME, DEFAULT_ROLES, build_kind_nodes, check_cluster_name,
+                                         decide_version, image_version)
 from phalanx.cluster.kindconfig import KIND_API_VERSION, parse_kind
 from phalanx.cluster.phalanxconfig import PHALANX_API_VERSION, parse_phalanx
 from phalanx.cluster.spec import ClusterSpec
 from phalanx.machinery.strictyaml import ConfigFileError, DocumentReader, load_strict_yaml, quote, type_name
 
 
-def load_cluster_config(path: str | None, name: str | None = None) -> ClusterSpec:
+def load_cluster_config(path: str | None, name: str | None = None, image: str | None = None) -> ClusterSpec:
     """Read a kind or phalanx config file (`-` for stdin; None for the default cluster).
 
-    `name`, when given, overrides the config's `name` (like `kind create cluster --name`).
+    `name`, when given, overrides the config's `name` (like `kind create cluster --name`); `image`
+    (`kindest/node:v1.37.1`, the `--image` flag) chooses the Kubernetes version.
     """
     if path is None:
         cluster_name = name or DEFAULT_CLUSTER_NAME
         check_cluster_name(cluster_name, "--name")
-        return ClusterSpec(name=cluster_name, nodes=build_kind_nodes(cluster_name, DEFAULT_ROLES))
+        spec = ClusterSpec(name=cluster_name, nodes=build_kind_nodes(cluster_name, DEFAULT_ROLES))
+        reader = DocumentReader("--image")
+        decide_version(spec, _image_flag(image, reader), {}, reader)
+        reader.raise_problems()
+        return spec
     source = "<stdin>" if path == "-" else path
     try:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     except OSError as e:
         raise ConfigFileError(source, [("", f"cannot read config: {e.strerror or e}")]) from None
-    return parse_cluster_config(text, source, name)
+    return parse_cluster_config(text, source, name, image)
 
 
-def parse_cluster_config(text: str, source: str, name: str | None = None) -> ClusterSpec:
-    """Parse config text; `source` names the file in error messages."""
+def _image_flag(image: str | None, reader: DocumentReader) -> tuple[str, str] | None:
+    """(version, where) from `--image`; without a config file the message names the flag alone."""
+    where = "" if reader.source == "--image" else "--image"
+    return None if image is None else image_version(image, where, reader)
+
+
+def parse_cluster_config(text: str, source: str, name: str | None = None, image: str | None = None) -> ClusterSpec:
+    """Parse config text; `source` names the file in error messages, `image` is `--image`."""
     doc = load_strict_yaml(text, source)
     if doc is None:
         raise ConfigFileError(source, [("", "empty config; expected a kind.x-k8s.io/v1alpha4 or "
@@ -57,10 +69,11 @@ def parse_cluster_config(text: str, source: str, name: str | None = None) -> Clu
         raise ConfigFileError(source, [("", f"expected a mapping at the top level, got {type_name(doc)}")])
     api_version = doc.get("apiVersion")
     reader = DocumentReader(source)
+    override = _image_flag(image, reader)
     if api_version == KIND_API_VERSION:
-        spec = parse_kind(doc, reader, name)
+        spec = parse_kind(doc, reader, name, override)
     elif api_version == PHALANX_API_VERSION:
-        spec = parse_phalanx(doc, reader, name)
+        spec = parse_phalanx(doc, reader, name, override)
     else:
         what = "required" if api_version is None else f"unsupported value {quote(api_version)}"
         raise ConfigFileError(source, [("apiVersion", f"{what}; allowed: {KIND_API_VERSION}, {PHALANX_API_VERSION}")])

@@ -13,7 +13,8 @@ from typing import Any
 
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.durations import parse_duration
-from phalanx.machinery.featuregates import FeatureGates, UnknownFeatureGate
+from phalanx.machinery.featuregates import MERGED_GATES, FeatureGates, UnknownFeatureGate
+from phalanx.machinery.releases import NEWEST, PATCH_VERSIONS, RELEASES, UnsupportedVersion, parse_version
 from phalanx.machinery.names import dns1123_subdomain_errors
 from phalanx.machinery.strictyaml import GO_BOOLS, ConfigFileError, DocumentReader, got, key_path, quote, type_name
 
@@ -109,19 +110,56 @@ def read_runtime_config(value: Any, path: str, reader: DocumentReader) -> dict[s
     return out
 
 
+def decide_version(spec: ClusterSpec, chosen: tuple[str, str] | None, gates: GateOverrides,
+                   reader: DocumentReader) -> None:
+    """The cluster's Kubernetes version: `chosen` (version text, where it came from) when given;
+    otherwise the newest release phalanx serves, unless the config sets a gate only an older release
+    has (the seed's kind config enables GangScheduling: it is a 1.36 config)."""
+    if chosen is not None:
+        text, where = chosen
+        try:
+            _, spec.kubernetes_version = parse_version(text)
+        except UnsupportedVersion as e:
+            reader.error(where, str(e))
+        return
+    reason = "the newest release phalanx serves"
+    for release in reversed(RELEASES):
+        older_only = [g for g in gates if g in MERGED_GATES.get(release, {})]
+        if not older_only:
+            spec.kubernetes_version, spec.version_reason = PATCH_VERSIONS[release], reason
+            return
+        reason = (f"the config sets {older_only[0]}, which Kubernetes {release} merged into "
+                  f"{MERGED_GATES[release][older_only[0]]}")
+    spec.kubernetes_version, spec.version_reason = PATCH_VERSIONS[RELEASES[0]], reason
+
+
+def image_version(image: Any, where: str, reader: DocumentReader) -> tuple[str, str] | None:
+    """The version a kind node image names in its tag (`kindest/node:v1.37.1@sha256:...`)."""
+    if not isinstance(image, str):
+        return None
+    tag = image.split("@", 1)[0].rpartition("/")[2].partition(":")[2]
+    if not tag:
+        reader.error(where, f"cannot tell the Kubernetes version of image {quote(image)}: phalanx reads "
+                            f"it from the image tag, e.g. kindest/node:{PATCH_VERSIONS[NEWEST]}")
+        return None
+    return tag, where
+
+
 def apply_feature_gates(spec: ClusterSpec, gates: GateOverrides, reader: DocumentReader) -> None:
-    """Validate gate overrides the way kube components do at startup, then keep them."""
+    """Validate gate overrides the way kube components of the cluster's release do at startup,
+    then keep them."""
     overrides: dict[str, bool] = {}
+    release = spec.release
     for gate, (value, where) in gates.items():
         try:
-            FeatureGates({gate: value})
+            FeatureGates({gate: value}, release=release)
         except UnknownFeatureGate as e:
             reader.error(where, str(e))
             continue
         overrides[gate] = value
     if reader.problems:
         return
-    for problem in FeatureGates(overrides).validate():
+    for problem in FeatureGates(overrides, release=release).validate():
         reader.error("featureGates", problem)
     spec.feature_gates = overrides
 

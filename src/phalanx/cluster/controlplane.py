@@ -43,14 +43,14 @@ class ControlPlane:
         self.state_dir = state_dir
         self.token = token
         self.ssl_context = ssl_context
-        self.gates = FeatureGates.from_config(spec.feature_gates)
+        self.gates = FeatureGates.from_config(spec.feature_gates, spec.release)
         if store is None:
             if spec.storage == "sqlite" and state_dir:
                 store = SQLiteStore(os.path.join(state_dir, "state.db"))
             else:
                 store = MemoryStore()
         self.store = store
-        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config)
+        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config, release=spec.release)
         self.components_enabled = components
         self.components: list[Any] = []
         self.limits = limits or ServingLimits()
@@ -65,7 +65,7 @@ class ControlPlane:
         host = self.spec.listen_address or "127.0.0.1"
         self.server = Server(self.api, self.token, server_address=f"{host}:{self.spec.port or 6443}",
                              auth=RequestAuth.for_cluster(self.api, self.token, self.state_dir),
-                             limits=self.limits)
+                             limits=self.limits, kubernetes_version=self.spec.kubernetes_version)
         self._runner, self._listener = await serve_app(self.server.app(), host, self.spec.port or 0,
                                                        ssl_context=self.ssl_context, limits=self.limits)
         self.port = self._listener.port

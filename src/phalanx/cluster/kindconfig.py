@@ -1,6 +1,7 @@
 """kind's cluster config (`kind.x-k8s.io/v1alpha4`, `kind: Cluster`), accepted verbatim.
 
 phalanx honours `name`, `featureGates`, `runtimeConfig`, `nodes[].role`, `nodes[].labels`,
+`nodes[].image` (its tag is the cluster's Kubernetes version: `kindest/node:v1.37.1`),
 `networking.apiServerAddress` / `apiServerPort`, and from kubeadm patches the API server's
 `runtime-config`, components' `feature-gates`, the kubelet's `featureGates` and `node-labels`.
 Everything else kind knows is type-checked and listed in `ClusterSpec.ignored_fields`.
@@ -14,9 +15,11 @@ from typing import Any
 import yaml
 
 from phalanx.cluster.configparse import (CONTROL_PLANE, ROLES, WORKER, GateOverrides, apply_feature_gates,
-                                         build_kind_nodes, check_address, read_header)
+                                         build_kind_nodes, check_address, decide_version, image_version,
+                                         read_header)
 from phalanx.cluster.spec import ClusterSpec
 from phalanx.machinery.names import label_value_errors, qualified_name_errors
+from phalanx.machinery.releases import UnsupportedVersion, release_of
 from phalanx.machinery.strictyaml import GO_BOOLS, DocumentReader, quote
 
 KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
@@ -44,10 +47,13 @@ class _KindNode:
     role: str
     labels: dict[str, str]
     kubeadm: _KubeadmSettings
+    image: tuple[str, str] | None = None  # (version in the tag, field path)
 
 
-def parse_kind(doc: dict, reader: DocumentReader, name_override: str | None) -> ClusterSpec:
-    """A kind `Cluster` document → ClusterSpec; problems go to `reader`."""
+def parse_kind(doc: dict, reader: DocumentReader, name_override: str | None,
+               version_override: tuple[str, str] | None = None) -> ClusterSpec:
+    """A kind `Cluster` document → ClusterSpec; problems go to `reader`. `version_override`
+    (version, where: `create cluster --image`) wins over the nodes' images."""
     header = read_header(doc, reader, name_override, KIND_CLUSTER_FIELDS)
     spec, gates = header.spec, header.gates
 
@@ -69,11 +75,32 @@ def parse_kind(doc: dict, reader: DocumentReader, name_override: str | None) -> 
         gates.update(s.feature_gates)
     entries = _node_entries(nodes, cluster_kubeadm)
 
+    decide_version(spec, version_override or _nodes_version(nodes, reader), gates, reader)
     apply_feature_gates(spec, gates, reader)
     if not reader.problems:
         spec.nodes = build_kind_nodes(spec.name, entries)
     spec.ignored_fields = list(reader.ignored)
     return spec
+
+
+def _nodes_version(nodes: list[_KindNode], reader: DocumentReader) -> tuple[str, str] | None:
+    """The version the nodes' images name; every node must name the same release."""
+    images = [n.image for n in nodes if n.image is not None]
+    if not images:
+        return None
+    releases = {}
+    for text, where in images:
+        try:
+            releases.setdefault(release_of(text), where)
+        except UnsupportedVersion as e:
+            reader.error(where, str(e))
+            return None
+    if len(releases) > 1:
+        first, second = list(releases.items())[:2]
+        reader.error(second[1], f"Kubernetes {second[0]} differs from {first[1]} (Kubernetes {first[0]}): "
+                                f"a phalanx cluster runs one Kubernetes release")
+        return None
+    return images[0]
 
 
 def _ignore_cluster_patches(doc: dict, reader: DocumentReader) -> None:
@@ -112,13 +139,15 @@ def _read_node(raw: Any, path: str, reader: DocumentReader) -> _KindNode | None:
     settings = _KubeadmSettings()
     if "kubeadmConfigPatches" in raw:
         _read_kubeadm_patches(raw["kubeadmConfigPatches"], f"{path}.kubeadmConfigPatches", reader, settings)
-    for key, kind in (("image", "string"), ("gpus", "string")):
-        if key in raw and reader.expect(raw[key], f"{path}.{key}", kind):
-            reader.ignore(f"{path}.{key}")
+    image = None
+    if "image" in raw and reader.expect(raw["image"], f"{path}.image", "string"):
+        image = image_version(raw["image"], f"{path}.image", reader)
+    if "gpus" in raw and reader.expect(raw["gpus"], f"{path}.gpus", "string"):
+        reader.ignore(f"{path}.gpus")
     for key in ("extraMounts", "extraPortMappings", "kubeadmConfigPatchesJSON6902"):
         if key in raw and reader.list_of(raw[key], f"{path}.{key}", "mapping"):
             reader.ignore(f"{path}.{key}")
-    return _KindNode(role, labels, settings)
+    return _KindNode(role, labels, settings, image)
 
 
 def _node_entries(nodes: list[_KindNode], cluster_kubeadm: _KubeadmSettings) -> list[tuple[str, dict[str, str]]]:

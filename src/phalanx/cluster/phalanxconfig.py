@@ -11,15 +11,15 @@ import re
 from typing import Any, Callable
 
 from phalanx.cluster.configparse import (DEFAULT_CAPACITY, DEFAULT_ROLES, ROLES, WORKER, apply_feature_gates,
-                                         check_address, duration_seconds, finish_nodes, kind_named_nodes,
-                                         read_header)
+                                         check_address, decide_version, duration_seconds, finish_nodes,
+                                         kind_named_nodes, read_header)
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.names import dns1123_label_errors, label_value_errors, qualified_name_errors
 from phalanx.machinery.strictyaml import DocumentReader, key_path, quote
 from phalanx.machinery.templates import IndexExpression, parse_index_expression, scan_placeholders
 
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
-PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "featureGates", "runtimeConfig",
+PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "kubernetesVersion", "featureGates", "runtimeConfig",
                           "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler")
 PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay")
 PHALANX_SCHEDULER_FIELDS = ("permitWaitingTimeout", "config")
@@ -31,8 +31,10 @@ STORAGE_BACKENDS = ("sqlite", "memory")
 _QUANTITY_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
-def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None) -> ClusterSpec:
-    """A phalanx `Cluster` document → ClusterSpec; problems go to `reader`."""
+def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None,
+                  version_override: tuple[str, str] | None = None) -> ClusterSpec:
+    """A phalanx `Cluster` document → ClusterSpec; problems go to `reader`. `version_override`
+    (version, where: `create cluster --image`) wins over `kubernetesVersion`."""
     header = read_header(doc, reader, name_override, PHALANX_CLUSTER_FIELDS)
     spec, gates = header.spec, header.gates
     _parse_serving(doc, reader, spec)
@@ -50,6 +52,11 @@ def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None) 
         if len(reader.problems) == problems_before:
             spec.dra_drivers = copy.deepcopy(doc["draDrivers"])
     nodes = _parse_node_pools(doc.get("nodePools"), reader, spec.name)
+    chosen = version_override
+    if chosen is None and doc.get("kubernetesVersion") is not None and \
+            reader.expect(doc["kubernetesVersion"], "kubernetesVersion", "string"):
+        chosen = (doc["kubernetesVersion"], "kubernetesVersion")
+    decide_version(spec, chosen, gates, reader)
     apply_feature_gates(spec, gates, reader)
     if not reader.problems:
         spec.nodes = finish_nodes(nodes)

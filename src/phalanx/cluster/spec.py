@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from phalanx.machinery.releases import release_of
+
 
 @dataclass
 class NodeSpec:
@@ -36,6 +38,15 @@ class ClusterSpec:
     ignored_fields: list[str] = field(default_factory=list)  # config fields accepted but unused
     kubelet: dict[str, float] = field(default_factory=dict)  # simulated kubelets: stage delays in seconds
     scheduler: dict[str, Any] = field(default_factory=dict)  # permitWaitingTimeout, config (KubeSchedulerConfiguration)
+    # The Kubernetes version the cluster is (`v1.36.4`, `v1.37.1`); state dirs written before
+    # clusters had a version are 1.36 clusters.
+    kubernetes_version: str = "v1.36.4"
+    version_reason: str = ""  # why this version, when the config did not name one
+
+    @property
+    def release(self) -> str:
+        """"1.36" or "1.37": which release's APIs, gates and behaviour the cluster has."""
+        return release_of(self.kubernetes_version)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Protocol, Union
 
+from .releases import RELEASES
+
 ALPHA = "ALPHA"
 BETA = "BETA"
 GA = "GA"
@@ -124,8 +126,6 @@ KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
 # Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.
 REMOVED_GATES = frozenset({"PodDisruptionConditions"})
 
-# The Kubernetes releases phalanx serves, oldest first.
-RELEASES = ("1.36", "1.37")
 
 # Gates a release merged into another: not settable there, and answering as the gate they joined.
 MERGED_GATES: dict[str, dict[str, str]] = {

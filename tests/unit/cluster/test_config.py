@@ -139,7 +139,8 @@ nodes:
 """
     spec = parse_cluster_config(text, "kind.yaml")
     assert spec.ignored_fields == ["containerdConfigPatches", "networking.podSubnet", "networking.disableDefaultCNI",
-                                   "nodes[0].image", "nodes[0].extraMounts", "nodes[0].extraPortMappings"]
+                                   "nodes[0].extraMounts", "nodes[0].extraPortMappings"]
+    assert spec.kubernetes_version == "v1.36.0"  # the image's tag is the version
 
 
 def test_kubeadm_patches_supply_feature_gates_runtime_config_and_node_labels():
@@ -260,7 +261,7 @@ def test_phalanx_pool_errors_name_the_field(pools, expected):
     ("listenAddress: my-host\n", 'listenAddress: invalid address "my-host"'),
     ("draDrivers: {name: gpu}\n", "draDrivers: expected a list, got mapping"),
     ("draDrivers: [gpu.example.com]\n", 'draDrivers[0]: expected a mapping, got string "gpu.example.com"'),
-    ("nodes: []\n", "nodes: unknown field; allowed: apiVersion, kind, name, featureGates, runtimeConfig, nodePools"),
+    ("nodes: []\n", "nodes: unknown field; allowed: apiVersion, kind, name, kubernetesVersion, featureGates, runtimeConfig, nodePools"),
 ])
 def test_phalanx_config_errors_name_the_field(body, expected):
     assert f"cluster.yaml: {expected}" in problems(PHALANX_HEAD + body, "cluster.yaml")

@@ -324,13 +324,13 @@ def test_cli_get_clusters_and_delete(env):
     r = run("get", "clusters")
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "No phalanx clusters found.\n")
     assert run("create", "cluster", "--name", "one", "-q").exit_code == 0
-    assert run("create", "cluster", "--name", "two", "-q").exit_code == 0
-    assert run("get", "clusters").stdout == "one\ntwo\n"
+    assert run("create", "cluster", "--name", "two", "-q", "--image", "kindest/node:v1.36.4").exit_code == 0
+    assert run("get", "clusters").stdout == "NAME   VERSION\none    v1.37.1\ntwo    v1.36.4\n"
     r = run("delete", "cluster", "--name", "one")
     assert (r.exit_code, r.stderr) == (0, 'Deleting cluster "one" ...\n')
     r = run("delete", "cluster", "--name", "one")  # again: fine, as with kind
     assert (r.exit_code, r.stderr) == (0, 'Deleting cluster "one" ...\n')
-    assert run("get", "clusters").stdout == "two\n"
+    assert run("get", "clusters").stdout == "NAME   VERSION\ntwo    v1.36.4\n"
 
 
 def test_cli_delete_all_clusters(env):
@@ -345,7 +345,7 @@ def test_cli_delete_all_clusters(env):
 def test_cli_name_defaults_to_the_environment(env, monkeypatch):
     monkeypatch.setenv("PHALANX_CLUSTER_NAME", "envname")
     assert run("create", "cluster", "-q").exit_code == 0
-    assert run("get", "clusters").stdout == "envname\n"
+    assert run("get", "clusters").stdout.splitlines()[1].split() == ["envname", "v1.37.1"]
     assert run("stop", "cluster").stderr == 'Stopped cluster "envname"\n'
     assert run("start", "cluster").exit_code == 0
 
