@@ -52,7 +52,7 @@ def build_api(store: Store, gates: FeatureGateReader, *, now: Callable[[], datet
     that `runtime_config` allows, with its timestamps read from `now` (wall-clock UTC when None)."""
     api_groups.load_all()
     config = runtime_config or {}
-    release = release or getattr(gates, "release", "1.36")
+    release = release or str(getattr(gates, "release", "1.36"))
     of_release = [rt for rt in registry.all_types() if registry.served_in(rt, release)]
     types = [rt for rt in of_release if served(rt, config)]
     return API(store, gates, types=types, kind_storage=kind_storage(), now=now,

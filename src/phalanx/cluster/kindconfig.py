@@ -88,7 +88,7 @@ def _nodes_version(nodes: list[_KindNode], reader: DocumentReader) -> tuple[str,
     images = [n.image for n in nodes if n.image is not None]
     if not images:
         return None
-    releases = {}
+    releases: dict[str, str] = {}
     for text, where in images:
         try:
             releases.setdefault(release_of(text), where)
