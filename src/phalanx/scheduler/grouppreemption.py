@@ -68,6 +68,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Iterable, Optional, Protocol, Sequence
 
+from phalanx.api.scheduling.fields import disrupts_as_whole
+
 from .apicalls import STRATEGIC_MERGE, timestamp
 from .cache import pod_group_key, pod_key
 from .framework.constants import Obj
@@ -81,15 +83,15 @@ from .placement_outcome import Assignment, PlacementOutcome
 from .plugins import names
 from .plugins.defaultpreemption import filter_pods_with_pdb_violation
 from .queue import QueuedPodGroup
+from .reporting import pod_group_api, release_of
 
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
 GATE = "WorkloadAwarePreemption"
 TOPOLOGY_GATE = "PhalanxTopologyAwarePreemption"  # phalanx's extension: preempt for topology-constrained groups
 MSG_CONSTRAINTS = "workload aware preemption is not supported for pod groups with scheduling constraints"
-POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
 DISRUPTION_MODE_POD = "Pod"
-DISRUPTION_MODE_POD_GROUP = "PodGroup"
+DISRUPTION_MODE_POD_GROUP = "PodGroup"  # 1.36's spelling; 1.37 says `all` (fields.disrupts_as_whole reads both)
 REASON_PREEMPTION = "PreemptionByScheduler"
 MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 DRY_RUN_PREFIX = "preemption:"  # never "cluster": the scheduler's own snapshot must stay untouched
@@ -220,6 +222,7 @@ class GroupPreemption:
         # WorkloadAwarePreemption off: the group cycle's members preempt one by one (their
         # PostFilter); this actuates what they chose and keeps the group waiting for its victims.
         self.pod_by_pod = pod_by_pod and not enabled
+        self.api_version = pod_group_api(release_of(getattr(frameworks[0], "feature_gates", None)))
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
         if not (self.enabled or self.pod_by_pod):
@@ -229,7 +232,7 @@ class GroupPreemption:
             raise ValueError("workload-aware preemption needs the scheduler's informer factory")
         self.pods = informers.informer("v1", "Pod")
         self.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
-        informers.informer(POD_GROUP_API, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
+        informers.informer(self.api_version, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
         for fw in frameworks if self.enabled else ():
             self._guard_default_preemption(fw)
 
@@ -379,7 +382,7 @@ class GroupPreemption:
                 if gk == group_key:
                     continue
                 pg = self._pod_group(gk)
-                if gk is not None and pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                if gk is not None and pg is not None and disrupts_as_whole(pg):
                     unit = grouped.get(gk)
                     if unit is None:
                         # its priority is set below, once all its pods are known
@@ -464,7 +467,7 @@ class GroupPreemption:
         client = fw.client()
         try:
             if client is not None:
-                await client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md.get("name", ""),
+                await client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md.get("name", ""),
                                    {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
                                    subresource="status")
         except Exception as e:  # a PodGroup already gone: its pods are still evicted
@@ -545,7 +548,7 @@ class GroupPreemption:
         def eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
             if pod_group_key(preemptor.pod) is not None:
                 pg = self._pod_group(pod_group_key(victim.pod))
-                if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                if pg is not None and disrupts_as_whole(pg):
                     return False
             return previous(node_info, victim, preemptor)
         plugin.is_eligible_pod = eligible
@@ -825,7 +828,8 @@ def has_topology_constraint(pod_group: Obj) -> bool:
 
 
 def disruption_mode(pod_group: dict) -> str:
-    return ((pod_group or {}).get("spec") or {}).get("disruptionMode") or DISRUPTION_MODE_POD
+    """`Pod` or `PodGroup` (1.36's words) for a PodGroup of either release."""
+    return DISRUPTION_MODE_POD_GROUP if disrupts_as_whole(pod_group or {}) else DISRUPTION_MODE_POD
 
 
 def pod_group_priority(pod_group: Optional[dict]) -> Optional[int]:

@@ -38,7 +38,8 @@ from .placement_outcome import Assignment, PlacementOutcome
 from .placementsearch import search_placements
 from .podgroups import PodGroupManager, policy_of
 from .queue import QueuedPodGroup
-from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API, Failures, diagnosis_record, group_summary
+from .reporting import (DIAGNOSIS_ANNOTATION, Failures, diagnosis_record, group_summary, pod_group_api,
+                        scheduled_condition)
 from .schedule_one import CycleContext, PodCycle
 
 if TYPE_CHECKING:
@@ -71,8 +72,12 @@ class GroupAttempt:
 class PodGroupCycle:
     """Scheduling cycles of PodGroups; members bind through the pod cycle's binding cycle."""
 
-    def __init__(self, ctx: CycleContext, pods: PodCycle, groups: PodGroupManager, podgroups: Optional[Informer]):
+    def __init__(self, ctx: CycleContext, pods: PodCycle, groups: PodGroupManager, podgroups: Optional[Informer],
+                 *, release: str = "1.36"):
         self.ctx = ctx
+        self.release = release
+        self.api_version = pod_group_api(release)  # v1alpha2 (1.36) or v1beta1 (1.37)
+        self.condition_type = scheduled_condition(release)  # PodGroupScheduled or PodGroupInitiallyScheduled
         self.pods = pods
         self.groups = groups
         self.podgroups = podgroups
@@ -426,19 +431,20 @@ class PodGroupCycle:
                                   annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(rec).decode()})
 
     async def _set_group_condition(self, pg: Obj, status: str, reason: str, message: str) -> bool:
-        """Set PodGroupScheduled; False when nothing changed (the condition keeps the first success)."""
+        """Set PodGroupScheduled (1.37: PodGroupInitiallyScheduled); False when nothing changed (the
+        condition keeps the first success: in 1.37 it is terminal by definition)."""
         key = f"{pg['metadata'].get('namespace', '')}/{pg['metadata']['name']}"
         if status != "True" and (pg["metadata"].get("uid") or key) in self.groups_scheduled:
             return False  # scheduled once (its True condition may still be on its way)
         current = self.podgroups.get(key) if self.podgroups is not None else None
-        if not _condition_would_change(current or pg, status, reason, message):
+        if not _condition_would_change(current or pg, status, reason, message, self.condition_type):
             return False
-        cond = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message,
+        cond = {"type": self.condition_type, "status": status, "reason": reason, "message": message,
                 "lastTransitionTime": timestamp(self.ctx.clock),
                 "observedGeneration": pg["metadata"].get("generation", 1)}
         md = pg["metadata"]
         try:
-            await self.ctx.client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md["name"],
+            await self.ctx.client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md["name"],
                                         {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
                                         subresource="status")
         except StatusError as e:
@@ -492,11 +498,13 @@ def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional
     return st if st is not None and st.code in (Code.Unschedulable, Code.UnschedulableAndUnresolvable) else None
 
 
-def _condition_would_change(pg: Obj, status: str, reason: str, message: str) -> bool:
-    """Whether PodGroupScheduled would change: not when it says the same already, and never after
-    it was True (the condition records the initial decision only, upstream's documented limit)."""
+def _condition_would_change(pg: Obj, status: str, reason: str, message: str,
+                            condition_type: str = "PodGroupScheduled") -> bool:
+    """Whether the scheduled condition would change: not when it says the same already, and never
+    after it was True (the condition records the initial decision only: upstream 1.36's documented
+    limit, 1.37's definition of PodGroupInitiallyScheduled as terminal)."""
     for c in (pg.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodGroupScheduled":
+        if c.get("type") == condition_type:
             if c.get("status") == status and c.get("reason") == reason and c.get("message") == message:
                 return False
             if c.get("status") == "True":
