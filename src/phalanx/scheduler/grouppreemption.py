@@ -222,7 +222,10 @@ class GroupPreemption:
         # WorkloadAwarePreemption off: the group cycle's members preempt one by one (their
         # PostFilter); this actuates what they chose and keeps the group waiting for its victims.
         self.pod_by_pod = pod_by_pod and not enabled
-        self.api_version = pod_group_api(release_of(getattr(frameworks[0], "feature_gates", None)))
+        release = release_of(getattr(frameworks[0], "feature_gates", None))
+        self.api_version = pod_group_api(release)
+        # 1.37: single-pod preemption evicts a victim's whole group when its disruption mode is `all`
+        self.whole_group_victims = enabled and release != "1.36"
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
         if not (self.enabled or self.pod_by_pod):
@@ -458,11 +461,13 @@ class GroupPreemption:
         finally:
             pending.actuated = True
 
-    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Framework) -> None:
+    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Framework, *,
+                              preemptor_kind: str = "pod group") -> None:
+        """DisruptionTarget=True (PreemptionByScheduler) on a victim PodGroup, and its `Preempted` event."""
         pg = unit.pod_group or {}
         md = pg.get("metadata") or {}
         cond = {"type": "DisruptionTarget", "status": "True", "reason": REASON_PREEMPTION,
-                "message": f"{fw.profile_name}: preempting to accommodate a higher priority pod group",
+                "message": f"{fw.profile_name}: preempting to accommodate a higher priority {preemptor_kind}",
                 "lastTransitionTime": timestamp(fw.clock()), "observedGeneration": md.get("generation", 1)}
         client = fw.client()
         try:
@@ -474,7 +479,49 @@ class GroupPreemption:
             log.info("marking PodGroup %s as a disruption target: %s", unit.name, e)
         nodes = unit.nodes()
         await fw.event_recorder().eventf(
-            pg, "Preempted", f"Preempted by pod group {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
+            pg, "Preempted",
+            f"Preempted by {preemptor_kind} {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
+
+    # -- single-pod preemption of whole groups (1.37) -------------------------------------------------
+    async def evict_whole_groups(self, fw: Framework, preemptor: PodInfo, node: str,
+                                 victims: Sequence[PodInfo]) -> None:
+        """Kubernetes 1.37: a pod's (DefaultPreemption's) victim in a PodGroup of disruption mode
+        `all` takes its whole group along: the PodGroup gets DisruptionTarget and every other pod
+        of it is evicted too, wherever it runs (1.36 ignored the mode)."""
+        if not self.whole_group_victims:
+            return
+        chosen = {pi.key for pi in victims}
+        done: set[str] = set()
+        for victim in victims:
+            gk = pod_group_key(victim.pod)
+            pg = self._pod_group(gk)
+            if gk is None or gk in done or pg is None or not disrupts_as_whole(pg):
+                continue
+            done.add(gk)
+            others = [PodInfo(p) for p in self._group_members(gk) if (p.get("spec") or {}).get("nodeName")]
+            unit = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg) or 0,
+                              [(pi, pi.spec.get("nodeName", "")) for pi in others], pod_group=pg)
+            await self._mark_pod_group(unit, f"{preemptor.namespace}/{preemptor.name}", fw, preemptor_kind="pod")
+            for pi in others:
+                if pi.key in chosen:
+                    continue
+                try:
+                    await self.cycle.evict(pi.pod, f"Preempted by pod {preemptor.uid} on node {node}", preemptor.pod)
+                except Exception:  # keep going: a pod that stays is seen when the preemptor retries
+                    log.exception("preempting %s/%s", pi.namespace, pi.name)
+
+    def _group_members(self, group_key: str) -> list[Obj]:
+        groups = self.handle.pod_group_lister()
+        members = getattr(groups, "members", None)
+        return list(members(group_key)) if callable(members) else []
+
+    def _whole_group_below(self, pg: Obj, group_key: str, preemptor: PodInfo) -> bool:
+        """Whether every pod of an `all` victim group may be preempted by `preemptor` (lower priority)."""
+        p = pod_group_priority(pg)
+        if p is not None:
+            return p < preemptor.priority
+        return all(int((m.get("spec") or {}).get("priority") or 0) < preemptor.priority
+                   for m in self._group_members(group_key))
 
     # -- nominations ---------------------------------------------------------------------------------
     def _still_terminating(self, pending: PendingPreemption) -> list[tuple[str, str, str]]:
@@ -539,16 +586,21 @@ class GroupPreemption:
 
     # -- single-pod preemption ---------------------------------------------------------------------
     def _guard_default_preemption(self, fw: Framework) -> None:
-        """A preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group."""
+        """1.36: a preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group.
+        1.37: a pod of an `all` group is a victim only when its whole group may go (`evict_whole_groups`)."""
         plugin = fw.plugin(names.DefaultPreemption)
         if plugin is None or not hasattr(plugin, "is_eligible_pod"):
             return
         previous = plugin.is_eligible_pod
+        whole = self.whole_group_victims
 
         def eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
-            if pod_group_key(preemptor.pod) is not None:
-                pg = self._pod_group(pod_group_key(victim.pod))
-                if pg is not None and disrupts_as_whole(pg):
+            gk = pod_group_key(victim.pod)
+            pg = self._pod_group(gk) if gk is not None else None
+            if gk is not None and pg is not None and disrupts_as_whole(pg):
+                if whole and not self._whole_group_below(pg, gk, preemptor):
+                    return False
+                if not whole and pod_group_key(preemptor.pod) is not None:
                     return False
             return previous(node_info, victim, preemptor)
         plugin.is_eligible_pod = eligible

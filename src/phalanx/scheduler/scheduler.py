@@ -113,6 +113,8 @@ class Scheduler:
             enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)),
             pod_by_pod=self.group_aware)
         self.group_cycle.preemption = self.group_preemption
+        if self.group_preemption.whole_group_victims:
+            self.pod_cycle.whole_group_eviction = self.group_preemption.evict_whole_groups
 
     # -- construction ------------------------------------------------------------------------------
     def _build_frameworks(self, reg: Registry, permit_timeout: Optional[float]) -> dict[str, Framework]:

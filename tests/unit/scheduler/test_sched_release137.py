@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from .cluster137 import Cluster137, condition, nodes, pod, podgroup
+import pytest
+
+from .cluster137 import Cluster137, condition, nodes, pod, podgroup, priority_class
 
 INITIALLY = "PodGroupInitiallyScheduled"
 
@@ -17,4 +19,37 @@ async def test_gang_binds_together_and_is_initially_scheduled():
     cond = condition(c.podgroup("g"), INITIALLY)
     assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Scheduled")
     assert condition(c.podgroup("g"), "PodGroupScheduled") is None
+    await c.stop()
+
+
+async def _low_group_on_both_nodes(c: Cluster137, mode: str) -> None:
+    for name, value in (("low", 10), ("high", 100)):
+        await c.client.create(priority_class(name, value))
+    await c.client.create(podgroup("lo", 2, disruptionMode={mode: {}}))
+    for i in range(2):
+        await c.client.create(pod(f"lo{i}", cpu="3", group="lo", priority_class="low"))
+    assert await c.run_until(lambda: len(c.bound()) == 2 and len(set(c.bound().values())) == 2)
+
+
+@pytest.mark.parametrize("mode, evicted", [("all", {"lo0", "lo1"}), ("single", None)])
+async def test_single_pod_preemption_takes_a_whole_all_group(mode, evicted):
+    """1.37: a lone pod's victim in a PodGroup of disruption mode `all` takes its whole group along
+    (the PodGroup is marked DisruptionTarget); with `single` one pod goes."""
+    c = await Cluster137().start(nodes(2))
+    await _low_group_on_both_nodes(c, mode)
+    await c.client.create(pod("hi", cpu="2", priority_class="high"))
+    assert await c.run_until(lambda: "hi" in c.bound())
+    preempted = {e["involvedObject"]["name"] for e in c.api.list(c.api.resource("", "v1", "events"), "default")["items"]
+                 if e["reason"] == "Preempted" and e["involvedObject"]["kind"] == "Pod"}
+    target = condition(c.podgroup("lo"), "DisruptionTarget")
+    if evicted is None:
+        assert len(preempted) == 1 and target is None
+    else:
+        assert preempted == evicted
+        assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+        assert target["message"] == "default-scheduler: preempting to accommodate a higher priority pod"
+        hi_uid = c.pod("hi")["metadata"]["uid"]
+        msgs = {e["message"] for name in evicted for e in c.events(name) if e["reason"] == "Preempted"}
+        assert all(m.startswith(f"Preempted by pod {hi_uid} on node ") for m in msgs), msgs
+        assert await c.run_until(lambda: not {"lo0", "lo1"} & {p["metadata"]["name"] for p in c.pods()})
     await c.stop()
