@@ -16,7 +16,8 @@ What it does, as upstream 1.36 describes it:
 - **Priorities.** The preemptor's priority is the PodGroup's `spec.priority` (admission resolves it
   from `priorityClassName`), which is authoritative for every pod of a group during workload-aware
   preemption; a group without one (created with the gate off) uses its pods' highest priority.
-  A member with `preemptionPolicy: Never` (from its PriorityClass) makes the gang non-preempting.
+  A member with `preemptionPolicy: Never` (from its PriorityClass) makes the gang non-preempting;
+  in 1.37 with `PodGroupPreemptionPolicy` the PodGroup's own `preemptionPolicy` decides when set.
 - **Units.** A potential victim is a running unit of lower priority: a lone pod, a pod of a
   PodGroup with `disruptionMode: Pod` (at its group's priority), or a whole PodGroup with
   `disruptionMode: PodGroup` (one unit, all its running pods, even those outside the domain).
@@ -68,7 +69,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Iterable, Optional, Protocol, Sequence
 
-from phalanx.api.scheduling.fields import disrupts_as_whole
+from phalanx.api.scheduling.fields import disrupts_as_whole, preemption_policy
+from phalanx.machinery.featuregates import UnknownFeatureGate
 
 from .apicalls import STRATEGIC_MERGE, timestamp
 from .cache import pod_group_key, pod_key
@@ -88,6 +90,7 @@ from .reporting import pod_group_api, release_of
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
 GATE = "WorkloadAwarePreemption"
+POLICY_GATE = "PodGroupPreemptionPolicy"  # 1.37: the PodGroup's preemptionPolicy is authoritative
 TOPOLOGY_GATE = "PhalanxTopologyAwarePreemption"  # phalanx's extension: preempt for topology-constrained groups
 MSG_CONSTRAINTS = "workload aware preemption is not supported for pod groups with scheduling constraints"
 DISRUPTION_MODE_POD = "Pod"
@@ -265,7 +268,7 @@ class GroupPreemption:
         if not self.enabled:  # pod by pod: the cycle's members tried; a failed cycle clears nominations
             await self._clear_nominations(members)
             return GroupPreemptionResult()
-        if any((q.pod_info.spec.get("preemptionPolicy") == "Never") for q in members):
+        if not may_preempt(fw, pod_group, members):
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
             return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
@@ -873,6 +876,25 @@ def victim_event_message(pod_group: Obj) -> str:
     preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
     uid = (pod_group.get("metadata") or {}).get("uid", "")
     return f"Preempted by podgroup {uid} on node {CLUSTER}"
+
+
+def may_preempt(fw: Framework, pod_group: Obj, members: Sequence[QueuedPodInfo]) -> bool:
+    """Whether the group may preempt. 1.37 with PodGroupPreemptionPolicy: the PodGroup's
+    `preemptionPolicy` decides (authoritative), whatever its pods say; without it (or in 1.36) a
+    member with `preemptionPolicy: Never` makes the group non-preempting."""
+    if _gate_on(fw, POLICY_GATE):
+        policy = preemption_policy(pod_group)
+        if policy is not None:
+            return policy != "Never"
+    return not any(q.pod_info.spec.get("preemptionPolicy") == "Never" for q in members)
+
+
+def _gate_on(fw: Framework, gate: str) -> bool:
+    """A gate's value; False for a gate the cluster's release does not know."""
+    try:
+        return fw.feature_enabled(gate)
+    except UnknownFeatureGate:
+        return False
 
 
 def has_topology_constraint(pod_group: Obj) -> bool:

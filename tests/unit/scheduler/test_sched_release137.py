@@ -53,3 +53,47 @@ async def test_single_pod_preemption_takes_a_whole_all_group(mode, evicted):
         assert all(m.startswith(f"Preempted by pod {hi_uid} on node ") for m in msgs), msgs
         assert await c.run_until(lambda: not {"lo0", "lo1"} & {p["metadata"]["name"] for p in c.pods()})
     await c.stop()
+
+
+async def _gang_needing_preemption(c: Cluster137, group_policy, pod_policy) -> None:
+    for name, value in (("low", 10), ("high", 100)):
+        await c.client.create(priority_class(name, value))
+    await c.client.create(priority_class("high-never", 100, preemptionPolicy="Never"))
+    for i in range(2):
+        await c.client.create(pod(f"blocker{i}", cpu="3", priority_class="low"))
+    assert await c.run_until(lambda: len(c.bound()) == 2)
+    spec = {"preemptionPolicy": group_policy} if group_policy else {}
+    await c.client.create(podgroup("g", 2, **spec))
+    pc = "high-never" if pod_policy == "Never" else "high"  # a pod's policy comes from its PriorityClass
+    for i in range(2):
+        await c.client.create(pod(f"g{i}", cpu="2", group="g", priority_class=pc))
+
+
+@pytest.mark.parametrize("group_policy, pod_policy, preempts", [
+    ("Never", None, False),                      # the PodGroup says Never: its pods cannot override it
+    ("PreemptLowerPriority", "Never", True),     # the PodGroup is authoritative over its pods
+    (None, "Never", False),                      # unset on the group: its pods' policy counts, as in 1.36
+])
+async def test_pod_group_preemption_policy_is_authoritative(group_policy, pod_policy, preempts):
+    c = await Cluster137().start(nodes(2))
+    await _gang_needing_preemption(c, group_policy, pod_policy)
+    if preempts:
+        assert await c.run_until(lambda: {"g0", "g1"} <= set(c.bound()))
+        assert len({"blocker0", "blocker1"} & {p["metadata"]["name"] for p in c.pods()}) == 1  # one made room
+    else:
+        assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None
+                                 and st["status"] == "False")
+        await c.settle(5)
+        assert set(c.bound()) == {"blocker0", "blocker1"}
+        assert "preemption: not eligible due to preemptionPolicy=Never." in condition(c.podgroup("g"), INITIALLY)["message"]
+    await c.stop()
+
+
+async def test_without_the_gate_the_pods_preemption_policy_decides():
+    c = await Cluster137({"PodGroupPreemptionPolicy": False}).start(nodes(2))
+    await _gang_needing_preemption(c, None, "Never")
+    assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None
+                             and st["status"] == "False")
+    await c.settle(5)
+    assert set(c.bound()) == {"blocker0", "blocker1"}
+    await c.stop()
