@@ -50,6 +50,9 @@ log = logging.getLogger("phalanx.scheduler")
 CLUSTER = "cluster"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 MSG_WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+MSG_SCHEDULER_NAMES = "all pods in a single pod group should have the same .spec.schedulerName set"
+MSG_PRIORITY = "all pods in a single pod group should match the priority of the pod group"
 MAX_LISTED_PLACEMENTS = 50
 MAX_LISTED_PODS = 10
 
@@ -116,6 +119,11 @@ class PodGroupCycle:
             self._send_back(group, members)
             return
         members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
+        if self.release != "1.36":
+            mismatch = members_mismatch(pg, members, self.groups.scheduler_names(group.key))
+            if mismatch:
+                await self._scheduler_error(group, pg, members, mismatch)
+                return
         if self.preemption is not None:
             self.preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
         fw = ctx.framework_for(members[0].pod)
@@ -367,6 +375,27 @@ class PodGroupCycle:
                                                          summary, diag, nominated))
 
     # -- failure ------------------------------------------------------------------------------------------
+    async def _scheduler_error(self, group: QueuedPodGroup, pg: Obj, members: list[QueuedPodInfo],
+                               message: str) -> None:
+        """1.37: the group cannot be scheduled as it is (its pods disagree on scheduler or priority):
+        PodGroupInitiallyScheduled=False (SchedulerError), the same on every member, and a retry
+        after backoff."""
+        ctx = self.ctx
+        ctx.stats["groups_scheduler_error"] += 1
+        ctx.queue.requeue(group, set(), error=True)
+        ctx.last_diagnosis["group:" + group.key] = {"result": "SchedulerError", "message": message,
+                                                    "podsInCycle": len(members)}
+        ctx.calls.spawn(self._report_scheduler_error(ctx.framework_for(members[0].pod), pg, members, message))
+
+    async def _report_scheduler_error(self, fw: Framework, pg: Obj, members: list[QueuedPodInfo],
+                                      message: str) -> None:
+        recorder = fw.event_recorder()
+        await self._set_group_condition(pg, "False", REASON_SCHEDULER_ERROR, message)
+        await recorder.eventf(pg, "FailedScheduling", message, type="Warning")
+        for qpi in members:
+            await self.ctx.write_pod_unschedulable(qpi.pod, REASON_SCHEDULER_ERROR, message)
+            await recorder.eventf(qpi.pod, "FailedScheduling", message, type="Warning")
+
     async def _no_placement_fits(self, attempt: GroupAttempt, outcomes: list[PlacementOutcome]) -> None:
         best = max(outcomes, key=lambda o: len(o.assigned)) if outcomes else None
         # requeue on events that could help any of the domains, not just the best one
@@ -482,6 +511,23 @@ def nominate_by_preemption(fw: Framework, outcome: PlacementOutcome, pi: PodInfo
     outcome.lower_nominated.extend(result.lower_priority_nominated_pods)
     outcome.plugins |= set(fit_error.diagnosis.unschedulable_plugins)
     return node
+
+
+def members_mismatch(pod_group: Obj, members: Sequence[QueuedPodInfo], scheduler_names: set[str]) -> str:
+    """1.37's rule: every pod of a group has the same `.spec.schedulerName` and the group's priority
+    (the PodGroup's `spec.priority`, else its first member's). The message when one does not
+    (upstream's words, KEP-5710), "" when they all agree."""
+    if len(scheduler_names) > 1:
+        a, b = sorted(scheduler_names)[:2]
+        return f'{MSG_SCHEDULER_NAMES}, got: "{a}" and "{b}"'
+    spec = pod_group.get("spec") or {}
+    expected = spec.get("priority")
+    if not isinstance(expected, int):
+        expected = members[0].pod_info.priority if members else 0
+    for qpi in members:
+        if qpi.pod_info.priority != expected:
+            return f"{MSG_PRIORITY}, got: {qpi.pod_info.priority} and {expected}"
+    return ""
 
 
 def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional[Obj],

@@ -97,3 +97,30 @@ async def test_without_the_gate_the_pods_preemption_policy_decides():
     await c.settle(5)
     assert set(c.bound()) == {"blocker0", "blocker1"}
     await c.stop()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("priority", "all pods in a single pod group should match the priority of the pod group, got: 10 and 100"),
+    ("schedulerName", 'all pods in a single pod group should have the same .spec.schedulerName set, '
+                      'got: "default-scheduler" and "other-scheduler"'),
+])
+async def test_members_that_disagree_fail_the_group_with_scheduler_error(case, message):
+    c = await Cluster137().start(nodes(2))
+    for name, value in (("low", 10), ("high", 100)):
+        await c.client.create(priority_class(name, value))
+    await c.client.create(podgroup("g", 2))
+    await c.client.create(pod("g0", group="g", priority_class="high"))
+    if case == "priority":
+        await c.client.create(pod("g1", group="g", priority_class="low"))
+    else:
+        await c.client.create(pod("g1", group="g", priority_class="high"))
+        await c.client.create(pod("g2", group="g", priority_class="high", schedulerName="other-scheduler"))
+    assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None)
+    await c.settle(5)
+    st = condition(c.podgroup("g"), INITIALLY)
+    assert (st["status"], st["reason"], st["message"]) == ("False", "SchedulerError", message)
+    assert c.bound() == {}
+    ps = condition(c.pod("g0"), "PodScheduled")
+    assert (ps["status"], ps["reason"], ps["message"]) == ("False", "SchedulerError", message)
+    assert any(e["reason"] == "FailedScheduling" and e["message"] == message for e in c.events("g"))
+    await c.stop()
