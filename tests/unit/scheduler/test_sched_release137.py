@@ -124,3 +124,67 @@ async def test_members_that_disagree_fail_the_group_with_scheduler_error(case, m
     assert (ps["status"], ps["reason"], ps["message"]) == ("False", "SchedulerError", message)
     assert any(e["reason"] == "FailedScheduling" and e["message"] == message for e in c.events("g"))
     await c.stop()
+
+
+async def test_initially_scheduled_is_terminal():
+    """True once, then never False nor rewritten: a late member that fits nowhere leaves it as it
+    was, and so does one placed later (lastTransitionTime unchanged)."""
+    c = await Cluster137().start(nodes(1))
+    await c.client.create(podgroup("g", 2))
+    for i in range(2):
+        await c.client.create(pod(f"g{i}", cpu="2", group="g"))
+    assert await c.run_until(lambda: len(c.bound()) == 2)
+    first = condition(c.podgroup("g"), INITIALLY)
+    assert first is not None and first["status"] == "True"
+    await c.settle(30)
+    await c.client.create(pod("late", cpu="2", group="g"))  # the node is full: it waits
+    assert await c.run_until(lambda: (ps := condition(c.pod("late"), "PodScheduled")) is not None
+                             and ps["status"] == "False")
+    await c.settle(5)
+    assert condition(c.podgroup("g"), INITIALLY) == first
+    await c.client.delete("v1", "Pod", "default", "g0")
+    assert await c.run_until(lambda: "late" in c.bound())
+    await c.settle(5)
+    assert condition(c.podgroup("g"), INITIALLY) == first
+    await c.stop()
+
+
+async def test_failed_group_cycle_backs_off_and_retries_when_room_appears():
+    """No gang timeout: an unschedulable gang waits (PodGroupInitiallyScheduled=False, Unschedulable)
+    as long as it takes, and binds once a pod in its way is gone."""
+    c = await Cluster137().start(nodes(2))
+    await c.client.create(pod("blocker", cpu="3"))
+    assert await c.run_until(lambda: "blocker" in c.bound())
+    await c.client.create(podgroup("g", 2))
+    for i in range(2):
+        await c.client.create(pod(f"g{i}", cpu="3", group="g"))
+    assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None)
+    st = condition(c.podgroup("g"), INITIALLY)
+    assert (st["status"], st["reason"]) == ("False", "Unschedulable")
+    await c.settle(600)  # 1.36's Permit timeout was 5 minutes; nothing of the kind here
+    assert set(c.bound()) == {"blocker"}
+    assert all(condition(c.pod(f"g{i}"), "PodScheduled")["reason"] == "Unschedulable" for i in range(2))
+    await c.client.delete("v1", "Pod", "default", "blocker")
+    assert await c.run_until(lambda: {"g0", "g1"} <= set(c.bound()))
+    assert condition(c.podgroup("g"), INITIALLY)["status"] == "True"
+    await c.stop()
+
+
+def test_gang_scheduling_has_no_permit_barrier_in_1_37():
+    """A gang member reaching Permit alone is not held (1.36 held it up to 5 minutes)."""
+    from types import SimpleNamespace
+
+    from phalanx.machinery.featuregates import FeatureGates
+    from phalanx.scheduler.framework import CycleState, PodInfo
+    from phalanx.scheduler.plugins.gangscheduling import GangScheduling
+    from phalanx.scheduler.podgroups import PodGroupManager
+
+    groups = PodGroupManager()
+    groups.set_group(podgroup("g", 3))
+    member = PodInfo(pod("g0", group="g"))
+    held = {}
+    for release in ("1.36", "1.37"):
+        plugin = GangScheduling(groups, lambda key: 1, SimpleNamespace(feature_gates=FeatureGates(release=release)))
+        st, timeout = plugin.permit(CycleState(), member, "node-0")
+        held[release] = (st.code.name if st is not None else None, timeout)
+    assert held == {"1.36": ("Wait", 300.0), "1.37": (None, 0)}
