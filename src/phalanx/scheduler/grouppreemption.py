@@ -72,7 +72,7 @@ from typing import Iterable, Optional, Protocol, Sequence
 from phalanx.api.scheduling.fields import disrupts_as_whole, preemption_policy
 from phalanx.machinery.featuregates import UnknownFeatureGate
 
-from .apicalls import STRATEGIC_MERGE, timestamp
+from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .cache import pod_group_key, pod_key
 from .framework.constants import Obj
 from .framework.cycle_state import CycleState
@@ -476,7 +476,8 @@ class GroupPreemption:
         try:
             if client is not None:
                 await client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md.get("name", ""),
-                                   {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+                                   {"status": {"conditions": conditions_with(self._latest(pg), cond)}},
+                                   patch_type=STRATEGIC_MERGE,
                                    subresource="status")
         except Exception as e:  # a PodGroup already gone: its pods are still evicted
             log.info("marking PodGroup %s as a disruption target: %s", unit.name, e)
@@ -484,6 +485,11 @@ class GroupPreemption:
         await fw.event_recorder().eventf(
             pg, "Preempted",
             f"Preempted by {preemptor_kind} {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
+
+    def _latest(self, pg: Obj) -> Obj:
+        """The PodGroup as the lister has it now (its conditions), else `pg`."""
+        md = pg.get("metadata") or {}
+        return self._pod_group(f"{md.get('namespace', '')}/{md.get('name', '')}") or pg
 
     # -- single-pod preemption of whole groups (1.37) -------------------------------------------------
     async def evict_whole_groups(self, fw: Framework, preemptor: PodInfo, node: str,

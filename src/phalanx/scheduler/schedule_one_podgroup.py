@@ -25,7 +25,7 @@ import orjson
 from phalanx.client.informer import Informer
 from phalanx.machinery.errors import StatusError
 
-from .apicalls import STRATEGIC_MERGE, timestamp
+from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .framework.constants import Obj
 from .framework.cycle_state import CycleState
 from .framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
@@ -474,7 +474,8 @@ class PodGroupCycle:
         md = pg["metadata"]
         try:
             await self.ctx.client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md["name"],
-                                        {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+                                        {"status": {"conditions": conditions_with(current or pg, cond)}},
+                                        patch_type=STRATEGIC_MERGE,
                                         subresource="status")
         except StatusError as e:
             if e.code != 404:

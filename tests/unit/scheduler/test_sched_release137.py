@@ -188,3 +188,22 @@ def test_gang_scheduling_has_no_permit_barrier_in_1_37():
         st, timeout = plugin.permit(CycleState(), member, "node-0")
         held[release] = (st.code.name if st is not None else None, timeout)
     assert held == {"1.36": ("Wait", 300.0), "1.37": (None, 0)}
+
+
+async def test_workload_aware_preemption_marks_the_victim_group():
+    """GenericWorkload (1.37's WAP): a high gang evicts a low `all` gang as one; the victim PodGroup
+    keeps its PodGroupInitiallyScheduled and gains DisruptionTarget (PreemptionByScheduler)."""
+    c = await Cluster137().start(nodes(2))
+    await _low_group_on_both_nodes(c, "all")
+    await c.client.create(podgroup("hi", 2))
+    for i in range(2):
+        await c.client.create(pod(f"hi{i}", cpu="3", group="hi", priority_class="high"))
+    assert await c.run_until(lambda: {"hi0", "hi1"} <= set(c.bound()))
+    lo = c.podgroup("lo")
+    target = condition(lo, "DisruptionTarget")
+    assert target is not None and (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+    assert condition(lo, INITIALLY)["status"] == "True"
+    uid = c.podgroup("hi")["metadata"]["uid"]
+    assert {e["message"] for i in range(2) for e in c.events(f"lo{i}") if e["reason"] == "Preempted"} == \
+        {f"Preempted by podgroup {uid} on node cluster"}
+    await c.stop()
