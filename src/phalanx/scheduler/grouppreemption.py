@@ -507,22 +507,17 @@ class GroupPreemption:
             if gk is None or gk in done or pg is None or not disrupts_as_whole(pg):
                 continue
             done.add(gk)
-            await self._evict_group_of(fw, preemptor, node, gk, pg, chosen)
-
-    async def _evict_group_of(self, fw: Framework, preemptor: PodInfo, node: str, gk: str, pg: Obj,
-                              chosen: set[str]) -> None:
-        """Mark the victim's PodGroup and evict its pods the preemption did not already choose."""
-        others = [PodInfo(p) for p in self._group_members(gk) if (p.get("spec") or {}).get("nodeName")]
-        unit = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg) or 0,
-                          [(pi, pi.spec.get("nodeName", "")) for pi in others], pod_group=pg)
-        await self._mark_pod_group(unit, f"{preemptor.namespace}/{preemptor.name}", fw, preemptor_kind="pod")
-        for pi in others:
-            if pi.key in chosen:
-                continue
-            try:
-                await self.cycle.evict(pi.pod, f"Preempted by pod {preemptor.uid} on node {node}", preemptor.pod)
-            except Exception:  # keep going: a pod that stays is seen when the preemptor retries
-                log.exception("preempting %s/%s", pi.namespace, pi.name)
+            others = [PodInfo(p) for p in self._group_members(gk) if (p.get("spec") or {}).get("nodeName")]
+            unit = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg) or 0,
+                              [(pi, pi.spec.get("nodeName", "")) for pi in others], pod_group=pg)
+            await self._mark_pod_group(unit, f"{preemptor.namespace}/{preemptor.name}", fw, preemptor_kind="pod")
+            for pi in others:
+                if pi.key in chosen:
+                    continue
+                try:
+                    await self.cycle.evict(pi.pod, f"Preempted by pod {preemptor.uid} on node {node}", preemptor.pod)
+                except Exception:  # keep going: a pod that stays is seen when the preemptor retries
+                    log.exception("preempting %s/%s", pi.namespace, pi.name)
 
     def _group_members(self, group_key: str) -> list[Obj]:
         groups = self.handle.pod_group_lister()

@@ -14,8 +14,7 @@ As upstream's `backend/queue`, it keeps
 
 An entity is a single pod (`QueuedPodInfo`) or a pod group (`QueuedPodGroup`, 1.36's workload
 scheduling cycle): pods of a PodGroup never sit in activeQ themselves; once a member passes
-PreEnqueue it joins its group's entity, and the group is popped and scheduled as one unit. In 1.37
-the pods of every leaf PodGroup of a CompositePodGroup tree join one entity, the tree's.
+PreEnqueue it joins its group's entity, and the group is popped and scheduled as one unit.
 """
 
 from __future__ import annotations
@@ -121,8 +120,6 @@ class SchedulingQueue:
         # running yet (a gang with fewer than minCount pods past PreEnqueue); None when they can.
         self.group_ready: Callable[[QueuedPodGroup], Any] | None = None
         self._gate_messages: dict[str, str] = {}
-        # The entity a group's pod joins: its PodGroup's key, or (1.37) its CompositePodGroup tree's.
-        self.group_key_of: Callable[[dict], Optional[str]] = pod_group_key
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -188,7 +185,7 @@ class SchedulingQueue:
         self._ungate(key)
         self._gate_messages.pop(key, None)
         qpi.gating_plugin = ""
-        gk = self.group_key_of(qpi.pod) if self.group_cycles else None
+        gk = pod_group_key(qpi.pod) if self.group_cycles else None
         if gk is None:
             if key not in self._active_keys and key not in self._backoff_keys and key not in self.in_flight \
                     and key not in self.unschedulable:
@@ -225,7 +222,7 @@ class SchedulingQueue:
             self.add(new)
             return
         qpi.pod_info = PodInfo(new)
-        gk = self.group_key_of(new)
+        gk = pod_group_key(new)
         if gk is not None and gk in self.groups and key in self.groups[gk].members:
             self.groups[gk].members[key] = qpi
         if key in self.gated:
@@ -239,7 +236,7 @@ class SchedulingQueue:
         self.unschedulable.pop(key, None)
         self._active_keys.discard(key)  # lazily dropped from the heap at pop
         self._backoff_keys.discard(key)
-        gk = self.group_key_of(pod)
+        gk = pod_group_key(pod)
         if gk is not None and gk in self.groups:
             g = self.groups[gk]
             g.members.pop(key, None)
@@ -430,7 +427,7 @@ class SchedulingQueue:
         """Move these pods' entities to activeQ (used by plugins such as GangScheduling)."""
         for pod in pods:
             key = pod_key(pod)
-            gk = self.group_key_of(pod) if self.group_cycles else None
+            gk = pod_group_key(pod) if self.group_cycles else None
             if gk is not None and gk in self.groups:
                 g = self.groups[gk]
                 k = entity_key(g)

@@ -36,11 +36,10 @@ from .framework.status import Code, Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .placement_outcome import Assignment, PlacementOutcome
 from .placementsearch import search_placements
-from .podgroups import PodGroupManager, policy_of, tree_root_of
+from .podgroups import PodGroupManager, policy_of
 from .queue import QueuedPodGroup
 from .reporting import (DIAGNOSIS_ANNOTATION, Failures, diagnosis_record, group_summary, pod_group_api,
                         scheduled_condition)
-from .schedule_composite import CompositeCycle
 from .schedule_one import CycleContext, PodCycle
 
 if TYPE_CHECKING:
@@ -87,7 +86,6 @@ class PodGroupCycle:
         self.podgroups = podgroups
         self.preemption: Optional["GroupPreemption"] = None  # set by the scheduler once built
         self.groups_scheduled: set[str] = set()  # PodGroups (uid) that had a successful cycle
-        self.trees = CompositeCycle(self)
 
     # -- what workload-aware preemption uses (GroupCycleOps) ------------------------------------------
     def live_snapshot(self) -> Snapshot:
@@ -115,17 +113,17 @@ class PodGroupCycle:
     # -- the cycle ------------------------------------------------------------------------------------
     async def schedule_pod_group(self, group: QueuedPodGroup) -> None:
         ctx = self.ctx
-        if tree_root_of(group.key) is not None:  # 1.37: a CompositePodGroup tree, root to leaves
-            await self.trees.schedule_tree(group, self._live_members(group))
-            return
         pg = self.groups.get(group.key)
         members = self._live_members(group)
         if pg is None or not members:
             self._send_back(group, members)
             return
         members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
-        if await self._members_disagree(group, pg, members):
-            return
+        if self.release != "1.36":
+            mismatch = members_mismatch(pg, members, self.groups.scheduler_names(group.key))
+            if mismatch:
+                await self._scheduler_error(group, pg, members, mismatch)
+                return
         if self.preemption is not None:
             self.preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
         fw = ctx.framework_for(members[0].pod)
@@ -167,22 +165,6 @@ class PodGroupCycle:
                 qpi.pod_info = PodInfo(pod)
             members.append(qpi)
         return members
-
-    # -- what the tree cycle (schedule_composite) uses -------------------------------------------------
-    def send_back(self, group: QueuedPodGroup, members: list[QueuedPodInfo]) -> None:
-        self._send_back(group, members)
-
-    def commit(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
-        self._commit(attempt, chosen)
-
-    def report_scheduled(self, attempt: GroupAttempt, outcome: PlacementOutcome) -> None:
-        """One leaf of a committed tree: PodGroupInitiallyScheduled=True and its Scheduled event."""
-        self.groups_scheduled.add(attempt.pod_group["metadata"].get("uid") or attempt.group.key)
-        self.ctx.calls.spawn(self._report_group_scheduled(attempt, outcome.placement.name, len(outcome.assigned)))
-
-    async def report_unschedulable(self, fw: Framework, pg: Obj, members: list[QueuedPodInfo], summary: str) -> None:
-        diag = {"result": "Unschedulable", "message": summary, "podsInCycle": len(members)}
-        await self._report_group_unschedulable(fw, pg, members, {}, summary, diag)
 
     def _send_back(self, group: QueuedPodGroup, members: list[QueuedPodInfo]) -> None:
         """The group vanished: its pods go back through PreEnqueue (they will be gated)."""
@@ -357,7 +339,7 @@ class PodGroupCycle:
         where = f" in {placement}" if placement != CLUSTER else ""
         verb = "Successfully placed" if first else "Placed late members:"
         await attempt.fw.event_recorder().eventf(
-            attempt.pod_group, "Scheduled", f"{verb} {placed_now} pod(s) of pod group {attempt.info.key}{where}",
+            attempt.pod_group, "Scheduled", f"{verb} {placed_now} pod(s) of pod group {attempt.group.key}{where}",
             annotations=ann)
 
     # -- pod-by-pod preemption ------------------------------------------------------------------------------
@@ -393,15 +375,6 @@ class PodGroupCycle:
                                                          summary, diag, nominated))
 
     # -- failure ------------------------------------------------------------------------------------------
-    async def _members_disagree(self, group: QueuedPodGroup, pg: Obj, members: list[QueuedPodInfo]) -> bool:
-        """1.37: members with different schedulers or priorities fail the group (SchedulerError)."""
-        if self.release == "1.36":
-            return False
-        mismatch = members_mismatch(pg, members, self.groups.scheduler_names(group.key))
-        if mismatch:
-            await self._scheduler_error(group, pg, members, mismatch)
-        return bool(mismatch)
-
     async def _scheduler_error(self, group: QueuedPodGroup, pg: Obj, members: list[QueuedPodInfo],
                                message: str) -> None:
         """1.37: the group cannot be scheduled as it is (its pods disagree on scheduler or priority):

@@ -27,7 +27,6 @@ from typing import Any, Callable, Optional
 
 from ..client.clock import REAL_CLOCK, Clock
 from ..client.informer import Informer, InformerFactory
-from ..api.scheduling.fields import COMPOSITE_POD_GROUP_API
 from ..client.interface import Client
 from .apicalls import BackgroundCalls
 from ..machinery.featuregates import FeatureGates
@@ -95,7 +94,6 @@ class Scheduler:
         self.kubernetes_release = release_of(self.gates)  # which PodGroup API (v1alpha2 or v1beta1) and condition
         self.podgroups = (self.factory.informer(pod_group_api(self.kubernetes_release), "PodGroup")
                           if self.group_aware else None)
-        self.composites = self._composite_pod_groups()
         # informers plugins made through their Handle's factory are waited for too
         self._plugin_informers = [i for i in self.factory.informers if id(i) not in informers_before]
         # the cycles
@@ -119,15 +117,6 @@ class Scheduler:
             self.pod_cycle.whole_group_eviction = self.group_preemption.evict_whole_groups
 
     # -- construction ------------------------------------------------------------------------------
-    def _composite_pod_groups(self) -> Optional[Informer]:
-        """1.37 with CompositePodGroup: the trees' informer; a tree is one queue entity."""
-        self.groups.trees_enabled = bool(self.group_aware and self.kubernetes_release != "1.36"
-                                         and self.gates.enabled("CompositePodGroup"))
-        if not self.groups.trees_enabled:
-            return None
-        self.queue.group_key_of = self.groups.queue_key
-        return self.factory.informer(COMPOSITE_POD_GROUP_API, "CompositePodGroup")
-
     def _build_frameworks(self, reg: Registry, permit_timeout: Optional[float]) -> dict[str, Framework]:
         self._register_scheduler_plugins(reg)
         services = HandleServices(client=self.client, informer_factory=self.factory, dra_manager=self.dra_manager,
@@ -169,9 +158,6 @@ class Scheduler:
         self.node_topology.watch(self.nodes)
         if self.podgroups is not None:
             self.podgroups.add_event_handler(on_add=self._pg_add, on_update=self._pg_update, on_delete=self._pg_delete)
-        if self.composites is not None:
-            self.composites.add_event_handler(on_add=self._cpg_add, on_update=self._cpg_update,
-                                              on_delete=self.groups.remove_composite)
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every
@@ -269,13 +255,6 @@ class Scheduler:
         self.groups.set_group(new)
         self.queue.on_event(ClusterEvent(gangscheduling.POD_GROUP, ActionType.Update), old, new)
 
-    def _cpg_add(self, cpg: Obj) -> None:
-        self.groups.set_composite(cpg)
-        self.queue.on_event(ClusterEvent(gangscheduling.COMPOSITE_POD_GROUP, ActionType.Add), None, cpg)
-
-    def _cpg_update(self, old: Obj, new: Obj) -> None:
-        self.groups.set_composite(new)
-
     def _pg_delete(self, pg: Obj) -> None:
         self.groups.remove_group(pg)
         self.group_cycle.forget_group(pg)
@@ -299,8 +278,7 @@ class Scheduler:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _informers_to_sync(self) -> list[Informer]:
-        own = [i for i in (self.pods, self.nodes, self.namespaces, self.pdb_informer, self.podgroups, self.composites)
-               if i is not None]
+        own = [i for i in (self.pods, self.nodes, self.namespaces, self.pdb_informer, self.podgroups) if i is not None]
         return own + self._dra_informers + [i for i in self._plugin_informers if i not in own]
 
     async def run(self) -> None:

@@ -115,7 +115,7 @@ async def test_members_that_disagree_fail_the_group_with_scheduler_error(case, m
     else:
         await c.client.create(pod("g1", group="g", priority_class="high"))
         await c.client.create(pod("g2", group="g", priority_class="high", schedulerName="other-scheduler"))
-    assert await c.run_until(lambda: condition(c.podgroup("g"), INITIALLY) is not None)
+    assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None)
     await c.settle(5)
     st = condition(c.podgroup("g"), INITIALLY)
     assert (st["status"], st["reason"], st["message"]) == ("False", "SchedulerError", message)
@@ -158,7 +158,7 @@ async def test_failed_group_cycle_backs_off_and_retries_when_room_appears():
     await c.client.create(podgroup("g", 2))
     for i in range(2):
         await c.client.create(pod(f"g{i}", cpu="3", group="g"))
-    assert await c.run_until(lambda: condition(c.podgroup("g"), INITIALLY) is not None)
+    assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None)
     st = condition(c.podgroup("g"), INITIALLY)
     assert (st["status"], st["reason"]) == ("False", "Unschedulable")
     await c.settle(600)  # 1.36's Permit timeout was 5 minutes; nothing of the kind here

@@ -49,14 +49,6 @@ class PodGroupLister(Protocol):
         """The group's pods assumed or bound."""
         ...
 
-    def tree_root(self, key: str) -> tuple[Optional[str], str]:
-        """1.37: the root CompositePodGroup of a leaf PodGroup's tree, or why the tree is refused."""
-        ...
-
-    def tree_ready(self, key: str) -> bool:
-        """1.37: whether a CompositePodGroup's subtree has its quorum of pods."""
-        ...
-
 
 def run_detached(call: ApiCall) -> None:
     """Run an API call as a task of the running loop; without a loop (a synchronous unit test)

@@ -37,7 +37,6 @@ from . import names
 
 DEFAULT_PERMIT_TIMEOUT = 300.0
 POD_GROUP = "PodGroup"
-COMPOSITE_POD_GROUP = "CompositePodGroup"
 
 
 class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, EnqueueExtensions):
@@ -62,15 +61,6 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
             return Status.new(Code.UnschedulableAndUnresolvable,
                               f'waiting for pods\'s pod group "{group_name}" to appear in scheduling queue'
                               ).with_plugin(self.NAME)
-        root, invalid = self.manager.tree_root(g)
-        if invalid:  # 1.37: a tree the scheduler refuses (missing parent, too deep, a cycle, two Workloads)
-            return Status.new(Code.UnschedulableAndUnresolvable, invalid).with_plugin(self.NAME)
-        if root is not None:
-            if not self.manager.tree_ready(root):
-                return Status.new(Code.UnschedulableAndUnresolvable,
-                                  f'waiting for composite pod group "{root.split("/", 1)[1]}" tree to meet quorum'
-                                  ).with_plugin(self.NAME)
-            return None
         names_used = self.manager.scheduler_names(g)
         if len(names_used) > 1 and self.release == "1.36":
             return Status.new(Code.UnschedulableAndUnresolvable,
@@ -135,24 +125,12 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
             ClusterEventWithHint(ClusterEvent(EventResource.AssignedPod, ActionType.Add), self._same_group_pod),
             ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Add), self._own_group),
             ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Update), self._min_count_decreased),
-            ClusterEventWithHint(ClusterEvent(COMPOSITE_POD_GROUP, ActionType.Add), self._tree_member),
         ]
-
-    def _in_tree(self, group_key: str) -> bool:
-        pg = self.manager.get(group_key)
-        return pg is not None and bool((pg.get("spec") or {}).get("parentCompositePodGroupName"))
-
-    def _tree_member(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
-        """A new CompositePodGroup may complete the tree a gated pod waits for (or its missing parent)."""
-        g = pod_group_key(pod)
-        return QueueingHint.Queue if g is not None and self._in_tree(g) else QueueingHint.QueueSkip
 
     def _same_group_pod(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         """A new pod of the group helps a gated member only once the group has minCount pods
         (otherwise every arrival would re-run PreEnqueue for every waiting member)."""
         g = pod_group_key(pod)
-        if g is not None and new is not None and self._in_tree(g):
-            return QueueingHint.Queue  # another leaf's pod may complete the tree's quorum
         if g is None or new is None or pod_group_key(new) != g:
             return QueueingHint.QueueSkip
         pg = self.manager.get(g)
@@ -162,15 +140,15 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
                 return QueueingHint.QueueSkip
         return QueueingHint.Queue
 
-    def _own_group(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+    @staticmethod
+    def _own_group(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         g = pod_group_key(pod)
-        if g is not None and self._in_tree(g):
-            return QueueingHint.Queue  # a sibling PodGroup may complete the tree's quorum
         md = (new or {}).get("metadata") or {}
         return QueueingHint.Queue if g == f"{md.get('namespace', '')}/{md.get('name')}" else QueueingHint.QueueSkip
 
-    def _min_count_decreased(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
-        if self._own_group(pod, old, new) != QueueingHint.Queue:
+    @classmethod
+    def _min_count_decreased(cls, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        if cls._own_group(pod, old, new) != QueueingHint.Queue:
             return QueueingHint.QueueSkip
         return QueueingHint.Queue if policy_of(new or {})[1] < policy_of(old or {})[1] else QueueingHint.QueueSkip
 
