@@ -47,7 +47,7 @@ from .grouppreemption import GroupPreemption
 from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
-from .reporting import POD_GROUP_API
+from .reporting import pod_group_api, release_of
 from .schedule_one import CycleContext, PodCycle, is_terminal
 from .schedule_one_podgroup import PodGroupCycle, members_fall_short
 
@@ -91,7 +91,9 @@ class Scheduler:
         self.nodes = self.factory.informer("v1", "Node")
         self.namespaces = self.factory.informer("v1", "Namespace")
         self.pdb_informer = self.factory.informer("policy/v1", "PodDisruptionBudget")
-        self.podgroups = self.factory.informer(POD_GROUP_API, "PodGroup") if self.group_aware else None
+        self.kubernetes_release = release_of(self.gates)  # which PodGroup API (v1alpha2 or v1beta1) and condition
+        self.podgroups = (self.factory.informer(pod_group_api(self.kubernetes_release), "PodGroup")
+                          if self.group_aware else None)
         # informers plugins made through their Handle's factory are waited for too
         self._plugin_informers = [i for i in self.factory.informers if id(i) not in informers_before]
         # the cycles
@@ -100,7 +102,8 @@ class Scheduler:
         self.stats = self.cycle.stats
         self.last_diagnosis = self.cycle.last_diagnosis
         self.pod_cycle = PodCycle(self.cycle)
-        self.group_cycle = PodGroupCycle(self.cycle, self.pod_cycle, self.groups, self.podgroups)
+        self.group_cycle = PodGroupCycle(self.cycle, self.pod_cycle, self.groups, self.podgroups,
+                                         release=self.kubernetes_release)
         self.queue.on_gated = self.pod_cycle.pod_gated
         self.queue.group_ready = self._group_ready
         self._wire()
@@ -110,6 +113,8 @@ class Scheduler:
             enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)),
             pod_by_pod=self.group_aware)
         self.group_cycle.preemption = self.group_preemption
+        if self.group_preemption.whole_group_victims:
+            self.pod_cycle.whole_group_eviction = self.group_preemption.evict_whole_groups
 
     # -- construction ------------------------------------------------------------------------------
     def _build_frameworks(self, reg: Registry, permit_timeout: Optional[float]) -> dict[str, Framework]:

@@ -10,6 +10,11 @@
   the wait times out after `permitWaitingTimeoutSeconds` (upstream's fixed 5 minutes by default,
   configurable here through the plugin's args).
 - Basic-policy groups pass everything (effective minCount 1).
+
+Kubernetes 1.37 (the Handle's gates are of release 1.37): the plugin is PreEnqueue and
+PlacementFeasible only. There is no Permit barrier, so no gang timeout (a failed group cycle backs
+off as a pod does), and pods of one group with different schedulers are not held here: the group
+cycle rejects the group with SchedulerError (`PodGroupCycle`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from phalanx.scheduler.framework.types import PodInfo
 
 from ..cache import pod_group_key
 from ..podgroups import policy_of
+from ..reporting import release_of
 from . import names
 
 DEFAULT_PERMIT_TIMEOUT = 300.0
@@ -42,6 +48,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         self.scheduled_count = scheduled_count
         self.handle = handle
         self.permit_timeout = permit_timeout
+        self.release = release_of(getattr(handle, "feature_gates", None))
 
     # -- PreEnqueue ------------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Optional[Status]:
@@ -55,7 +62,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
                               f'waiting for pods\'s pod group "{group_name}" to appear in scheduling queue'
                               ).with_plugin(self.NAME)
         names_used = self.manager.scheduler_names(g)
-        if len(names_used) > 1:
+        if len(names_used) > 1 and self.release == "1.36":
             return Status.new(Code.UnschedulableAndUnresolvable,
                               f'pods of pod group "{group_name}" use different schedulers: '
                               f'{", ".join(sorted(names_used))}').with_plugin(self.NAME)
@@ -88,7 +95,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
     # -- Permit ------------------------------------------------------------------------------------
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Optional[Status], float]:
         g = pod_group_key(pod.pod)
-        if g is None:
+        if g is None or self.release != "1.36":  # 1.37: no Permit barrier, no gang timeout
             return None, 0
         pg = self.manager.get(g)
         if pg is None:
