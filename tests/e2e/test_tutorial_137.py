@@ -29,7 +29,6 @@ def tutorial(tmp_path_factory) -> Cluster:
     c.phalanx("delete", "cluster", "--name", "tutorial137")
 
 
-@pytest.mark.xfail(strict=True, reason="the scheduler does not schedule v1beta1 PodGroups yet")
 def test_tutorial_137_end_to_end(tutorial: Cluster):
     def k(*args: str):
         return tutorial.kubectl(*args, binary=KUBECTL_137, timeout=90)
