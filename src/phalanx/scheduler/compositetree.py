@@ -245,9 +245,10 @@ L = TypeVar("L")  # what placing a leaf produced (the scheduler's placement outc
 @dataclass
 class LeafPlacer(Generic[N, L]):
     """The caller's half of the search: place a leaf on some nodes (None when it does not fit
-    there, its assumptions already undone), and undo a placed leaf."""
+    there, its assumptions already undone), and undo a placed leaf. `place` also gets the name of
+    the domain those nodes are (`key=value` of the nearest constrained ancestor; "" for all)."""
 
-    place: Callable[[TreeNode, Sequence[N]], Optional[L]]
+    place: Callable[[TreeNode, Sequence[N], str], Optional[L]]
     undo: Callable[[L], None]
     labels: Callable[[N], dict[str, str]]
 
@@ -278,29 +279,33 @@ def domains_of(key: str, nodes: Sequence[N], labels: Callable[[N], dict[str, str
 
 def place_tree(root: TreeNode, nodes: Sequence[N], placer: LeafPlacer[N, L]) -> Optional[TreePlacement[L]]:
     """Place the whole tree under `root` on `nodes`, or nothing (every assumption undone)."""
-    return _place_group(root, nodes, placer)
+    return _place_group(root, nodes, placer, "")
 
 
-def _place_group(node: TreeNode, nodes: Sequence[N], placer: LeafPlacer[N, L]) -> Optional[TreePlacement[L]]:
+def _place_group(node: TreeNode, nodes: Sequence[N], placer: LeafPlacer[N, L],
+                 within: str) -> Optional[TreePlacement[L]]:
     key = node.topology_key
-    candidates = domains_of(key, nodes, placer.labels) if key else [("", list(nodes))]
+    if node.kind == POD_GROUP:  # a leaf's own constraint is its search's business (PlacementGenerate)
+        key = None
+    candidates = domains_of(key, nodes, placer.labels) if key else [(within, list(nodes))]
     for domain, domain_nodes in candidates:
-        placed = _place_in(node, domain_nodes, placer)
+        placed = _place_in(node, domain_nodes, placer, domain)
         if placed is not None:
-            if domain:
+            if key:
                 placed.domains[node.key] = domain
             return placed
     return None
 
 
-def _place_in(node: TreeNode, nodes: Sequence[N], placer: LeafPlacer[N, L]) -> Optional[TreePlacement[L]]:
+def _place_in(node: TreeNode, nodes: Sequence[N], placer: LeafPlacer[N, L],
+              domain: str) -> Optional[TreePlacement[L]]:
     if node.kind == POD_GROUP:
-        result = placer.place(node, nodes)
+        result = placer.place(node, nodes, domain)
         return TreePlacement([(node, result)]) if result is not None else None
     placed: TreePlacement[L] = TreePlacement()
     satisfied = 0
     for child in node.children:  # greedy, in creation order: no sibling is tried again
-        child_placed = _place_group(child, nodes, placer)
+        child_placed = _place_group(child, nodes, placer, domain)
         if child_placed is not None:
             satisfied += 1
             placed.leaves += child_placed.leaves
