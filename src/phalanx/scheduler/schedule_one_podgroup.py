@@ -44,6 +44,7 @@ from .schedule_one import CycleContext, PodCycle
 
 if TYPE_CHECKING:
     from .grouppreemption import GroupPreemption
+    from .schedule_one_compositegroup import CompositeGroupCycle
 
 log = logging.getLogger("phalanx.scheduler")
 
@@ -85,6 +86,7 @@ class PodGroupCycle:
         self.groups = groups
         self.podgroups = podgroups
         self.preemption: Optional["GroupPreemption"] = None  # set by the scheduler once built
+        self.composite: Optional["CompositeGroupCycle"] = None  # 1.37 CompositePodGroup trees, when served
         self.groups_scheduled: set[str] = set()  # PodGroups (uid) that had a successful cycle
 
     # -- what workload-aware preemption uses (GroupCycleOps) ------------------------------------------
@@ -113,6 +115,9 @@ class PodGroupCycle:
     # -- the cycle ------------------------------------------------------------------------------------
     async def schedule_pod_group(self, group: QueuedPodGroup) -> None:
         ctx = self.ctx
+        if self.composite is not None and self.groups.composite(group.key) is not None:
+            await self.composite.schedule_tree(group)  # the root of a CompositePodGroup tree (1.37)
+            return
         pg = self.groups.get(group.key)
         members = self._live_members(group)
         if pg is None or not members:
@@ -284,10 +289,12 @@ class PodGroupCycle:
         self.ctx.cache.mark_dirty(node for _, node, _ in outcome.victims)
 
     # -- success ------------------------------------------------------------------------------------------
-    def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
-        """Assume the chosen placement's pods in the cache, Reserve again (unless kept), Permit, bind."""
+    def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome, *, done: bool = True) -> None:
+        """Assume the chosen placement's pods in the cache, Reserve again (unless kept), Permit, bind.
+        `done`: the cycle ends with this group (a CompositePodGroup tree commits several, then ends)."""
         ctx, fw, group = self.ctx, attempt.fw, attempt.group
-        ctx.queue.done(group)
+        if done:
+            ctx.queue.done(group)
         committed: list[tuple[QueuedPodInfo, PodInfo, str, CycleState, PodInfo]] = []
         for qpi, pi, node, pstate in chosen.assigned:
             assumed = ctx.cache.assume(pi, node, chosen.assumed.get(pi.key))
