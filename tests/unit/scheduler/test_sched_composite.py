@@ -1,0 +1,108 @@
+"""CompositePodGroup trees on a whole 1.37 scheduler, beside test_composite_scheduling.py: minGroupCount
+lets a tree through without a leaf that does not fit, children stay in their parent's topology
+domain, siblings are placed greedily in creation order (not name order), and a tree of the
+maximum depth (4 levels) schedules."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from phalanx.cluster.spec import NodeSpec
+
+from .cluster137 import Cluster137, condition, pod, podgroup
+
+V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
+ZONE = "topology.kubernetes.io/zone"
+RACK = "topology.example.com/rack"
+INITIALLY = "PodGroupInitiallyScheduled"
+
+
+def cpg(name: str, min_group_count: Optional[int] = None, parent: Optional[str] = None, key: Optional[str] = None,
+        workload: str = "w") -> dict:
+    policy = {"gang": {"minGroupCount": min_group_count}} if min_group_count else {"basic": {}}
+    spec: dict[str, Any] = {"workloadRef": {"workloadName": workload, "templateName": name},
+                            "schedulingPolicy": policy}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    if key:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return {"apiVersion": V1ALPHA3, "kind": "CompositePodGroup", "metadata": {"name": name, "namespace": "default"},
+            "spec": spec}
+
+
+def leaf(name: str, min_count: int, parent: str, key: Optional[str] = None, workload: str = "w") -> dict:
+    extra: dict[str, Any] = {"workloadRef": {"workloadName": workload, "templateName": name},
+                             "parentCompositePodGroupName": parent}
+    if key:
+        extra["schedulingConstraints"] = {"topology": [{"key": key}]}
+    return podgroup(name, min_count, **extra)
+
+
+def racks(per_rack: int = 1, cpu: str = "2") -> list[NodeSpec]:
+    """Two zones of two racks: node-<zone><rack><i>."""
+    out = []
+    for z in ("a", "b"):
+        for r in ("1", "2"):
+            for i in range(per_rack):
+                out.append(NodeSpec(f"node-{z}{r}{i}", capacity={"cpu": cpu, "memory": "32Gi", "pods": "110"},
+                                    labels={ZONE: z, RACK: f"{z}{r}"}))
+    return out
+
+
+async def create_all(c: Cluster137, *objs: dict) -> None:
+    for o in objs:
+        await c.client.create(o)
+
+
+def zone_of(node: str) -> str:
+    return node[len("node-")]
+
+
+async def test_min_group_count_lets_the_tree_go_without_a_leaf_that_does_not_fit():
+    c = await Cluster137().start(racks())
+    await create_all(c, cpg("root", 1), leaf("small", 1, "root"), leaf("huge", 1, "root"))
+    await create_all(c, pod("s0", cpu="1", group="small"), pod("h0", cpu="64", group="huge"))
+    assert await c.run_until(lambda: "s0" in c.bound())
+    assert condition(c.podgroup("small"), INITIALLY)["status"] == "True"
+    assert "h0" not in c.bound()
+    await c.stop()
+
+
+async def test_children_are_confined_to_the_parent_domain():
+    """Each zone has 2 cpu per rack: the two leaves (2 pods of 2 cpu each, one rack each) need both
+    racks of one zone; a zone with a rack already full cannot take the tree."""
+    c = await Cluster137().start(racks())
+    await c.client.create(pod("filler", cpu="2", nodeName="node-a10"))
+    assert await c.run_until(lambda: "filler" in c.bound())
+    await create_all(c, cpg("root", 2, key=ZONE), leaf("x", 1, "root", key=RACK), leaf("y", 1, "root", key=RACK))
+    await create_all(c, pod("x0", cpu="2", group="x"), pod("y0", cpu="2", group="y"))
+    assert await c.run_until(lambda: {"x0", "y0"} <= set(c.bound()))
+    assert {zone_of(c.bound()[p]) for p in ("x0", "y0")} == {"b"}
+    await c.stop()
+
+
+async def test_siblings_are_placed_greedily_in_creation_order():
+    """No sibling backtracking: the older sibling (unconstrained) goes first and takes half of the
+    4-cpu node it prefers; the younger one then needs 4 cpu in one rack and finds none, although the
+    other order would have fit. Creation order, not name order, decides who goes first."""
+    def node(name: str, cpu: str, rack: str) -> NodeSpec:
+        return NodeSpec(name, capacity={"cpu": cpu, "memory": "8Gi", "pods": "110"}, labels={ZONE: "a", RACK: rack})
+    c = await Cluster137().start([node("node-a10", "4", "a1"), node("node-a20", "2", "a2")])
+    await create_all(c, cpg("root", 2), leaf("zfirst", 1, "root"))
+    await c.settle(2)
+    await c.client.create(leaf("asecond", 2, "root", key=RACK))
+    await create_all(c, pod("f0", cpu="2", group="zfirst"), *[pod(f"s{i}", cpu="2", group="asecond") for i in range(2)])
+    assert await c.run_until(lambda: condition(c.podgroup("asecond"), INITIALLY) is not None)
+    await c.settle(5)
+    assert c.bound() == {}
+    st = condition(c.podgroup("asecond"), INITIALLY)
+    assert st["status"] == "False" and "asecond" in st["message"], st
+    await c.stop()
+
+
+async def test_a_depth_four_tree_schedules():
+    c = await Cluster137().start(racks())
+    await create_all(c, cpg("c1", 1), cpg("c2", 1, parent="c1"), cpg("c3", 1, parent="c2"), leaf("l", 1, "c3"))
+    await c.client.create(pod("p0", group="l"))
+    assert await c.run_until(lambda: "p0" in c.bound())
+    await c.stop()
