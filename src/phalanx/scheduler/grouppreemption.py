@@ -86,6 +86,7 @@ from .plugins import names
 from .plugins.defaultpreemption import filter_pods_with_pdb_violation
 from .queue import QueuedPodGroup
 from .reporting import pod_group_api, release_of
+from .treepreemption import TreeFits, outside_tree, select_tree_victims
 
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
@@ -299,6 +300,41 @@ class GroupPreemption:
         await self._actuate(fw, group, pod_group, priority, plan, evaluation)
         return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
 
+    async def on_tree_unschedulable(self, fw: Framework, entity: QueuedPodGroup, root: Obj, leaf_keys: set[str],
+                                    members: Sequence[QueuedPodInfo], fits: TreeFits) -> GroupPreemptionResult:
+        """1.37: a CompositePodGroup tree that does not fit preempts at its root (`treepreemption`):
+        the victims are evicted, its pods nominated where the dry run placed them, and the tree
+        waits for the room as a PodGroup does."""
+        if not self.enabled or not members:
+            return GroupPreemptionResult()
+        waiting_result = self._waiting(entity, members)
+        if waiting_result is not None:
+            return waiting_result
+        if not may_preempt(fw, root, members):
+            await self._clear_nominations(members)
+            msg = "preemption: " + MSG_POLICY_NEVER
+            return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
+        priority = group_priority(root, [q.pod_info for q in members])
+        clone = self.cycle.live_snapshot().clone()
+        units = sorted(outside_tree(self._potential_victims(clone, "", priority), leaf_keys), key=VictimUnit.importance)
+        try:
+            chosen = select_tree_victims(clone, units, fits) if units else None
+        finally:
+            fw.set_snapshot(self.cycle.live_snapshot())
+        self.cycle.count("group_preemption_attempts")
+        if chosen is None or not chosen.victims:
+            await self._clear_nominations(members)
+            if not units:  # nothing of lower priority runs: kept out of the condition, as for a PodGroup
+                return GroupPreemptionResult("", {"result": "NoVictims", "priority": priority})
+            msg = (f"preemption: not helpful: the composite pod group does not fit even without all "
+                   f"{describe_units(units)} of priority lower than {priority}")
+            return GroupPreemptionResult(msg, {"result": "NotHelpful", "message": msg, "priority": priority})
+        plan = DomainPlan(Domain(CLUSTER, []), victims=chosen.victims, assignment=chosen.assignment, feasible=True,
+                          dry_runs=chosen.dry_runs)
+        diag = dict(_preempting(plan, 1), priority=priority, dryRuns=chosen.dry_runs)
+        await self._actuate(fw, entity, root, priority, plan, diag)
+        return GroupPreemptionResult(diag["message"], diag, preempted=True)
+
     def _waiting(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> Optional[GroupPreemptionResult]:
         """A preemption of this group whose victims still terminate: keep its nominations and say
         so (no new preemption meanwhile); None when there is none (a finished one is dropped)."""
@@ -449,7 +485,8 @@ class GroupPreemption:
         try:
             for unit in plan.victims:
                 if unit.is_group:
-                    await self._mark_pod_group(unit, group.key, fw)
+                    by = "composite pod group" if pod_group.get("kind") == "CompositePodGroup" else "pod group"
+                    await self._mark_pod_group(unit, group.key, fw, preemptor_kind=by)
                 for pi, node in unit.pods:
                     try:
                         if unit.preemptor is not None:  # pod by pod: the pod preemption's own words
@@ -878,10 +915,12 @@ def _preempting(best: DomainPlan, n_feasible: int) -> dict:
 
 
 def victim_event_message(pod_group: Obj) -> str:
-    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group
-    preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
+    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group (or, in
+    1.37, a CompositePodGroup tree's root) preemptor: its kind, its uid and the preemption's
+    domain, which is the whole cluster."""
     uid = (pod_group.get("metadata") or {}).get("uid", "")
-    return f"Preempted by podgroup {uid} on node {CLUSTER}"
+    kind = "compositepodgroup" if pod_group.get("kind") == "CompositePodGroup" else "podgroup"
+    return f"Preempted by {kind} {uid} on node {CLUSTER}"
 
 
 def may_preempt(fw: Framework, pod_group: Obj, members: Sequence[QueuedPodInfo]) -> bool:

@@ -48,7 +48,10 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def preemptor_type(preemptor: Obj) -> str:
-    """Upstream's name for what preempts, in victims' events and conditions: `pod` or `podgroup`."""
+    """Upstream's name for what preempts, in victims' events and conditions: `pod`, `podgroup` or
+    (1.37, a tree's root) `compositepodgroup`."""
+    if preemptor.get("kind") == "CompositePodGroup":
+        return "compositepodgroup"
     if preemptor.get("kind") == "PodGroup" or "schedulingPolicy" in (preemptor.get("spec") or {}):
         return "podgroup"
     return "pod"

@@ -9,8 +9,8 @@ scored, assumed and reserved, PlacementFeasible for its `minCount`). A satisfied
 placed leaf at once; anything less reverts every leaf, and each leaf PodGroup and its pods say why.
 
 A tree that is too deep, or whose groups name more than one Workload, fails the cycle with
-SchedulerError on every leaf. What is not built: preemption for trees (a tree that does not fit
-waits for room; upstream preempts at the root only).
+SchedulerError on every leaf. A tree that does not fit preempts at its root only
+(`treepreemption`: the tree's own search on a copy of the cluster chooses the victims).
 """
 
 from __future__ import annotations
@@ -19,17 +19,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from .cache import pod_group_key
-from .compositetree import LeafPlacer, TreeNode, TreePlacement, place_tree, tree_error
+from .compositetree import LeafPlacer, TreeNode, TreePlacement, place_tree, tree_error, undo_all
 from .framework.cycle_state import CycleState
 from .framework.interface import Placement, PodGroupInfo
 from .framework.runtime import Framework
-from .framework.types import NodeInfo, QueuedPodInfo
+from .framework.types import NodeInfo, PodInfo, QueuedPodInfo
 from .placement_outcome import PlacementOutcome
 from .plugins import names
 from .placementsearch import CLUSTER
 from .podgroups import policy_of
 from .queue import QueuedPodGroup
 from .reporting import Failures
+from .treepreemption import TreeFits
+
+DRY_RUN_PREFIX = "preemption:"  # grouppreemption's: a dry run's placements are never "cluster"
 
 if TYPE_CHECKING:
     from .schedule_one_podgroup import GroupAttempt, PodGroupCycle
@@ -69,6 +72,8 @@ class CompositeGroupCycle:
         if error is not None:
             await self._tree_error(fw, entity, tree, by_leaf, error)
             return
+        if pgc.preemption is not None:
+            pgc.preemption.before_group_cycle(entity, members)  # its own nominations (a root preemption's)
         ctx.refresh_snapshot()
         failures: dict[str, Optional[PlacementOutcome]] = {}
         placer: LeafPlacer[NodeInfo, LeafTry] = LeafPlacer(
@@ -85,9 +90,10 @@ class CompositeGroupCycle:
     # -- one leaf ---------------------------------------------------------------------------------
     def _place_leaf(self, fw: Framework, entity: QueuedPodGroup, leaf: TreeNode, nodes: Sequence[NodeInfo],
                     domain: str, by_leaf: dict[str, list[QueuedPodInfo]],
-                    failures: dict[str, Optional[PlacementOutcome]]) -> Optional[LeafTry]:
+                    failures: dict[str, Optional[PlacementOutcome]], prefix: str = "") -> Optional[LeafTry]:
         """The PodGroup cycle's search for one leaf, on the nodes its parent's domain holds; the
-        chosen placement stays assumed for the commit (None: nothing of the leaf stays)."""
+        chosen placement stays assumed for the commit (None: nothing of the leaf stays). `prefix`
+        names a dry run's placements (never "cluster": those nodes are a copy's)."""
         from .schedule_one_podgroup import GroupAttempt  # the two cycles' modules refer to each other
         pgc, ctx = self.groups, self.ctx
         members = by_leaf.get(leaf.key, [])
@@ -101,7 +107,7 @@ class CompositeGroupCycle:
         if not members:  # placed by an earlier cycle: satisfied when enough of it is
             return LeafTry(attempt, PlacementOutcome(Placement("", list(nodes)), None)) \
                 if already >= min_count else None
-        parent = Placement(domain or CLUSTER, list(nodes))
+        parent = Placement(prefix + (domain or CLUSTER), list(nodes))
         placements, st = fw.run_placement_generate_plugins(attempt.state, attempt.info, parent)
         if st is not None:
             failures.setdefault(leaf.key, None)
@@ -117,6 +123,22 @@ class CompositeGroupCycle:
             chosen.kept = True
         failures.pop(leaf.key, None)
         return LeafTry(attempt, chosen)
+
+    def _dry_run(self, fw: Framework, entity: QueuedPodGroup, tree: TreeNode,
+                 by_leaf: dict[str, list[QueuedPodInfo]]) -> TreeFits:
+        """The tree's search on a copy's nodes, undone at once: where its pods would go, or None."""
+        def fits(nodes: list[NodeInfo]) -> Optional[list[tuple[PodInfo, str]]]:
+            placer: LeafPlacer[NodeInfo, LeafTry] = LeafPlacer(
+                place=lambda leaf, ns, domain: self._place_leaf(fw, entity, leaf, ns, domain, by_leaf, {},
+                                                                prefix=DRY_RUN_PREFIX),
+                undo=lambda tried: self._undo(fw, tried), labels=lambda ni: ni.labels)
+            placed = place_tree(tree, nodes, placer)
+            if placed is None:
+                return None
+            where = [(a.pod_info, a.node) for _, tried in placed.leaves for a in tried.outcome.assigned]
+            undo_all(placed, placer)
+            return where
+        return fits
 
     def _undo(self, fw: Framework, tried: LeafTry) -> None:
         if tried.outcome.view is not None:
@@ -153,6 +175,13 @@ class CompositeGroupCycle:
         blocking = sorted(k.split("/", 1)[1] for k in failures)
         summary = (f'composite pod group "{tree.name}" cannot be scheduled: '
                    + (f"pod groups {', '.join(blocking)} do not fit" if blocking else "no placement satisfies it"))
+        if pgc.preemption is not None:  # preemption happens at the root of a tree only
+            tree_members = [q for leaf in tree.leaves() for q in by_leaf.get(leaf.key, [])]
+            result = await pgc.preemption.on_tree_unschedulable(
+                fw, entity, tree.obj, {leaf.key for leaf in tree.leaves()}, tree_members,
+                self._dry_run(fw, entity, tree, by_leaf))
+            if result.message:
+                summary += "; " + result.message
         ctx.last_diagnosis["group:" + entity.key] = {"result": "Unschedulable", "message": summary,
                                                      "compositePodGroup": tree.name, "blocking": blocking}
         for leaf in tree.leaves():

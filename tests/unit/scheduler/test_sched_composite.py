@@ -106,3 +106,65 @@ async def test_a_depth_four_tree_schedules():
     await c.client.create(pod("p0", group="l"))
     assert await c.run_until(lambda: "p0" in c.bound())
     await c.stop()
+
+
+def two_cpu_nodes(n: int) -> list[NodeSpec]:
+    return [NodeSpec(f"node-{i}", capacity={"cpu": "4", "memory": "8Gi", "pods": "110"}) for i in range(n)]
+
+
+async def _blockers_and_tree(c: Cluster137, blockers: dict[str, int], root_policy: Optional[str] = None,
+                             leaf_cpu: str = "3") -> None:
+    for name, value in {"high": 1000, **{f"p{v}": v for v in blockers.values()}}.items():
+        await c.client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                               "metadata": {"name": name}, "value": value})
+    for i, (name, value) in enumerate(blockers.items()):
+        await c.client.create(pod(name, cpu="3", priority_class=f"p{value}", nodeName=f"node-{i}"))
+    assert await c.run_until(lambda: len(c.bound()) == len(blockers))
+    root = cpg("root", 2)
+    if root_policy:
+        root["spec"]["preemptionPolicy"] = root_policy
+    await create_all(c, root, leaf("a", 1, "root"), leaf("b", 1, "root"))
+    await create_all(c, pod("a0", cpu=leaf_cpu, group="a", priority_class="high"),
+                     pod("b0", cpu=leaf_cpu, group="b", priority_class="high"))
+
+
+def preempted(c: Cluster137) -> dict[str, str]:
+    evs = c.api.list(c.api.resource("", "v1", "events"), "default")["items"]
+    return {e["involvedObject"]["name"]: e["message"] for e in evs if e["reason"] == "Preempted"}
+
+
+async def test_a_tree_preempts_at_its_root_and_spares_what_it_does_not_need():
+    """Three nodes, each held by a lower-priority pod; the tree needs two of them: the most
+    important blocker is reprieved, the other two go, named as preempted by the root."""
+    c = await Cluster137().start(two_cpu_nodes(3))
+    await _blockers_and_tree(c, {"keep": 30, "go1": 20, "go2": 10})
+    assert await c.run_until(lambda: {"a0", "b0"} <= set(c.bound()))
+    uid = c.api.get(c.api.resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups"), "default",
+                    "root")["metadata"]["uid"]
+    assert preempted(c) == {"go1": f"Preempted by compositepodgroup {uid} on node cluster",
+                            "go2": f"Preempted by compositepodgroup {uid} on node cluster"}
+    assert "keep" in c.bound()
+    for name in ("a", "b"):
+        assert condition(c.podgroup(name), INITIALLY)["status"] == "True"
+    await c.stop()
+
+
+async def test_a_root_with_preemption_policy_never_preempts_nothing():
+    c = await Cluster137().start(two_cpu_nodes(2))
+    await _blockers_and_tree(c, {"x": 10, "y": 10}, root_policy="Never")
+    assert await c.run_until(lambda: condition(c.podgroup("a"), INITIALLY) is not None)
+    await c.settle(5)
+    assert preempted(c) == {} and set(c.bound()) == {"x", "y"}
+    assert "preemption: not eligible due to preemptionPolicy=Never." in condition(c.podgroup("a"), INITIALLY)["message"]
+    await c.stop()
+
+
+async def test_nothing_is_preempted_when_the_tree_cannot_fit_anyway():
+    c = await Cluster137().start(two_cpu_nodes(2))
+    await _blockers_and_tree(c, {"x": 10, "y": 10}, leaf_cpu="8")
+    assert await c.run_until(lambda: condition(c.podgroup("a"), INITIALLY) is not None)
+    await c.settle(5)
+    assert preempted(c) == {} and set(c.bound()) == {"x", "y"}
+    msg = condition(c.podgroup("a"), INITIALLY)["message"]
+    assert "preemption: not helpful: the composite pod group does not fit even without all 2 pod(s)" in msg, msg
+    await c.stop()
