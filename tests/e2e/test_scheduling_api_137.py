@@ -164,6 +164,29 @@ def test_validation_errors_as_kubectl_prints_them(cluster137: Cluster, ns137: st
         '* spec.podGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: field cannot be cleared once set')
 
 
+def test_kubectl_explain_pod_group_spec(cluster137: Cluster):
+    out = kubectl(cluster137, "explain", "podgroups.spec").check().out
+    assert "GROUP:      scheduling.k8s.io" in out
+    assert "VERSION:    v1beta1" in out
+    for field in ("workloadRef", "schedulingPolicy", "disruptionMode", "parentCompositePodGroupName",
+                  "preemptionPolicy"):
+        assert f"  {field}\t" in out
+    nested = kubectl(cluster137, "explain", "workloads.spec.compositePodGroupTemplates.schedulingPolicy.gang")
+    assert "minGroupCount\t<integer> -required-" in nested.check().out
+
+
+def test_kubectl_client_side_validation_and_server_side_apply(cluster137: Cluster, ns137: str):
+    typo = WORKLOAD.replace("minCount: 4", "minCout: 4")
+    r = kubectl(cluster137, "create", "-n", ns137, "-f", "-", "--validate=strict", input=typo)
+    assert r.returncode == 1
+    assert 'unknown field "spec.podGroupTemplates[0].schedulingPolicy.gang.minCout"' in r.stderr
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-", input=WORKLOAD).check()
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-",
+            input=WORKLOAD.replace("minCount: 4", "minCount: 5")).check()
+    wl = kubectl(cluster137, "get", "-n", ns137, "workload", "training", "-o", "json").check().json()
+    assert wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+
+
 PYTHON_CLIENT_SCRIPT = textwrap.dedent("""\
     import json, sys
     from kubernetes import client, config, watch
