@@ -342,7 +342,7 @@ def test_pod_group_validation_messages():
     _, errs = create(PG, with_spec(standalone, parentCompositePodGroupName="Parent",
                                    schedulingPolicy={"gang": {}}))
     assert errs[0].startswith('spec.parentCompositePodGroupName: Invalid value: "Parent": a lowercase RFC 1123')
-    assert errs[1:] == ["spec.workloadRef: Required value: must be set when `parentCompositePodGroupName` is set",
+    assert errs[1:] == ["spec.workloadRef: Required value: must be specified when `parentCompositePodGroupName` is set",
                         "spec.schedulingPolicy.gang.minCount: Required value"]
     _, errs = create(PG, with_spec(POD_GROUP, workloadRef={"workloadName": "", "templateName": "a.b"}))
     assert errs == ["spec.workloadRef.workloadName: Required value",

@@ -427,9 +427,19 @@ def _validate_pod_group_spec(spec: Any, old_spec: dict | None, ctx: StrategyCont
                     lambda v, p: _validate_workload_ref(v, p) if v is not None else [])
     errs += _optional_field(spec, old_spec, "parentCompositePodGroupName", GATE_COMPOSITE_POD_GROUP, "spec", ctx,
                             _validate_parent)
-    if not _unset(spec.get("parentCompositePodGroupName")) and ref is None and not updating:
-        errs.append(errors.required("spec.workloadRef", "must be set when `parentCompositePodGroupName` is set"))
+    errs += _dependent_required(spec, old_spec, "parentCompositePodGroupName", "workloadRef")
     return errs + _validate_group_fields(spec, old_spec, "spec", ctx, composite=False)
+
+
+def _dependent_required(spec: dict, old: dict | None, trigger: str, dependent: str) -> list[FieldError]:
+    """Declarative `+k8s:dependentRequired`: `dependent` must be set while `trigger` is; on update
+    only re-checked when either one's set-ness changed (ratcheting)."""
+    now = (not _unset(spec.get(trigger)), not _unset(spec.get(dependent)))
+    if old is not None and now == (not _unset(old.get(trigger)), not _unset(old.get(dependent))):
+        return []
+    if now[0] and not now[1]:
+        return [errors.required(f"spec.{dependent}", f"must be specified when `{trigger}` is set")]
+    return []
 
 
 def _check_workload_exists(obj: Obj, ctx: StrategyContext) -> None:
