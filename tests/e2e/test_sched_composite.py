@@ -12,6 +12,17 @@ from .test_tutorial import poll
 
 NS = "tree137"
 
+WORKLOAD = f"""
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {{name: w, namespace: {NS}}}
+spec:
+  podGroupTemplates:
+  - {{name: leader, schedulingPolicy: {{basic: {{}}}}}}
+  - {{name: workers, schedulingPolicy: {{basic: {{}}}}}}
+  - {{name: orphan, schedulingPolicy: {{basic: {{}}}}}}
+"""
+
 TREE = f"""
 apiVersion: scheduling.k8s.io/v1alpha3
 kind: CompositePodGroup
@@ -56,6 +67,7 @@ def test_composite_tree_binds_all_leaves_together(cluster137: Cluster):
     def k(*args: str, **kw):
         return cluster137.kubectl(*args, binary=KUBECTL_137, **kw)
     k("create", "namespace", NS).check()
+    k("apply", "-f", "-", input=WORKLOAD).check()  # the PodGroups' workloadRef must name an existing template
     k("apply", "-f", "-", input=TREE).check()
     k("apply", "-f", "-", input=member("leader-0", "leader") + member("worker-0", "workers")).check()
 
@@ -72,8 +84,9 @@ def test_composite_tree_binds_all_leaves_together(cluster137: Cluster):
     assert sorted(p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")) == \
         ["leader-0", "worker-0", "worker-1"]
     # a leaf whose parent does not exist waits, in upstream's words
-    orphan = TREE.split("---")[1].replace("name: leader", "name: orphan").replace("parentCompositePodGroupName: root",
-                                                                                 "parentCompositePodGroupName: nowhere")
+    orphan = (TREE.split("---")[1].replace("name: leader", "name: orphan")
+              .replace("templateName: leader", "templateName: orphan")
+              .replace("parentCompositePodGroupName: root", "parentCompositePodGroupName: nowhere"))
     k("apply", "-f", "-", input=orphan + member("orphan-0", "orphan")).check()
     assert poll(lambda: gated("orphan-0") == "nowhere not found in workload forest"), gated("orphan-0")
     k("delete", "namespace", NS, "--wait=false").check()

@@ -89,6 +89,13 @@ def podgroup(name: str, min_count: Optional[int] = None, **spec: Any) -> dict:
             "spec": {"schedulingPolicy": policy, **spec}}
 
 
+def workload(name: str, *templates: str) -> dict:
+    """A Workload with a basic PodGroup template of each name: what a PodGroup naming it in its
+    `workloadRef` needs to be admitted (PodGroupWorkloadExists), as a controller would create it."""
+    return {"apiVersion": V1BETA1, "kind": "Workload", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"podGroupTemplates": [{"name": t, "schedulingPolicy": {"basic": {}}} for t in templates]}}
+
+
 def priority_class(name: str, value: int, **extra: Any) -> dict:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
             "value": value, **extra}

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from phalanx.cluster.spec import NodeSpec
 
-from .cluster137 import Cluster137, condition, pod
+from .cluster137 import Cluster137, condition, pod, workload
 
 V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
 V1BETA1 = "scheduling.k8s.io/v1beta1"
@@ -48,6 +48,7 @@ def leaf(name: str, parent: str, min_count: int, topology: Optional[str] = None)
 
 
 async def leader_and_workers(c: Cluster137, workers: int, worker_cpu: str = "1") -> None:
+    await c.client.create(workload("trainer", "leader", "workers"))
     await c.client.create(composite("job", min_groups=2, topology=ZONE))
     await c.client.create(leaf("leader", "job", 1, topology=RACK))
     await c.client.create(leaf("workers", "job", workers, topology=RACK))
@@ -95,6 +96,7 @@ async def test_an_infeasible_leaf_blocks_its_siblings():
 
 async def test_a_missing_parent_keeps_the_pods_waiting_until_it_exists():
     c = await Cluster137().start(topology_nodes())
+    await c.client.create(workload("trainer", "solo"))
     await c.client.create(leaf("solo", "root", 1))
     await c.client.create(pod("p", group="solo"))
     await c.settle(5)
@@ -108,6 +110,7 @@ async def test_a_missing_parent_keeps_the_pods_waiting_until_it_exists():
 
 async def test_a_tree_waits_for_its_quorum():
     c = await Cluster137().start(topology_nodes())
+    await c.client.create(workload("trainer", "a", "b"))
     await c.client.create(composite("root", min_groups=2))
     await c.client.create(leaf("a", "root", 1))
     await c.client.create(leaf("b", "root", 2))
@@ -127,6 +130,7 @@ async def test_a_tree_deeper_than_four_is_a_scheduler_error():
     await c.client.create(composite("cpg-root"))
     for child, parent in (("cpg1", "cpg-root"), ("cpg2", "cpg1"), ("cpg3", "cpg2")):
         await c.client.create(composite(child, parent=parent))
+    await c.client.create(workload("trainer", "pg1"))
     await c.client.create(leaf("pg1", "cpg3", 1))
     await c.client.create(pod("pg1-pod-0", group="pg1"))
     message = "hierarchy depth 5 exceeds maximum allowed depth 4"

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from phalanx.cluster.spec import NodeSpec
 
-from .cluster137 import Cluster137, condition, pod, podgroup
+from .cluster137 import Cluster137, condition, pod, podgroup, workload
 
 V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
 ZONE = "topology.kubernetes.io/zone"
@@ -50,6 +50,14 @@ def racks(per_rack: int = 1, cpu: str = "2") -> list[NodeSpec]:
 
 
 async def create_all(c: Cluster137, *objs: dict) -> None:
+    """Create `objs`, first the Workload each of their PodGroups names (with their templates)."""
+    templates: dict[str, list[str]] = {}
+    for o in objs:
+        ref = o["spec"].get("workloadRef") if o["kind"] == "PodGroup" else None
+        if ref:
+            templates.setdefault(ref["workloadName"], []).append(ref["templateName"])
+    for name, names in templates.items():
+        await c.client.create(workload(name, *names))
     for o in objs:
         await c.client.create(o)
 
@@ -88,7 +96,9 @@ async def test_siblings_are_placed_greedily_in_creation_order():
     def node(name: str, cpu: str, rack: str) -> NodeSpec:
         return NodeSpec(name, capacity={"cpu": cpu, "memory": "8Gi", "pods": "110"}, labels={ZONE: "a", RACK: rack})
     c = await Cluster137().start([node("node-a10", "4", "a1"), node("node-a20", "2", "a2")])
-    await create_all(c, cpg("root", 2), leaf("zfirst", 1, "root"))
+    await c.client.create(workload("w", "zfirst", "asecond"))
+    await c.client.create(cpg("root", 2))
+    await c.client.create(leaf("zfirst", 1, "root"))
     await c.settle(2)
     await c.client.create(leaf("asecond", 2, "root", key=RACK))
     await create_all(c, pod("f0", cpu="2", group="zfirst"), *[pod(f"s{i}", cpu="2", group="asecond") for i in range(2)])
@@ -120,10 +130,15 @@ async def _blockers_and_tree(c: Cluster137, blockers: dict[str, int], root_polic
     for i, (name, value) in enumerate(blockers.items()):
         await c.client.create(pod(name, cpu="3", priority_class=f"p{value}", nodeName=f"node-{i}"))
     assert await c.run_until(lambda: len(c.bound()) == len(blockers))
-    root = cpg("root", 2)
     if root_policy:
-        root["spec"]["preemptionPolicy"] = root_policy
-    await create_all(c, root, leaf("a", 1, "root"), leaf("b", 1, "root"))
+        await c.client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                               "metadata": {"name": "high-never"}, "value": 1000, "preemptionPolicy": root_policy})
+    root = cpg("root", 2)
+    root["spec"]["priorityClassName"] = "high-never" if root_policy else "high"  # the tree's priority and policy
+    a, b = leaf("a", 1, "root"), leaf("b", 1, "root")
+    for group in (a, b):
+        group["spec"]["priorityClassName"] = "high"
+    await create_all(c, root, a, b)
     await create_all(c, pod("a0", cpu=leaf_cpu, group="a", priority_class="high"),
                      pod("b0", cpu=leaf_cpu, group="b", priority_class="high"))
 
