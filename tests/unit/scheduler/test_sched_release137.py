@@ -25,7 +25,7 @@ async def test_gang_binds_together_and_is_initially_scheduled():
 async def _low_group_on_both_nodes(c: Cluster137, mode: str) -> None:
     for name, value in (("low", 10), ("high", 100)):
         await c.client.create(priority_class(name, value))
-    await c.client.create(podgroup("lo", 2, disruptionMode={mode: {}}))
+    await c.client.create(podgroup("lo", 2, disruptionMode={mode: {}}, priorityClassName="low"))
     for i in range(2):
         await c.client.create(pod(f"lo{i}", cpu="3", group="lo", priority_class="low"))
     assert await c.run_until(lambda: len(c.bound()) == 2 and len(set(c.bound().values())) == 2)
@@ -55,28 +55,28 @@ async def test_single_pod_preemption_takes_a_whole_all_group(mode, evicted):
     await c.stop()
 
 
-async def _gang_needing_preemption(c: Cluster137, group_policy, pod_policy) -> None:
+async def _gang_needing_preemption(c: Cluster137, group_class: str, pod_class: str) -> None:
+    """A gang of priority 100 that fits only by preempting a low pod. Each side's preemptionPolicy
+    comes from its PriorityClass (`high`: PreemptLowerPriority, `high-never`: Never), as the
+    Priority admission fills it in for pods and PodGroups alike."""
     for name, value in (("low", 10), ("high", 100)):
         await c.client.create(priority_class(name, value))
     await c.client.create(priority_class("high-never", 100, preemptionPolicy="Never"))
     for i in range(2):
         await c.client.create(pod(f"blocker{i}", cpu="3", priority_class="low"))
     assert await c.run_until(lambda: len(c.bound()) == 2)
-    spec = {"preemptionPolicy": group_policy} if group_policy else {}
-    await c.client.create(podgroup("g", 2, **spec))
-    pc = "high-never" if pod_policy == "Never" else "high"  # a pod's policy comes from its PriorityClass
+    await c.client.create(podgroup("g", 2, priorityClassName=group_class))
     for i in range(2):
-        await c.client.create(pod(f"g{i}", cpu="2", group="g", priority_class=pc))
+        await c.client.create(pod(f"g{i}", cpu="2", group="g", priority_class=pod_class))
 
 
-@pytest.mark.parametrize("group_policy, pod_policy, preempts", [
-    ("Never", None, False),                      # the PodGroup says Never: its pods cannot override it
-    ("PreemptLowerPriority", "Never", True),     # the PodGroup is authoritative over its pods
-    (None, "Never", False),                      # unset on the group: its pods' policy counts, as in 1.36
+@pytest.mark.parametrize("group_class, pod_class, preempts", [
+    ("high-never", "high", False),  # the PodGroup says Never: its pods cannot override it
+    ("high", "high-never", True),   # the PodGroup is authoritative over its pods
 ])
-async def test_pod_group_preemption_policy_is_authoritative(group_policy, pod_policy, preempts):
+async def test_pod_group_preemption_policy_is_authoritative(group_class, pod_class, preempts):
     c = await Cluster137().start(nodes(2))
-    await _gang_needing_preemption(c, group_policy, pod_policy)
+    await _gang_needing_preemption(c, group_class, pod_class)
     if preempts:
         assert await c.run_until(lambda: {"g0", "g1"} <= set(c.bound()))
         assert len({"blocker0", "blocker1"} & {p["metadata"]["name"] for p in c.pods()}) == 1  # one made room
@@ -91,7 +91,7 @@ async def test_pod_group_preemption_policy_is_authoritative(group_policy, pod_po
 
 async def test_without_the_gate_the_pods_preemption_policy_decides():
     c = await Cluster137({"PodGroupPreemptionPolicy": False}).start(nodes(2))
-    await _gang_needing_preemption(c, None, "Never")
+    await _gang_needing_preemption(c, "high", "high-never")  # no preemptionPolicy on the PodGroup
     assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None
                              and st["status"] == "False")
     await c.settle(5)
@@ -108,7 +108,7 @@ async def test_members_that_disagree_fail_the_group_with_scheduler_error(case, m
     c = await Cluster137().start(nodes(2))
     for name, value in (("low", 10), ("high", 100)):
         await c.client.create(priority_class(name, value))
-    await c.client.create(podgroup("g", 2))
+    await c.client.create(podgroup("g", 2, priorityClassName="high"))
     await c.client.create(pod("g0", group="g", priority_class="high"))
     if case == "priority":
         await c.client.create(pod("g1", group="g", priority_class="low"))
@@ -195,7 +195,7 @@ async def test_workload_aware_preemption_marks_the_victim_group():
     keeps its PodGroupInitiallyScheduled and gains DisruptionTarget (PreemptionByScheduler)."""
     c = await Cluster137().start(nodes(2))
     await _low_group_on_both_nodes(c, "all")
-    await c.client.create(podgroup("hi", 2))
+    await c.client.create(podgroup("hi", 2, priorityClassName="high"))
     for i in range(2):
         await c.client.create(pod(f"hi{i}", cpu="3", group="hi", priority_class="high"))
     assert await c.run_until(lambda: {"hi0", "hi1"} <= set(c.bound()))
