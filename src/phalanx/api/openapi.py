@@ -308,10 +308,21 @@ def _go_struct_type(name: str) -> tuple[str, str]:
     return parts[-1], f"{parts[-2]}.{parts[-1]}"
 
 
+# Schemas one release decodes with in place of the shared ones (release -> name -> schema), such as
+# Kubernetes 1.37's JobSpec with `scheduling`; the api module that owns the field registers them.
+_RELEASE_SCHEMAS: dict[str, dict[str, dict]] = {}
+
+
+def add_release_schemas(release: str, schemas: dict[str, dict]) -> None:
+    _RELEASE_SCHEMAS.setdefault(release, {}).update(schemas)
+    _COMPILERS.clear()
+    _compiled.cache_clear()
+
+
 class _Compiler:
-    def __init__(self) -> None:
+    def __init__(self, release: str = "") -> None:
         self.named: dict[str, _Node] = {}
-        self.comps = components()
+        self.comps = {**components(), **_RELEASE_SCHEMAS.get(release, {})}
         self.go_types = _go_types()
 
     def named_node(self, name: str) -> _Node:
@@ -407,18 +418,19 @@ def _with_go_type(node: _Node, go_type: str) -> _Node:
     return copy
 
 
-_COMPILER: Optional[_Compiler] = None
+_COMPILERS: dict[str, _Compiler] = {}
 
 
 @lru_cache(maxsize=None)
-def _compiled(group: str, version: str, kind: str) -> Optional[_Node]:
-    global _COMPILER
+def _compiled(group: str, version: str, kind: str, release: str = "") -> Optional[_Node]:
     name = schema_name_for_gvk(group, version, kind)
     if name is None:
         return None
-    if _COMPILER is None:
-        _COMPILER = _Compiler()
-    return _COMPILER.named_node(name)
+    release = release if release in _RELEASE_SCHEMAS else ""
+    compiler = _COMPILERS.get(release)
+    if compiler is None:
+        compiler = _COMPILERS[release] = _Compiler(release)
+    return compiler.named_node(name)
 
 
 def _object_path(path: str, key: str) -> str:
@@ -428,11 +440,11 @@ def _object_path(path: str, key: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Unknown and duplicate fields
 # ---------------------------------------------------------------------------------------------
-def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False) -> list[str]:
+def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False, release: str = "") -> list[str]:
     """Paths of fields in `obj` that the kind's schema does not declare, in document order, as
     upstream's strict decoder words them (`spec.containers[0].foo`). Empty for an unknown kind.
     `prune` also removes them from `obj`, as decoding into upstream's typed objects drops them."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if root is None or type(obj) is not dict:
         return []
     out: list[str] = []
@@ -542,17 +554,17 @@ def _dups(value: Any, path: str, out: list[str]) -> None:
             _dups(v, f"{path}[{i}]", out)
 
 
-def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str) -> list[str]:
+def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str, release: str = "") -> list[str]:
     """What upstream's strict JSON decoder reports for this body, in document order:
     `duplicate field "<path>"` for a repeated known field, `unknown field "<path>"` for an
     undeclared one (a repeated undeclared field is reported once, as unknown), at most 100.
 
     Raises ValueError if `raw` is not valid JSON."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if not _has_duplicates(raw):
         if root is None:
             return []
-        return [f'unknown field "{p}"' for p in unknown_fields(group, version, kind, orjson.loads(raw))][:100]
+        return [f'unknown field "{p}"' for p in unknown_fields(group, version, kind, orjson.loads(raw), release=release)][:100]
     out: list[str] = []
     _strict_walk(root, _parse_pairs(raw), "", out, top=True)
     return list(dict.fromkeys(out))[:100]
@@ -618,11 +630,11 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
+def type_errors(group: str, version: str, kind: str, obj: Any, release: str = "") -> list[str]:
     """Values of the wrong JSON type, worded as upstream's JSON decoder words them
     (`json: cannot unmarshal number into Go struct field EnvVar.spec.containers.env.value of type
     string`), in document order. Upstream stops at the first; show `errors[0]`."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if root is None or type(obj) is not dict:
         return []
     out: list[str] = []

@@ -86,6 +86,7 @@ class API:
                  storage_versions: dict[str, str] | None = None):
         self.store = store
         self.gates = gates
+        self.release = str(getattr(gates, "release", ""))  # which release's schemas decode bodies
         self.now = now or (lambda: datetime.now(timezone.utc))
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
@@ -185,15 +186,15 @@ class API:
         if field_validation is None:
             return []
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
+        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj, release=self.release)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
-        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True)
+        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True, release=self.release)
         if field_validation == "Ignore":
             return []
         problems = [f'unknown field "{p}"' for p in unknown]
         if raw is not None and openapi.duplicate_fields(raw):  # the decoder's own words and order
-            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw, release=self.release)
         if problems and field_validation == "Strict":
             raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
