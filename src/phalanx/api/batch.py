@@ -5,6 +5,9 @@ Upstream sources of the rules: `pkg/apis/batch/v1/defaults.go` (`SetDefaults_Job
 `pkg/apis/batch/validation` (`ValidateJob`, `ValidateJobUpdate`). The pod template is defaulted and
 validated by `phalanx.api.podspec`. Registered at import as `jobs` (category `all`, `/status`).
 
+On Kubernetes 1.37 with `WorkloadWithJob`, `spec.scheduling` is served and validated by
+`phalanx.api.batchscheduling` (1.36 Jobs never reach it).
+
 The Job controller itself is elsewhere (`phalanx.controllers.job`); helpers it may share with this
 module: `job_condition_true`, `job_status_cell`.
 """

@@ -15,10 +15,12 @@ It keeps each batch/v1 Job's pods as upstream does and reports what they did:
 - conditions as 1.36 writes them (`conditions.py`): the interim `SuccessCriteriaMet` / `FailureTarget`,
   then `Complete` / `Failed` once no pod is left terminating, `Suspended` (JobSuspended / JobResumed);
   the events SuccessfulCreate, SuccessfulDelete, Completed, Suspended, Resumed and the failure reasons;
-- with the `WorkloadWithJob` gate (alpha, off by default), an Indexed Job with parallelism ==
-  completions > 1 and no `schedulingGroup` in its template gets a Workload and a gang PodGroup
-  (minCount = parallelism) before its first pod; its pods carry `schedulingGroup.podGroupName`
-  (`workload.py`).
+- with the `WorkloadWithJob` gate (alpha, off by default), Workloads and PodGroups, one strategy
+  per release: on 1.36 an Indexed Job with parallelism == completions > 1 and no `schedulingGroup`
+  in its template gets a v1alpha2 Workload and a gang PodGroup (minCount = parallelism) before its
+  first pod (`workload.py`); on 1.37 a Job's `spec.scheduling` (Basic when absent) is compiled into
+  a v1beta1 Workload and PodGroup, or only the PodGroup when a parent delegates it
+  (`workload137.py`); either way its pods carry `schedulingGroup.podGroupName`.
 
 Jobs whose `spec.managedBy` names another controller are left alone.
 """

@@ -265,3 +265,34 @@ async def test_delegated_job_creates_only_its_pod_group_from_the_parents_workloa
         assert [r["kind"] for r in pg["metadata"]["ownerReferences"]] == ["Job"]
         assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in cl.pods("js-workers-0")} == \
             {pg["metadata"]["name"]}
+
+
+async def test_gate_off_on_1_37_creates_nothing(make_env):
+    env = make_env()
+    gates = FeatureGates({"GenericWorkload": True}, release="1.37")
+    env.api = build_api(env.store, gates, now=env.clock.datetime)
+    env.client = InProcessClient(env.api, clock=env.clock, field_manager="unit-test")
+    async with Cluster(env, gates=gates) as cl:
+        created = await env.client.create(gang_job("off"))
+        assert "scheduling" not in created["spec"]
+        assert await env.run_until(lambda: len(cl.pods("off")) == 3, within=10)
+        assert await listed(env, "Workload") == []
+        assert all("schedulingGroup" not in p["spec"] for p in cl.pods("off"))
+
+
+async def test_a_second_workload_for_the_job_makes_new_pods_fall_back_to_default_scheduling(env137):
+    env = env137
+    async with Cluster(env, gates=env.api.gates) as cl:
+        await env.client.create(gang_job("twice", parallelism=2))
+        assert await env.run_until(lambda: len(cl.pods("twice")) == 2, within=10)
+        (wl,) = await listed(env, "Workload")
+        extra = {k: v for k, v in wl.items() if k in ("apiVersion", "kind", "spec")}
+        extra["metadata"] = {"name": "twice-extra", "namespace": "default",
+                             "ownerReferences": wl["metadata"]["ownerReferences"]}
+        await env.client.create(extra)
+        gone = cl.pods("twice")[0]["metadata"]["name"]
+        await env.client.delete("v1", "Pod", "default", gone)
+        assert await env.run_until(
+            lambda: len([p for p in cl.pods("twice") if p["metadata"]["name"] != gone]) == 2, within=30)
+        (replacement,) = [p for p in cl.pods("twice") if "schedulingGroup" not in p["spec"]]
+        assert replacement["metadata"]["name"] != gone
