@@ -124,3 +124,29 @@ def test_spec_scheduling_is_refused_by_a_1_36_cluster(cluster, ns):
     r = cluster.kubectl("apply", "-n", ns, "-f", str(EXAMPLE))
     assert r.returncode != 0
     assert 'unknown field "spec.scheduling"' in r.stderr
+
+
+def test_reapplying_with_a_new_min_count_resizes_the_gang(cluster137_wwj):
+    c = cluster137_wwj
+    ns = namespace(c)
+    kubectl(c, "apply", "-n", ns, "-f", str(EXAMPLE)).check()
+    assert poll(lambda: len(kubectl(c, "get", "podgroups.scheduling.k8s.io", "-n", ns, "-o", "json")
+                            .check().json()["items"]) == 1)
+    changed = EXAMPLE.read_text().replace("      gang: {}", "      gang:\n        minCount: 2")
+    assert changed != EXAMPLE.read_text()
+    kubectl(c, "apply", "-n", ns, "-f", "-", input=changed).check()
+    job = kubectl(c, "get", "job", "trainer", "-n", ns, "-o", "json").check().json()
+    assert job["spec"]["scheduling"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+    def min_counts():
+        wl = kubectl(c, "get", "workloads.scheduling.k8s.io", "-n", ns, "-o", "json").check().json()["items"][0]
+        pg = kubectl(c, "get", "podgroups.scheduling.k8s.io", "-n", ns, "-o", "json").check().json()["items"][0]
+        got = (wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"],
+               pg["spec"]["schedulingPolicy"]["gang"]["minCount"])
+        return got if got == (2, 2) else None
+
+    assert poll(min_counts, timeout=30)
+    r = kubectl(c, "patch", "job", "trainer", "-n", ns, "--type=merge",
+                "-p", '{"spec":{"scheduling":{"schedulingPolicy":{"gang":null,"basic":{}}}}}')
+    assert r.returncode != 0
+    assert "spec.scheduling.schedulingPolicy: Invalid value: null: field is immutable" in r.stderr
