@@ -12,6 +12,7 @@ from phalanx.controllers.podcontrol import fnv32a, safe_encode_string
 from phalanx.controllers.job.workload137 import (MANAGE_BOTH, MANAGE_NONE, MANAGE_POD_GROUP_ONLY, is_new_job,
                                                  management_mode, pod_group_for_job, resolved_policy,
                                                  workload_for_job)
+from phalanx.machinery.errors import StatusError
 from phalanx.machinery.featuregates import FeatureGates
 
 from phalanx.cluster.spec import NodeSpec
@@ -296,3 +297,36 @@ async def test_a_second_workload_for_the_job_makes_new_pods_fall_back_to_default
             lambda: len([p for p in cl.pods("twice") if p["metadata"]["name"] != gone]) == 2, within=30)
         (replacement,) = [p for p in cl.pods("twice") if "schedulingGroup" not in p["spec"]]
         assert replacement["metadata"]["name"] != gone
+
+
+class RefusingWorkloads(InProcessClient):
+    """The API as a webhook that denies Workloads would make it."""
+
+    async def create(self, obj, **kw):
+        if obj.get("kind") == "Workload":
+            raise StatusError(403, "Forbidden", 'workloads.scheduling.k8s.io "x" is forbidden: denied')
+        return await super().create(obj, **kw)
+
+
+async def test_a_refused_workload_is_reported_and_holds_the_pods_back(env137):
+    env = env137
+    cl = Cluster(env, gates=env.api.gates)
+    refusing = RefusingWorkloads(env.api, clock=env.clock, field_manager="job-controller")
+    cl.jobs = JobController(refusing, cl.factory, feature_gates=env.api.gates, clock=env.clock)
+    cl.controllers[0] = cl.jobs
+    async with cl:
+        await env.client.create(gang_job("refused", parallelism=2))
+
+        async def reported():
+            return any(r == "FailedWorkloadCreate" for r, _ in await cl.events("refused"))
+
+        ok = False
+        for _ in range(20):
+            await env.clock.advance(1)
+            if await reported():
+                ok = True
+                break
+        assert ok
+        (msg,) = {m for r, m in await cl.events("refused") if r == "FailedWorkloadCreate"}
+        assert msg == 'Failed to create Workload for Job refused: workloads.scheduling.k8s.io "x" is forbidden: denied'
+        assert cl.pods("refused") == []
