@@ -440,7 +440,8 @@ def _object_path(path: str, key: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Unknown and duplicate fields
 # ---------------------------------------------------------------------------------------------
-def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False, release: str = "") -> list[str]:
+def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False,
+                   release: str = "") -> list[str]:
     """Paths of fields in `obj` that the kind's schema does not declare, in document order, as
     upstream's strict decoder words them (`spec.containers[0].foo`). Empty for an unknown kind.
     `prune` also removes them from `obj`, as decoding into upstream's typed objects drops them."""
@@ -564,7 +565,8 @@ def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str
     if not _has_duplicates(raw):
         if root is None:
             return []
-        return [f'unknown field "{p}"' for p in unknown_fields(group, version, kind, orjson.loads(raw), release=release)][:100]
+        unknown = unknown_fields(group, version, kind, orjson.loads(raw), release=release)
+        return [f'unknown field "{p}"' for p in unknown][:100]
     out: list[str] = []
     _strict_walk(root, _parse_pairs(raw), "", out, top=True)
     return list(dict.fromkeys(out))[:100]

@@ -208,8 +208,8 @@ class WorkloadScheduling:
         try:
             created = await self._create_or_adopt(obj, job)
         except StatusError as e:
-            await self.event(job, "FailedWorkloadCreate", f"Failed to create Workload for Job {md['name']}: {e.message}",
-                             "Warning")
+            await self.event(job, "FailedWorkloadCreate",
+                             f"Failed to create Workload for Job {md['name']}: {e.message}", "Warning")
             raise
         await self.event(job, "WorkloadCreated", f"Created Workload {created['metadata']['name']} for Job "
                                                  f"{md['name']}", "Normal")
