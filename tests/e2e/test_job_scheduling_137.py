@@ -1,6 +1,7 @@
 """A gang Job on a Kubernetes 1.37 cluster (KEP-5547): `kubectl apply -f examples/job-gang-1.37.yaml`
-gets a v1beta1 Workload and PodGroup named as upstream names them, and pods that join the PodGroup.
-On a 1.36 cluster the same manifest is refused: 1.36 has no `spec.scheduling`."""
+gets a v1beta1 Workload and PodGroup named as upstream names them, and pods that join the PodGroup
+and are bound together (or, when the gang does not fit, not at all). On a 1.36 cluster the same
+manifest is refused: 1.36 has no `spec.scheduling`."""
 
 from __future__ import annotations
 
@@ -106,8 +107,18 @@ def test_gang_job_gets_workload_and_pod_group_named_as_upstream(cluster137_wwj):
     assert f"Created Workload {workload_name} for Job trainer" in {e["message"] for e in events}
 
 
-@pytest.mark.xfail(strict=True, reason="the scheduler does not gang v1beta1 PodGroups yet: the pods stay "
-                                       "SchedulingGated (remove this mark when the scheduler reads v1beta1)")
+def pod_group(c: Cluster, ns: str) -> dict | None:
+    items = kubectl(c, "get", "podgroups.scheduling.k8s.io", "-n", ns, "-o", "json").check().json()["items"]
+    return items[0] if items else None
+
+
+def scheduled_condition(pg: dict | None) -> dict | None:
+    for cond in ((pg or {}).get("status") or {}).get("conditions") or []:
+        if cond["type"] == "PodGroupInitiallyScheduled":
+            return cond
+    return None
+
+
 def test_gang_pods_are_bound_together(cluster137_wwj):
     c = cluster137_wwj
     ns = namespace(c)
@@ -117,7 +128,24 @@ def test_gang_pods_are_bound_together(cluster137_wwj):
         items = kubectl(c, "get", "pods", "-n", ns, "-o", "json").check().json()["items"]
         return items if len(items) == 3 and all(p["spec"].get("nodeName") for p in items) else None
 
-    assert poll(bound, timeout=30), kubectl(c, "get", "pods,podgroups.scheduling.k8s.io,events", "-n", ns).out
+    assert poll(bound), kubectl(c, "get", "pods,podgroups.scheduling.k8s.io,events", "-n", ns).out
+    cond = poll(lambda: scheduled_condition(pod_group(c, ns)))
+    assert cond and cond["status"] == "True"
+
+
+def test_a_gang_that_does_not_fit_binds_none_of_its_pods(cluster137_wwj):
+    """Two workers of 8 CPUs hold two pods of 6 CPUs: pod by pod two would run; the gang of 3 waits."""
+    c = cluster137_wwj
+    ns = namespace(c)
+    big = EXAMPLE.read_text().replace(
+        '        command: ["/bin/sh", "-c", "sleep 60"]\n',
+        '        command: ["/bin/sh", "-c", "sleep 60"]\n        resources:\n          requests:\n            cpu: "6"\n')
+    assert big != EXAMPLE.read_text()
+    kubectl(c, "apply", "-n", ns, "-f", "-", input=big).check()
+    cond = poll(lambda: scheduled_condition(pod_group(c, ns)))
+    assert cond and (cond["status"], cond["reason"]) == ("False", "Unschedulable"), cond
+    pods = kubectl(c, "get", "pods", "-n", ns, "-o", "json").check().json()["items"]
+    assert len(pods) == 3 and not any(p["spec"].get("nodeName") for p in pods)
 
 
 def test_spec_scheduling_is_refused_by_a_1_36_cluster(cluster, ns):
