@@ -148,6 +148,11 @@ def test_a_gang_that_does_not_fit_binds_none_of_its_pods(cluster137_wwj):
     assert len(pods) == 3 and not any(p["spec"].get("nodeName") for p in pods)
 
 
+def test_kubectl_explain_shows_the_field(cluster137_wwj):
+    out = kubectl(cluster137_wwj, "explain", "job.spec.scheduling.schedulingPolicy.gang").check().out
+    assert "minCount" in out
+
+
 def test_spec_scheduling_is_refused_by_a_1_36_cluster(cluster, ns):
     r = cluster.kubectl("apply", "-n", ns, "-f", str(EXAMPLE))
     assert r.returncode != 0

@@ -11,7 +11,8 @@ Upstream validates the blocks declaratively, so the errors use the declarative v
   1.36 has no such field at all and its Job strategy never calls into this module.
 - All of it is immutable once set, except `schedulingPolicy.gang.minCount`; `basic` and `gang`
   cannot be switched.
-- `SCHEMAS_1_37` are the OpenAPI schemas a 1.37 API decodes a Job with (the field and its blocks).
+- `schemas_1_37` are the OpenAPI schemas a 1.37 API serves, decodes and patches a Job with (the
+  field and its blocks), added to the release by `register_schemas` (`openapi.add_release_schemas`).
 """
 
 from __future__ import annotations

@@ -104,3 +104,14 @@ async def test_only_gang_min_count_and_parallelism_may_change():
     with pytest.raises(StatusError) as e:
         await c.update(bad)
     assert e.value.details["causes"][0]["field"] == "spec.scheduling"
+
+
+def test_openapi_documents_have_the_field_on_1_37_only():
+    from phalanx.api import openapi, registry
+    jobs = [registry.lookup("batch", "v1", "jobs")]
+    doc137 = openapi.openapi_v3_document("batch", "v1", jobs, "1.37")["components"]["schemas"]
+    doc136 = openapi.openapi_v3_document("batch", "v1", jobs, "1.36")["components"]["schemas"]
+    assert "scheduling" in doc137["io.k8s.api.batch.v1.JobSpec"]["properties"]
+    assert "io.k8s.api.scheduling.v1alpha3.WorkloadPodGroupGangSchedulingPolicy" in doc137
+    assert "scheduling" not in doc136["io.k8s.api.batch.v1.JobSpec"]["properties"]
+    assert openapi.document_hash("batch", "v1", jobs, "1.37") != openapi.document_hash("batch", "v1", jobs, "1.36")
