@@ -22,20 +22,15 @@ from typing import Any
 
 from ..machinery import errors
 from ..machinery.errors import FieldError
-from ..machinery.names import qualified_name_errors
-from .scheduling.v1alpha2 import long_name_errors, short_name_errors
+from .scheduling.common import immutable, union, validate_resource_claims, validate_scheduling_constraints
 
 Obj = dict[str, Any]
 
 RELEASE = "1.37"
 GATE = "WorkloadWithJob"
 FIELD = "scheduling"
-MAX_TOPOLOGY_CONSTRAINTS = 1
-MAX_RESOURCE_CLAIMS = 4
 POLICIES = ("basic", "gang")
 DISRUPTION_MODES = ("single", "all")
-CLAIM_SOURCES = ("resourceClaimName", "resourceClaimTemplateName")
-IMMUTABLE = "field is immutable"
 # workloadbuilder's allow-list rule: an `all` disruption needs a `gang` policy.
 MSG_ALL_NEEDS_GANG = "the preemption unit must not be larger than the scheduling unit"
 
@@ -70,70 +65,14 @@ def _d(v: Any) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _union(path: str, obj: dict, members: tuple[str, ...]) -> list[FieldError]:
-    present = [m for m in members if obj.get(m) is not None]
-    names = ", ".join(f"`{m}`" for m in members)
-    if len(present) > 1:
-        return [errors.invalid(path, "{" + ", ".join(present) + "}", f"must specify exactly one of: {names}")]
-    if not present:
-        return [errors.invalid(path, "", f"must specify one of: {names}")]
-    return []
-
-
 def _policy_errors(policy: Any, path: str) -> list[FieldError]:
     policy = _d(policy)
-    errs = _union(path, policy, POLICIES)
+    errs = union(path, policy, POLICIES)
     gang = policy.get("gang")
     if isinstance(gang, dict) and gang.get("minCount") is not None:
         mc = gang["minCount"]
         if isinstance(mc, int) and mc < 1:
             errs.append(errors.invalid(f"{path}.gang.minCount", mc, "must be greater than or equal to 1"))
-    return errs
-
-
-def _constraints_errors(constraints: Any, path: str) -> list[FieldError]:
-    topology = _d(constraints).get("topology")
-    topology = topology if isinstance(topology, list) else []
-    if len(topology) > MAX_TOPOLOGY_CONSTRAINTS:
-        return [errors.too_many(f"{path}.topology", len(topology), MAX_TOPOLOGY_CONSTRAINTS)]
-    errs: list[FieldError] = []
-    for i, tc in enumerate(topology):
-        p = f"{path}.topology[{i}].key"
-        key = _d(tc).get("key") or ""
-        if not key:
-            errs.append(errors.required(p, ""))
-        else:
-            errs += [errors.invalid(p, key, m) for m in qualified_name_errors(key)]
-    return errs
-
-
-def _claim_errors(claim: Any, path: str) -> list[FieldError]:
-    claim = _d(claim)
-    errs = _union(path, claim, CLAIM_SOURCES)
-    name = claim.get("name") or ""
-    if not name:
-        errs.append(errors.required(f"{path}.name", ""))
-    else:
-        errs += [errors.invalid(f"{path}.name", name, m) for m in short_name_errors(name)]
-    for f in CLAIM_SOURCES:
-        v = claim.get(f)
-        if isinstance(v, str):
-            errs += [errors.invalid(f"{path}.{f}", v, m) for m in long_name_errors(v)]
-    return errs
-
-
-def _claims_errors(claims: Any, path: str) -> list[FieldError]:
-    claims = claims if isinstance(claims, list) else []
-    if len(claims) > MAX_RESOURCE_CLAIMS:
-        return [errors.too_many(path, len(claims), MAX_RESOURCE_CLAIMS)]
-    errs: list[FieldError] = []
-    seen: set = set()
-    for i, c in enumerate(claims):
-        name = _d(c).get("name")
-        if name in seen:
-            errs.append(errors.duplicate(f"{path}[{i}]", c))
-        seen.add(name)
-        errs += _claim_errors(c, f"{path}[{i}]")
     return errs
 
 
@@ -149,14 +88,14 @@ def validate(spec: Obj, path: str = "spec") -> list[FieldError]:
     if sched.get("schedulingPolicy") is not None:
         errs += _policy_errors(sched["schedulingPolicy"], f"{p}.schedulingPolicy")
     if sched.get("schedulingConstraints") is not None:
-        errs += _constraints_errors(sched["schedulingConstraints"], f"{p}.schedulingConstraints")
+        errs += validate_scheduling_constraints(sched["schedulingConstraints"], f"{p}.schedulingConstraints")
     mode = sched.get("disruptionMode")
     if mode is not None:
-        errs += _union(f"{p}.disruptionMode", _d(mode), DISRUPTION_MODES)
+        errs += union(f"{p}.disruptionMode", _d(mode), DISRUPTION_MODES)
         if _d(mode).get("all") is not None and _d(sched.get("schedulingPolicy")).get("gang") is None:
             errs.append(errors.invalid(f"{p}.disruptionMode", mode, MSG_ALL_NEEDS_GANG))
     if sched.get("resourceClaims") is not None:
-        errs += _claims_errors(sched["resourceClaims"], f"{p}.resourceClaims")
+        errs += validate_resource_claims(sched["resourceClaims"], f"{p}.resourceClaims")
     return errs
 
 
@@ -173,18 +112,18 @@ def validate_update(spec: Obj, old_spec: Obj, path: str = "spec") -> list[FieldE
     new, old = spec.get(FIELD), old_spec.get(FIELD)
     p = f"{path}.{FIELD}"
     if (new is None) != (old is None):
-        return [errors.invalid(p, None, IMMUTABLE)]
+        return [immutable(p)]
     if new is None or new == old:
         return []
     npol, opol = _d(_d(new).get("schedulingPolicy")), _d(_d(old).get("schedulingPolicy"))
     if set(k for k in POLICIES if npol.get(k) is not None) != set(k for k in POLICIES if opol.get(k) is not None):
-        return [errors.invalid(f"{p}.schedulingPolicy", None, IMMUTABLE)]
+        return [immutable(f"{p}.schedulingPolicy")]
     errs: list[FieldError] = []
     for f in ("schedulingConstraints", "disruptionMode", "resourceClaims"):
         if _d(new).get(f) != _d(old).get(f):
-            errs.append(errors.invalid(f"{p}.{f}", None, IMMUTABLE))
+            errs.append(immutable(f"{p}.{f}"))
     if not errs and _without_min_count(new) != _without_min_count(old):
-        errs.append(errors.invalid(f"{p}.schedulingPolicy", None, IMMUTABLE))
+        errs.append(immutable(f"{p}.schedulingPolicy"))
     return errs
 
 
