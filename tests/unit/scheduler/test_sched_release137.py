@@ -56,8 +56,9 @@ async def test_single_pod_preemption_takes_a_whole_all_group(mode, evicted):
 
 
 async def _gang_needing_preemption(c: Cluster137, group_class: str, pod_class: str) -> None:
-    """Two 3-cpu low blockers on two 4-cpu nodes; a gang of two 2-cpu pods. A PodGroup's priority
-    and preemption policy come from its PriorityClass (admission), as a pod's do."""
+    """A gang of priority 100 that fits only by preempting a low pod. Each side's preemptionPolicy
+    comes from its PriorityClass (`high`: PreemptLowerPriority, `high-never`: Never), as the
+    Priority admission fills it in for pods and PodGroups alike."""
     for name, value in (("low", 10), ("high", 100)):
         await c.client.create(priority_class(name, value))
     await c.client.create(priority_class("high-never", 100, preemptionPolicy="Never"))
@@ -90,7 +91,7 @@ async def test_pod_group_preemption_policy_is_authoritative(group_class, pod_cla
 
 async def test_without_the_gate_the_pods_preemption_policy_decides():
     c = await Cluster137({"PodGroupPreemptionPolicy": False}).start(nodes(2))
-    await _gang_needing_preemption(c, "high", "high-never")
+    await _gang_needing_preemption(c, "high", "high-never")  # no preemptionPolicy on the PodGroup
     assert await c.run_until(lambda: (st := condition(c.podgroup("g"), INITIALLY)) is not None
                              and st["status"] == "False")
     await c.settle(5)
