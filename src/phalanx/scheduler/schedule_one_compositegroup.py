@@ -67,7 +67,7 @@ class CompositeGroupCycle:
         by_leaf: dict[str, list[QueuedPodInfo]] = {}
         for qpi in members:
             by_leaf.setdefault(pod_group_key(qpi.pod) or "", []).append(qpi)
-        error = tree_error(tree)
+        error = tree_error(tree) or self._members_disagree(tree, by_leaf)
         fw = ctx.framework_for(members[0].pod)
         if error is not None:
             await self._tree_error(fw, entity, tree, by_leaf, error)
@@ -86,6 +86,16 @@ class CompositeGroupCycle:
             await self._tree_unschedulable(fw, entity, tree, by_leaf, failures)
             return
         self._commit(entity, tree, placed)
+
+    def _members_disagree(self, tree: TreeNode, by_leaf: dict[str, list[QueuedPodInfo]]) -> Optional[str]:
+        """A leaf whose pods disagree on scheduler or priority fails the whole tree (SchedulerError)."""
+        from .schedule_one_podgroup import members_mismatch
+        for leaf in tree.leaves():
+            if by_leaf.get(leaf.key):
+                mismatch = members_mismatch(leaf.obj, by_leaf[leaf.key], self.groups.groups.scheduler_names(leaf.key))
+                if mismatch:
+                    return mismatch
+        return None
 
     # -- one leaf ---------------------------------------------------------------------------------
     def _place_leaf(self, fw: Framework, entity: QueuedPodGroup, leaf: TreeNode, nodes: Sequence[NodeInfo],

@@ -183,3 +183,20 @@ async def test_nothing_is_preempted_when_the_tree_cannot_fit_anyway():
     msg = condition(c.podgroup("a"), INITIALLY)["message"]
     assert "preemption: not helpful: the composite pod group does not fit even without all 2 pod(s)" in msg, msg
     await c.stop()
+
+
+async def test_a_leaf_whose_pods_disagree_on_priority_fails_the_tree():
+    c = await Cluster137().start(racks())
+    for name, value in (("low", 10), ("high", 100)):
+        await c.client.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                               "metadata": {"name": name}, "value": value})
+    a, b = leaf("a", 1, "root"), leaf("b", 1, "root")
+    for group in (a, b):
+        group["spec"]["priorityClassName"] = "high"
+    await create_all(c, cpg("root", 2), a, b, pod("a0", group="a", priority_class="high"),
+                     pod("b0", group="b", priority_class="low"))
+    message = "all pods in a single pod group should match the priority of the pod group, got: 10 and 100"
+    assert await c.run_until(lambda: (condition(c.podgroup("a"), INITIALLY) or {}).get("message") == message)
+    assert condition(c.podgroup("b"), INITIALLY)["reason"] == "SchedulerError"
+    assert c.bound() == {}
+    await c.stop()
