@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from phalanx.scheduler.framework import NodeInfo, PodInfo, Snapshot
-from phalanx.scheduler.grouppreemption import (VictimUnit, _overcommitted, _room_for, describe_units,
-                                               disruption_mode, group_priority)
+from phalanx.scheduler.preemptiondryrun import VictimUnit, _overcommitted, _room_for, describe_units
+from phalanx.scheduler.grouppreemption import disruption_mode, group_priority
 
 from .builders import make_node, make_pod
 
