@@ -249,7 +249,7 @@ class PlanItem:
             policy = {"gang": gang}
         else:
             policy = {"basic": {}}
-        out: Obj = {"name": self.name, "schedulingPolicy": policy}
+        out: Obj = {"name": self.name, "schedulingPolicy": policy, "schedulingConstraints": None}  # no omitempty
         if isinstance(self.constraints.value, dict):
             out["schedulingConstraints"] = {"topology": [dict(t) for t in _items(self.constraints.value, "topology")]}
         if self.claims.value:

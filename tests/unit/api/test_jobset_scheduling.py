@@ -59,7 +59,10 @@ def sha10(text):
 
 
 def templates(obj):
-    return [item.template() for item in sch.plan_items(create(obj)[0])]
+    """The compiled templates, without the `schedulingConstraints: null` every one carries."""
+    out = [item.template() for item in sch.plan_items(create(obj)[0])]
+    assert all("schedulingConstraints" in t for t in out)
+    return [{k: v for k, v in t.items() if v is not None} for t in out]
 
 
 # -- defaults ---------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ async def test_top_level_gang_gets_a_workload_a_pod_group_and_pods_that_name_it(
         assert wl["metadata"]["ownerReferences"] == [owner]
         assert wl["spec"]["controllerRef"] == {"apiGroup": "jobset.x-k8s.io", "kind": "JobSet", "name": "gang-training"}
         assert wl["spec"]["podGroupTemplates"] == [{"name": name, "schedulingPolicy": {"gang": {"minCount": 5}},
-                                                    "disruptionMode": {"all": {}}}]
+                                                    "schedulingConstraints": None, "disruptionMode": {"all": {}}}]
         assert cl.pod_group_names() == [name]
         pg = cl.pod_groups.get(f"default/{name}")
         assert pg["metadata"]["ownerReferences"] == [owner]
