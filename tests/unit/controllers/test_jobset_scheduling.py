@@ -43,7 +43,17 @@ class Cluster(ControllerCluster):
         return self.workloads.get(f"default/{name}")
 
     def pod_group_names(self):
-        return sorted(pg["metadata"]["name"] for pg in self.pod_groups.list("default"))
+        """PodGroups not being deleted (a PodGroup's protection finalizer may hold a deleted one)."""
+        return sorted(pg["metadata"]["name"] for pg in self.pod_groups.list("default")
+                      if not pg["metadata"].get("deletionTimestamp"))
+
+    async def release_pod_groups(self):
+        """What the PodGroup protection controller does once a deleted PodGroup's pods are gone
+        (by hand: on 1.37 that controller is another branch's work)."""
+        for pg in self.pod_groups.list("default"):
+            if pg["metadata"].get("deletionTimestamp") and pg["metadata"].get("finalizers"):
+                await self.env.client.patch(SCHED, "PodGroup", "default", pg["metadata"]["name"],
+                                            {"metadata": {"finalizers": None}})
 
     def child_jobs(self, name):
         return sorted((j for j in self.jobs.jobs.list("default")
@@ -128,6 +138,7 @@ async def test_suspend_deletes_the_scheduling_objects_and_resume_recreates_them(
         assert await env.run_until(lambda: cl.workload(name) is not None and cl.pod_group_names() == [name], within=30)
         await env.client.patch(JS, "JobSet", "default", "gang-training", {"spec": {"suspend": True}})
         assert await env.run_until(lambda: cl.workload(name) is None and cl.pod_group_names() == [], within=30)
+        await cl.release_pod_groups()
         await env.client.patch(JS, "JobSet", "default", "gang-training", {"spec": {"suspend": False}})
         assert await env.run_until(lambda: cl.workload(name) is not None and cl.pod_group_names() == [name], within=30)
 
@@ -184,7 +195,7 @@ async def test_delegated_group_template_annotation_passes_through_to_the_job(mak
                     "spec": {"controllerRef": {"apiGroup": "jobset.x-k8s.io", "kind": "JobSet", "name": "js-delegated"},
                              "podGroupTemplates": [{"name": "workers",
                                                     "schedulingPolicy": {"gang": {"minCount": 2}}}]}}
-        await env.client.create(workload)
+        stored = await env.client.create(workload)
         await env.client.create(jobset("js-delegated", rjob("workers", parallelism=2,
                                                             annotations={sch.GROUP_TEMPLATE_NAME_KEY: "workers"})))
         assert await env.run_until(lambda: len(cl.child_jobs("js-delegated")) == 1, within=30)
@@ -192,4 +203,4 @@ async def test_delegated_group_template_annotation_passes_through_to_the_job(mak
         assert job["metadata"]["annotations"][sch.GROUP_TEMPLATE_NAME_KEY] == "workers"
         assert "schedulingGroup" not in job["spec"]["template"]["spec"]
         assert [w["metadata"]["name"] for w in cl.workloads.list("default")] == ["js-delegated"]
-        assert cl.workload("js-delegated")["spec"] == workload["spec"]
+        assert cl.workload("js-delegated")["spec"] == stored["spec"]
