@@ -16,6 +16,10 @@ the three layers, each with its upstream error shape:
   as upstream's apiserver reports a webhook denial: 403 Forbidden,
   `admission webhook "vjobset.kb.io" denied the request: ...`.
 
+`spec.scheduling` (workload-aware scheduling, JobSet's gate `JobSetWorkloadAwareSchedulingAPI`,
+Kubernetes 1.37) is defaulted and validated in `jobset_scheduling` / `jobset_scheduling_validation`
+and joins the same three layers.
+
 Pod templates inside a JobSet are not validated here, as upstream (the CRD schema only checks
 their shape; a bad template surfaces when the Job controller creates the Job). Set
 `VALIDATE_POD_TEMPLATES = True` to validate them with `phalanx.api.podspec` at admission instead.

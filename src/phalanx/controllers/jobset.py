@@ -26,6 +26,10 @@ JobSet controller does:
   StartupPolicyInProgress / StartupPolicyCompleted with JobSet's reasons and messages (each change
   also recorded as an event), and `ttlSecondsAfterFinished` (Foreground deletion once expired).
 
+With `gates=` naming JobSet's gate `JobSetWorkloadAwareSchedulingAPI` (Kubernetes 1.37), a JobSet
+that sets `spec.scheduling` also gets its Workload and PodGroups before its Jobs, and its Jobs and
+pods point at them (`jobset_scheduling`); they are deleted while the JobSet is suspended or finished.
+
 JobSets with a `spec.managedBy` other than `jobset.sigs.k8s.io/jobset-controller` are skipped.
 RestartJob / RestartJobAndIgnoreMaxRestarts (behind JobSet's RestartJob gate upstream) restart the
 whole JobSet here.
