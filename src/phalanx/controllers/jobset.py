@@ -356,21 +356,10 @@ class JobSetController(Controller[str]):
         try:
             if jobset_finished(js):
                 await self._delete_jobs(owned.active)
-                if self.scheduling is not None and self._scheduling_on(js):
-                    await self.scheduling.delete_all(js)
+                await self._delete_scheduling(js)
                 requeue_after = await self._ttl_after_finished(js)
             else:
-                await self._delete_jobs(owned.previous)
-                if owned.failed:
-                    self._execute_failure_policy(js, owned, opts)
-                elif not (owned.successful and self._execute_success_policy(js, owned, opts)):
-                    await self._create_headless_service(js)
-                    if not await self._reconcile_scheduling(js):
-                        await self._reconcile_replicated_jobs(js, owned, statuses, opts)
-                        if jobset_suspended(js):
-                            await self._suspend_jobs(js, owned.active, opts)
-                        else:
-                            await self._resume_jobs_if_necessary(js, owned.active, statuses, opts)
+                await self._reconcile_unfinished(js, owned, statuses, opts)
         except StatusError as e:
             error = e
         if opts.should_update:
@@ -388,13 +377,34 @@ class JobSetController(Controller[str]):
         if requeue_after is not None and requeue_after > 0:
             self.enqueue_after(key, requeue_after)
 
+    async def _reconcile_unfinished(self, js: Obj, owned: ChildJobs, statuses: list[Obj], opts: StatusUpdate) -> None:
+        """Failure and success policies, then the children: Service, scheduling objects, Jobs."""
+        await self._delete_jobs(owned.previous)
+        if owned.failed:
+            self._execute_failure_policy(js, owned, opts)
+            return
+        if owned.successful and self._execute_success_policy(js, owned, opts):
+            return
+        await self._create_headless_service(js)
+        if await self._reconcile_scheduling(js):
+            return
+        await self._reconcile_replicated_jobs(js, owned, statuses, opts)
+        if jobset_suspended(js):
+            await self._suspend_jobs(js, owned.active, opts)
+        else:
+            await self._resume_jobs_if_necessary(js, owned.active, statuses, opts)
+
+    async def _delete_scheduling(self, js: Obj) -> None:
+        if self.scheduling is not None and self._scheduling_on(js):
+            await self.scheduling.delete_all(js)
+
     async def _reconcile_scheduling(self, js: Obj) -> bool:
         """The Workload and PodGroups of `spec.scheduling` (deleted while suspended). True when stale
         ones were deleted: the Jobs wait for the next pass, which recreates them."""
         if self.scheduling is None or not self._scheduling_on(js):
             return False
         if jobset_suspended(js):
-            await self.scheduling.delete_all(js)
+            await self._delete_scheduling(js)
             return False
         return await self.scheduling.reconcile(js)
 
