@@ -204,3 +204,35 @@ async def test_delegated_group_template_annotation_passes_through_to_the_job(mak
         assert "schedulingGroup" not in job["spec"]["template"]["spec"]
         assert [w["metadata"]["name"] for w in cl.workloads.list("default")] == ["js-delegated"]
         assert cl.workload("js-delegated")["spec"] == stored["spec"]
+
+
+async def test_a_finished_jobset_deletes_its_scheduling_objects(make_env):
+    env = env_137(make_env)
+    async with Cluster(env, bind=False) as cl:
+        created = await env.client.create(gang_training())
+        name = sch.workload_name(created)
+        assert await env.run_until(lambda: cl.pod_group_names() == [name], within=30)
+        js = await env.client.get(JS, "JobSet", "default", "gang-training")
+        js["status"]["conditions"] = [{"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
+                                       "message": "jobset completed successfully",
+                                       "lastTransitionTime": "2026-12-03T00:00:00Z"}]
+        await env.client.update_status(js)
+        assert await env.run_until(lambda: cl.workload(name) is None and cl.pod_group_names() == [], within=30)
+
+
+async def test_scheduling_changed_while_suspended_applies_on_resume(make_env):
+    env = env_137(make_env)
+    async with Cluster(env, bind=False) as cl:
+        created = await env.client.create(gang_training(suspend=True))
+        name = sch.workload_name(created)
+
+        def suspended():
+            conds = ((cl.jobsets.jobsets.get("default/gang-training") or {}).get("status") or {}).get("conditions")
+            return any(c["type"] == "Suspended" and c["status"] == "True" for c in conds or [])
+        assert await env.run_until(suspended, within=30)
+        assert cl.workload(name) is None and cl.pod_group_names() == []
+        await env.client.patch(JS, "JobSet", "default", "gang-training",
+                               {"spec": {"scheduling": {"disruptionMode": {"all": None, "single": {}}}}})
+        await env.client.patch(JS, "JobSet", "default", "gang-training", {"spec": {"suspend": False}})
+        assert await env.run_until(lambda: cl.workload(name) is not None and cl.pod_group_names() == [name], within=30)
+        assert cl.workload(name)["spec"]["podGroupTemplates"][0]["disruptionMode"] == {"single": {}}
