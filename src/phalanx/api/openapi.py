@@ -56,6 +56,11 @@ from ..machinery.quantity import matches_quantity_pattern
 from .openapipaths import META, REF_PREFIX, add_resource_paths, api_resources_path_item, gv_path
 
 OPENAPI_INFO = {"title": "Kubernetes", "version": "v1.36.0"}
+# Each Kubernetes release's schemas: 1.36's are `components.json`; a later release adds its own
+# file on top (`tools/gen_schemas_137.py`), keeping every 1.36 schema it does not replace.
+DEFAULT_RELEASE = "1.36"
+_OVERLAYS = {"1.37": ("components-1.37.json", "gotypes-1.37.json")}
+_INFO_VERSIONS = {"1.36": "v1.36.0", "1.37": "v1.37.0"}
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _TIME = f"{META}.Time"
@@ -73,26 +78,57 @@ def _load(name: str) -> dict:
     return orjson.loads(data)
 
 
-@lru_cache(maxsize=None)
-def components() -> dict[str, dict]:
-    """All component schemas, name -> schema. Treat as read-only."""
-    return _load("components.json")
+def _overlay(release: str) -> tuple[str, ...]:
+    return _OVERLAYS.get(release, ())
+
+
+def components(release: str = DEFAULT_RELEASE) -> dict[str, dict]:
+    """All component schemas of a release, name -> schema. Treat as read-only."""
+    return _components(release)
+
+
+# Schemas an api module adds to a release at import, name -> schema (Kubernetes 1.37's JobSpec with
+# `scheduling`: api/batchscheduling.py).
+_ADDED: dict[str, dict[str, dict]] = {}
+
+
+def add_release_schemas(release: str, schemas: dict[str, dict]) -> None:
+    _ADDED.setdefault(release, {}).update(schemas)
+    for cached in (_components, _components_digest, _gvk_index, patch_meta, _compiled, _document_hash,
+                   _document_bytes, _document_cached):
+        cached.cache_clear()
+    _COMPILERS.clear()
 
 
 @lru_cache(maxsize=None)
-def _go_types() -> dict[str, dict[str, str]]:
-    return _load("gotypes.json")
+def _components(release: str) -> dict[str, dict]:
+    files = _overlay(release)
+    if not files:
+        return _load("components.json")
+    return {**_components(DEFAULT_RELEASE), **_load(files[0]), **_ADDED.get(release, {})}
 
 
 @lru_cache(maxsize=None)
-def _components_digest() -> str:
-    data = _resources.files("phalanx.api.schemas").joinpath("components.json").read_bytes()
-    return hashlib.sha512(data).hexdigest()
+def _go_types(release: str = DEFAULT_RELEASE) -> dict[str, dict[str, str]]:
+    files = _overlay(release)
+    if not files:
+        return _load("gotypes.json")
+    return {**_go_types(DEFAULT_RELEASE), **_load(files[1])}
 
 
-def component(name: str) -> dict:
+@lru_cache(maxsize=None)
+def _components_digest(release: str = DEFAULT_RELEASE) -> str:
+    h = hashlib.sha512()
+    for name in ("components.json",) + _overlay(release)[:1]:
+        h.update(_resources.files("phalanx.api.schemas").joinpath(name).read_bytes())
+    if _ADDED.get(release):
+        h.update(orjson.dumps(_ADDED[release], option=orjson.OPT_SORT_KEYS))
+    return h.hexdigest()
+
+
+def component(name: str, release: str = DEFAULT_RELEASE) -> dict:
     """The schema named `name` (upstream naming); KeyError if there is none."""
-    return components()[name]
+    return components(release)[name]
 
 
 def _ref_name(ref: str) -> str:
@@ -102,43 +138,43 @@ def _ref_name(ref: str) -> str:
     return ref
 
 
-def resolve(ref: str) -> Optional[dict]:
+def resolve(ref: str, release: str = DEFAULT_RELEASE) -> Optional[dict]:
     """Resolve a `$ref` (`#/components/schemas/X`, `#/definitions/X` or a bare name) to its schema."""
-    return components().get(_ref_name(ref))
+    return components(release).get(_ref_name(ref))
 
 
 @lru_cache(maxsize=None)
-def _gvk_index() -> dict[tuple[str, str, str], str]:
+def _gvk_index(release: str = DEFAULT_RELEASE) -> dict[tuple[str, str, str], str]:
     index: dict[tuple[str, str, str], str] = {}
-    for name, schema in components().items():
+    for name, schema in components(release).items():
         for gvk in schema.get("x-kubernetes-group-version-kind") or ():
             index.setdefault((gvk["group"], gvk["version"], gvk["kind"]), name)
     return index
 
 
-def schema_name_for_gvk(group: str, version: str, kind: str) -> Optional[str]:
-    return _gvk_index().get((group, version, kind))
+def schema_name_for_gvk(group: str, version: str, kind: str, release: str = DEFAULT_RELEASE) -> Optional[str]:
+    return _gvk_index(release).get((group, version, kind))
 
 
-def schema_for_gvk(group: str, version: str, kind: str) -> Optional[dict]:
+def schema_for_gvk(group: str, version: str, kind: str, release: str = DEFAULT_RELEASE) -> Optional[dict]:
     """The schema of a kind, found by its `x-kubernetes-group-version-kind`; None if not served."""
-    name = schema_name_for_gvk(group, version, kind)
-    return components()[name] if name else None
+    name = schema_name_for_gvk(group, version, kind, release)
+    return components(release)[name] if name else None
 
 
 @functools.lru_cache(maxsize=None)
-def patch_meta(group: str, version: str, kind: str) -> PatchMeta:
+def patch_meta(group: str, version: str, kind: str, release: str = DEFAULT_RELEASE) -> PatchMeta:
     """Schema-driven patch metadata for a kind (`PatchMeta.empty()` for an unknown kind); one shared,
-    memoizing instance per kind."""
-    schema = schema_for_gvk(group, version, kind)
+    memoizing instance per kind and release."""
+    schema = schema_for_gvk(group, version, kind, release)
     if schema is None:
         return PatchMeta.empty()
-    return PatchMeta.for_schema(schema, resolve)
+    return PatchMeta.for_schema(schema, functools.partial(resolve, release=release))
 
 
-def reachable_schemas(roots: Iterable[str]) -> dict[str, dict]:
+def reachable_schemas(roots: Iterable[str], release: str = DEFAULT_RELEASE) -> dict[str, dict]:
     """The named schemas `roots` refer to, transitively (roots included)."""
-    comps = components()
+    comps = components(release)
     out: dict[str, dict] = {}
     stack = [r for r in roots if r in comps]
     while stack:
@@ -177,23 +213,25 @@ def _registered(group: str, version: str) -> list:
     return [rt for rt in registry.all_types() if rt.group == group and rt.version == version]
 
 
-def document_hash(group: str, version: str, resources: Optional[Iterable[Any]] = None) -> str:
+def document_hash(group: str, version: str, resources: Optional[Iterable[Any]] = None,
+                  release: str = DEFAULT_RELEASE) -> str:
     """Stable hash of one group-version document (what `?hash=` carries)."""
     if resources is None:
         resources = _registered(group, version)
-    return _document_hash(group, version, _resources_key(resources))
+    return _document_hash(group, version, _resources_key(resources), release)
 
 
 @lru_cache(maxsize=256)
-def _document_hash(group: str, version: str, key: tuple) -> str:
+def _document_hash(group: str, version: str, key: tuple, release: str = DEFAULT_RELEASE) -> str:
     h = hashlib.sha512()
-    h.update(_components_digest().encode())
+    h.update(_components_digest(release).encode())
     h.update(repr((group, version, key)).encode())
     return h.hexdigest().upper()
 
 
 def openapi_v3_index(served: Iterable[tuple[str, str]],
-                     resources: Optional[dict[tuple[str, str], list]] = None) -> dict:
+                     resources: Optional[dict[tuple[str, str], list]] = None,
+                     release: str = DEFAULT_RELEASE) -> dict:
     """The `GET /openapi/v3` answer for the served group-versions.
 
     `resources` optionally maps (group, version) to its ResourceTypes (default: the registry), so
@@ -201,26 +239,28 @@ def openapi_v3_index(served: Iterable[tuple[str, str]],
     paths = {}
     for group, version in served:
         rts = resources.get((group, version)) if resources else None
-        h = document_hash(group, version, rts)
+        h = document_hash(group, version, rts, release)
         path = gv_path(group, version)
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={h}"}
     return {"paths": dict(sorted(paths.items()))}
 
 
-def openapi_v3_document(group: str, version: str, resources: Optional[Iterable[Any]] = None) -> dict:
+def openapi_v3_document(group: str, version: str, resources: Optional[Iterable[Any]] = None,
+                        release: str = DEFAULT_RELEASE) -> dict:
     """The OpenAPI 3.0 document of one group-version (cached; treat as read-only)."""
     if resources is None:
         resources = _registered(group, version)
     resources = list(resources)
-    return _document_cached(group, version, _resources_key(resources), _Unhashed(resources))
+    return _document_cached(group, version, _resources_key(resources), _Unhashed(resources), release)
 
 
-def openapi_v3_document_bytes(group: str, version: str, resources: Optional[Iterable[Any]] = None) -> bytes:
+def openapi_v3_document_bytes(group: str, version: str, resources: Optional[Iterable[Any]] = None,
+                              release: str = DEFAULT_RELEASE) -> bytes:
     """`openapi_v3_document` encoded as JSON, encoded once per document."""
     if resources is None:
         resources = _registered(group, version)
     resources = list(resources)
-    return _document_bytes(group, version, _resources_key(resources), _Unhashed(resources))
+    return _document_bytes(group, version, _resources_key(resources), _Unhashed(resources), release)
 
 
 class _Unhashed:
@@ -239,19 +279,21 @@ class _Unhashed:
 
 
 @lru_cache(maxsize=128)
-def _document_bytes(group: str, version: str, key: tuple, carried: _Unhashed) -> bytes:
-    return orjson.dumps(_document_cached(group, version, key, carried))
+def _document_bytes(group: str, version: str, key: tuple, carried: _Unhashed,
+                    release: str = DEFAULT_RELEASE) -> bytes:
+    return orjson.dumps(_document_cached(group, version, key, carried, release))
 
 
 @lru_cache(maxsize=128)
-def _document_cached(group: str, version: str, key: tuple, carried: _Unhashed) -> dict:
+def _document_cached(group: str, version: str, key: tuple, carried: _Unhashed,
+                     release: str = DEFAULT_RELEASE) -> dict:
     resources = carried.value
     paths: dict[str, dict] = {}
     roots: set[str] = {f"{META}.Status", f"{META}.DeleteOptions", f"{META}.Patch", f"{META}.WatchEvent",
                        f"{META}.APIResourceList"}
     for rt in sorted(resources, key=lambda r: r.plural):
-        kind_name = schema_name_for_gvk(group, version, rt.kind)
-        list_name = schema_name_for_gvk(group, version, rt.kind + "List")
+        kind_name = schema_name_for_gvk(group, version, rt.kind, release)
+        list_name = schema_name_for_gvk(group, version, rt.kind + "List", release)
         for n in (kind_name, list_name):
             if n:
                 roots.add(n)
@@ -259,10 +301,10 @@ def _document_cached(group: str, version: str, key: tuple, carried: _Unhashed) -
     paths[f"/{gv_path(group, version)}/"] = api_resources_path_item(group, version)
     return {
         "openapi": "3.0.0",
-        "info": dict(OPENAPI_INFO),
+        "info": {**OPENAPI_INFO, "version": _INFO_VERSIONS.get(release, OPENAPI_INFO["version"])},
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {n: s for n, s in sorted(reachable_schemas(roots).items())},
+            "schemas": {n: s for n, s in sorted(reachable_schemas(roots, release).items())},
             "securitySchemes": {"BearerToken": {"type": "apiKey", "in": "header", "name": "authorization",
                                                 "description": "Bearer Token authentication"}},
         },
@@ -309,10 +351,10 @@ def _go_struct_type(name: str) -> tuple[str, str]:
 
 
 class _Compiler:
-    def __init__(self) -> None:
+    def __init__(self, release: str = DEFAULT_RELEASE) -> None:
         self.named: dict[str, _Node] = {}
-        self.comps = components()
-        self.go_types = _go_types()
+        self.comps = components(release)
+        self.go_types = _go_types(release)
 
     def named_node(self, name: str) -> _Node:
         node = self.named.get(name)
@@ -407,18 +449,18 @@ def _with_go_type(node: _Node, go_type: str) -> _Node:
     return copy
 
 
-_COMPILER: Optional[_Compiler] = None
+_COMPILERS: dict[str, _Compiler] = {}
 
 
 @lru_cache(maxsize=None)
-def _compiled(group: str, version: str, kind: str) -> Optional[_Node]:
-    global _COMPILER
-    name = schema_name_for_gvk(group, version, kind)
+def _compiled(group: str, version: str, kind: str, release: str = DEFAULT_RELEASE) -> Optional[_Node]:
+    name = schema_name_for_gvk(group, version, kind, release)
     if name is None:
         return None
-    if _COMPILER is None:
-        _COMPILER = _Compiler()
-    return _COMPILER.named_node(name)
+    compiler = _COMPILERS.get(release)
+    if compiler is None:
+        compiler = _COMPILERS[release] = _Compiler(release)
+    return compiler.named_node(name)
 
 
 def _object_path(path: str, key: str) -> str:
@@ -428,11 +470,12 @@ def _object_path(path: str, key: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Unknown and duplicate fields
 # ---------------------------------------------------------------------------------------------
-def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False) -> list[str]:
+def unknown_fields(group: str, version: str, kind: str, obj: Any, *, prune: bool = False,
+                   release: str = DEFAULT_RELEASE) -> list[str]:
     """Paths of fields in `obj` that the kind's schema does not declare, in document order, as
     upstream's strict decoder words them (`spec.containers[0].foo`). Empty for an unknown kind.
     `prune` also removes them from `obj`, as decoding into upstream's typed objects drops them."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if root is None or type(obj) is not dict:
         return []
     out: list[str] = []
@@ -542,17 +585,19 @@ def _dups(value: Any, path: str, out: list[str]) -> None:
             _dups(v, f"{path}[{i}]", out)
 
 
-def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str) -> list[str]:
+def strict_decoding_errors(group: str, version: str, kind: str, raw: bytes | str,
+                           release: str = DEFAULT_RELEASE) -> list[str]:
     """What upstream's strict JSON decoder reports for this body, in document order:
     `duplicate field "<path>"` for a repeated known field, `unknown field "<path>"` for an
     undeclared one (a repeated undeclared field is reported once, as unknown), at most 100.
 
     Raises ValueError if `raw` is not valid JSON."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if not _has_duplicates(raw):
         if root is None:
             return []
-        return [f'unknown field "{p}"' for p in unknown_fields(group, version, kind, orjson.loads(raw))][:100]
+        found = unknown_fields(group, version, kind, orjson.loads(raw), release=release)
+        return [f'unknown field "{p}"' for p in found][:100]
     out: list[str] = []
     _strict_walk(root, _parse_pairs(raw), "", out, top=True)
     return list(dict.fromkeys(out))[:100]
@@ -618,11 +663,11 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def type_errors(group: str, version: str, kind: str, obj: Any) -> list[str]:
+def type_errors(group: str, version: str, kind: str, obj: Any, release: str = DEFAULT_RELEASE) -> list[str]:
     """Values of the wrong JSON type, worded as upstream's JSON decoder words them
     (`json: cannot unmarshal number into Go struct field EnvVar.spec.containers.env.value of type
     string`), in document order. Upstream stops at the first; show `errors[0]`."""
-    root = _compiled(group, version, kind)
+    root = _compiled(group, version, kind, release)
     if root is None or type(obj) is not dict:
         return []
     out: list[str] = []

@@ -86,6 +86,8 @@ class API:
                  storage_versions: dict[str, str] | None = None):
         self.store = store
         self.gates = gates
+        # The Kubernetes release whose OpenAPI schemas validate, prune and patch this API's objects.
+        self.release: str = getattr(gates, "release", openapi.DEFAULT_RELEASE)
         self.now = now or (lambda: datetime.now(timezone.utc))
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
@@ -185,15 +187,15 @@ class API:
         if field_validation is None:
             return []
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj)
+        type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj, self.release)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
-        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True)
+        unknown = openapi.unknown_fields(rt.group, rt.version, rt.kind, obj, prune=True, release=self.release)
         if field_validation == "Ignore":
             return []
         problems = [f'unknown field "{p}"' for p in unknown]
         if raw is not None and openapi.duplicate_fields(raw):  # the decoder's own words and order
-            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw)
+            problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw, self.release)
         if problems and field_validation == "Strict":
             raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems
@@ -211,10 +213,9 @@ class API:
         ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), now_rfc3339(self.now()),
                                   subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
 
-    @staticmethod
-    def patch_meta(rt: ResourceType) -> PatchMeta:
+    def patch_meta(self, rt: ResourceType) -> PatchMeta:
         """Merge keys and list types of a kind, from its OpenAPI schema (strategic merge, apply)."""
-        return openapi.patch_meta(rt.group, rt.version, rt.kind)
+        return openapi.patch_meta(rt.group, rt.version, rt.kind, self.release)
 
     # -- create ----------------------------------------------------------------------------
     def create(self, rt: ResourceType, namespace: str, obj: Obj, *, dry_run: bool = False,

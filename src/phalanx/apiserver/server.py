@@ -210,7 +210,7 @@ class Server:
         by_gv: dict[tuple[str, str], list] = {}
         for rt in self.api.types:
             by_gv.setdefault((rt.group, rt.version), []).append(rt)
-        return _json(openapi.openapi_v3_index(sorted(by_gv), by_gv))
+        return _json(openapi.openapi_v3_index(sorted(by_gv), by_gv, self.api.release))
 
     async def openapi_document(self, request: web.Request) -> web.Response:
         from ..api import openapi
@@ -225,7 +225,7 @@ class Server:
         resources = [rt for rt in self.api.types if rt.group == group and rt.version == version]
         if not resources:
             raise errors.requested_resource_not_found()
-        resp = web.Response(body=openapi.openapi_v3_document_bytes(group, version, resources))
+        resp = web.Response(body=openapi.openapi_v3_document_bytes(group, version, resources, self.api.release))
         resp.headers["Content-Type"] = "application/json"
         resp.headers["Cache-Control"] = "public, immutable"
         return resp

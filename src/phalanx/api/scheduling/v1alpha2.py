@@ -24,16 +24,24 @@ PodGroup's `podGroupTemplateRef` are serialized as `null` when unset (their Go f
 
 from __future__ import annotations
 
-import re
-from typing import Any, Callable
+from typing import Any
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
-from ...machinery.names import regex_error, SUBDOMAIN_MSG, qualified_name_errors
 from ..registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
     age_cell, register
-
-GROUP = "scheduling.k8s.io"
+from .common import (  # noqa: F401  (re-exported by the package)
+    GROUP, MAX_POD_GROUP_RESOURCE_CLAIMS, MAX_TOPOLOGY_CONSTRAINTS, POD_GROUP_PROTECTION_FINALIZER,
+    PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, PRIORITY_CLASSES_KEY, PRIORITY_MAX, PRIORITY_MIN, WORKLOADS_KEY,
+    admit_priority, default_priority_class, long_name_errors, path_segment_errors, short_name_errors,
+    validate_conditions)
+from .common import duplicates as _duplicates, enabled as _enabled, immutable as _immutable, list_at as _list, \
+    priority_class_name_errors as _priority_class_name_errors, priority_errors as _priority_errors, \
+    set_once as _set_once, union as _union, validate_controller_ref as _validate_controller_ref, \
+    validate_resource_claims as _validate_resource_claims, \
+    validate_resource_claim_statuses as _validate_pod_group_status, \
+    validate_scheduling_constraints as _validate_scheduling_constraints, \
+    claim_statuses_match_spec as _claim_statuses_match_spec
 
 # -- PriorityClass constants (pkg/apis/scheduling) -------------------------------------------------
 SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
@@ -41,8 +49,6 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-PREEMPT_NEVER = "Never"
 
 # The classes kube-apiserver creates at start-up; validation accepts a `system-` name only if it
 # matches one of these exactly (name, value, globalDefault).
@@ -68,14 +74,9 @@ SYSTEM_PRIORITY_CLASSES: list[Obj] = [
 
 # -- Workload / PodGroup constants (scheduling/v1alpha2) -------------------------------------------
 WORKLOAD_MAX_POD_GROUP_TEMPLATES = 8
-MAX_POD_GROUP_RESOURCE_CLAIMS = 4
-MAX_TOPOLOGY_CONSTRAINTS = 1
-PRIORITY_MIN = -2147483648
-PRIORITY_MAX = 1_000_000_000
 DISRUPTION_MODES = ("Pod", "PodGroup")
 DEFAULT_DISRUPTION_MODE = "Pod"
 
-POD_GROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
 
@@ -83,146 +84,6 @@ GATE_GENERIC_WORKLOAD = "GenericWorkload"
 GATE_TAS = "TopologyAwareWorkloadScheduling"
 GATE_WAP = "WorkloadAwarePreemption"
 GATE_DRA_WORKLOAD_CLAIMS = "DRAWorkloadResourceClaims"
-
-WORKLOADS_KEY = f"{GROUP}/workloads"
-PRIORITY_CLASSES_KEY = f"{GROUP}/priorityclasses"
-
-
-# -- small helpers ---------------------------------------------------------------------------------
-
-def _enabled(ctx: StrategyContext, gate: str, default: bool = False) -> bool:
-    try:
-        return bool(ctx.enabled(gate))
-    except Exception:  # an unknown gate: its upstream default
-        return default
-
-
-def _is_set(d: Any, key: str) -> bool:
-    return isinstance(d, dict) and d.get(key) is not None
-
-
-def _dict(d: Any, key: str) -> dict:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def _list(d: Any, key: str) -> list:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
-
-
-
-
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-# Anchored with `\Z` (end of text, as Go's `$`): Python's `$` would also accept a final newline.
-_LABEL_RE = re.compile(rf"{_LABEL_FMT}\Z")
-_SUBDOMAIN_RE = re.compile(rf"{_LABEL_FMT}(\.{_LABEL_FMT})*\Z")
-_LABEL_MSG = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " \
-             "and must start and end with an alphanumeric character"
-
-
-def short_name_errors(value: str) -> list[str]:
-    """Declarative `k8s-short-name` (DNS-1123 label) in the words of apimachinery's validate/content."""
-    msgs = []
-    if len(value) > 63:
-        msgs.append("must be no more than 63 bytes")
-    if not _LABEL_RE.match(value):
-        if _SUBDOMAIN_RE.match(value):
-            msgs.append("must not contain dots")
-        else:
-            msgs.append(regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
-    return msgs
-
-
-def long_name_errors(value: str) -> list[str]:
-    """Declarative `k8s-long-name` (DNS-1123 subdomain) in the words of validate/content."""
-    msgs = []
-    if len(value) > 253:
-        msgs.append("must be no more than 253 bytes")
-    if not _SUBDOMAIN_RE.match(value):
-        msgs.append(SUBDOMAIN_MSG)
-    return msgs
-
-
-def path_segment_errors(value: str) -> list[str]:
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
-
-
-def _union(path: str, obj: dict, members: tuple[str, ...]) -> list[FieldError]:
-    """Declarative `+k8s:unionMember` check: exactly one member set."""
-    set_fields = [m for m in members if _is_set(obj, m)]
-    all_fields = ", ".join(f"`{m}`" for m in members)
-    if len(set_fields) > 1:
-        return [errors.invalid(path, "{" + ", ".join(set_fields) + "}", f"must specify exactly one of: {all_fields}")]
-    if not set_fields:
-        return [errors.invalid(path, "", f"must specify one of: {all_fields}")]
-    return []
-
-
-def _immutable(path: str) -> FieldError:
-    """Declarative `+k8s:immutable`: the value is not echoed."""
-    return errors.invalid(path, None, "field is immutable")
-
-
-def _duplicates(path: str, items: list, key: str) -> list[FieldError]:
-    """Declarative `validate.Unique` for a list map: one Duplicate per later repeat of a key."""
-    seen: set = set()
-    errs = []
-    for i, item in enumerate(items):
-        k = item.get(key) if isinstance(item, dict) else None
-        if k in seen:
-            errs.append(errors.duplicate(f"{path}[{i}]", item))
-        else:
-            seen.add(k)
-    return errs
-
-
-# -- metav1.Condition validation (apimachinery meta/v1/validation) ----------------------------------
-
-_CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
-_CONDITION_REASON_RE = re.compile(rf"{_CONDITION_REASON_FMT}\Z")
-_CONDITION_REASON_MSG = regex_error(
-    "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
-    "characters or '_,:', and must end with an alphanumeric character or '_'",
-    _CONDITION_REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
-
-
-def validate_conditions(conditions: Any, path: str) -> list[FieldError]:
-    """`metav1validation.ValidateConditions`: unique types and each condition well formed."""
-    errs: list[FieldError] = []
-    first: dict[str, int] = {}
-    for i, c in enumerate(conditions or []):
-        if not isinstance(c, dict):
-            continue
-        p = f"{path}[{i}]"
-        ctype = c.get("type") or ""
-        if ctype in first:
-            errs.append(errors.duplicate(f"{p}.type", ctype))
-        else:
-            first[ctype] = i
-        for m in qualified_name_errors(ctype):
-            errs.append(errors.invalid(f"{p}.type", ctype, m))
-        status = c.get("status") or ""
-        if status not in ("True", "False", "Unknown"):
-            errs.append(errors.not_supported(f"{p}.status", status, ["False", "True", "Unknown"]))
-        og = c.get("observedGeneration")
-        if isinstance(og, int) and og < 0:
-            errs.append(errors.invalid(f"{p}.observedGeneration", og, "must be greater than or equal to zero"))
-        if not c.get("lastTransitionTime"):
-            errs.append(errors.required(f"{p}.lastTransitionTime", "must be set"))
-        reason = c.get("reason") or ""
-        if not reason:
-            errs.append(errors.required(f"{p}.reason", "must be set"))
-        else:
-            if not _CONDITION_REASON_RE.match(reason):
-                errs.append(errors.invalid(f"{p}.reason", reason, _CONDITION_REASON_MSG))
-            if len(reason) > 1024:
-                errs.append(errors.too_long(f"{p}.reason", 1024))
-        if len(c.get("message") or "") > 32 * 1024:
-            errs.append(errors.too_long(f"{p}.message", 32 * 1024))
-    return errs
 
 
 # ===================================================================================================
@@ -246,15 +107,6 @@ def _validate_preemption_policy(policy: Any, path: str) -> list[FieldError]:
     if policy == "":
         return [errors.required(path, "")]
     return [errors.not_supported(path, policy, [PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER])]
-
-
-def default_priority_class(pcs: list[Obj]) -> Obj | None:
-    """The global default class; with several (a race), the one with the lowest value, as upstream."""
-    best = None
-    for pc in pcs:
-        if pc.get("globalDefault") and (best is None or best.get("value", 0) > pc.get("value", 0)):
-            best = pc
-    return best
 
 
 class PriorityClassStrategy(Strategy):
@@ -335,46 +187,6 @@ def _validate_scheduling_policy(policy: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_scheduling_constraints(sc: Any, path: str) -> list[FieldError]:
-    topology = _list(sc, "topology")
-    if len(topology) > MAX_TOPOLOGY_CONSTRAINTS:
-        return [errors.too_many(f"{path}.topology", len(topology), MAX_TOPOLOGY_CONSTRAINTS)]
-    errs: list[FieldError] = []
-    for i, tc in enumerate(topology):
-        p = f"{path}.topology[{i}].key"
-        key = (tc or {}).get("key") or ""
-        if not key:
-            errs.append(errors.required(p, ""))
-        else:
-            errs += [errors.invalid(p, key, m) for m in qualified_name_errors(key)]
-    return errs
-
-
-def _validate_resource_claim(claim: Any, path: str) -> list[FieldError]:
-    claim = claim if isinstance(claim, dict) else {}
-    errs = _union(path, claim, ("resourceClaimName", "resourceClaimTemplateName"))
-    name = claim.get("name") or ""
-    if not name:
-        errs.append(errors.required(f"{path}.name", ""))
-    else:
-        errs += [errors.invalid(f"{path}.name", name, m) for m in short_name_errors(name)]
-    for f in ("resourceClaimName", "resourceClaimTemplateName"):
-        v = claim.get(f)
-        if v is not None:
-            errs += [errors.invalid(f"{path}.{f}", v, m) for m in long_name_errors(v)]
-    return errs
-
-
-def _validate_resource_claims(claims: Any, path: str) -> list[FieldError]:
-    claims = claims if isinstance(claims, list) else []
-    if len(claims) > MAX_POD_GROUP_RESOURCE_CLAIMS:
-        return [errors.too_many(path, len(claims), MAX_POD_GROUP_RESOURCE_CLAIMS)]
-    errs = _duplicates(path, claims, "name")
-    for i, c in enumerate(claims):
-        errs += _validate_resource_claim(c, f"{path}[{i}]")
-    return errs
-
-
 def _validate_wap_fields(spec: dict, path: str, ctx: StrategyContext, old: dict | None,
                          pod_group: bool) -> list[FieldError]:
     """disruptionMode / priorityClassName / priority under the gated declarative rules.
@@ -420,20 +232,6 @@ def _disruption_mode_errors(v: Any, p: str) -> list[FieldError]:
     return [] if v in DISRUPTION_MODES else [errors.not_supported(p, v, list(DISRUPTION_MODES))]
 
 
-def _priority_class_name_errors(v: Any, p: str) -> list[FieldError]:
-    return [errors.invalid(p, v, m) for m in long_name_errors(v)]
-
-
-def _priority_errors(v: Any, p: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    if isinstance(v, int):
-        if v > PRIORITY_MAX:
-            errs.append(errors.invalid(p, v, f"must be less than or equal to {PRIORITY_MAX}"))
-        if v < PRIORITY_MIN:
-            errs.append(errors.invalid(p, v, f"must be greater than or equal to {PRIORITY_MIN}"))
-    return errs
-
-
 _WAP_FORMAT_CHECKS = {"disruptionMode": _disruption_mode_errors, "priorityClassName": _priority_class_name_errors,
                       "priority": _priority_errors}
 
@@ -463,20 +261,6 @@ def _drop_gated_fields(spec: dict, old: dict | None, ctx: StrategyContext, *, nu
 # ===================================================================================================
 # Workload
 # ===================================================================================================
-
-def _validate_controller_ref(ref: dict, path: str) -> list[FieldError]:
-    errs: list[FieldError] = []
-    api_group = ref.get("apiGroup") or ""
-    if api_group:
-        errs += [errors.invalid(f"{path}.apiGroup", api_group, m) for m in long_name_errors(api_group)]
-    for f in ("kind", "name"):
-        v = ref.get(f) or ""
-        if not v:
-            errs.append(errors.required(f"{path}.{f}", ""))
-        else:
-            errs += [errors.invalid(f"{path}.{f}", v, m) for m in path_segment_errors(v)]
-    return errs
-
 
 def _validate_pod_group_template(t: Any, path: str, ctx: StrategyContext) -> list[FieldError]:
     t = t if isinstance(t, dict) else {}
@@ -586,16 +370,6 @@ def _validate_template_ref(ref: dict, path: str) -> list[FieldError]:
     return errs
 
 
-def _set_once(value: Any, old: Any, updating: bool, path: str,
-              validate: Callable[[Any, str], list[FieldError]]) -> list[FieldError]:
-    """A field set at creation: validated on create, immutable on update (unchanged is fine)."""
-    if updating and value == old:
-        return []
-    if updating:
-        return [_immutable(path)]
-    return validate(value, path)
-
-
 def _validate_pod_group_spec(spec: Any, old_spec: Any, ctx: StrategyContext) -> list[FieldError]:
     spec = spec if isinstance(spec, dict) else {}
     updating = old_spec is not None
@@ -617,23 +391,6 @@ def _validate_pod_group_spec(spec: Any, old_spec: Any, ctx: StrategyContext) -> 
     errs += _set_once(spec.get("resourceClaims") or [], old_spec.get("resourceClaims") or [], updating,
                       "spec.resourceClaims", lambda v, p: _validate_resource_claims(v, p) if v else [])
     errs += _validate_wap_fields(spec, "spec", ctx, old_spec if updating else None, pod_group=True)
-    return errs
-
-
-def _validate_pod_group_status(status: Any, old_status: Any) -> list[FieldError]:
-    """Declarative rules on status (resourceClaimStatuses: at most 4, unique names, valid claim names)."""
-    status = status if isinstance(status, dict) else {}
-    rcs = _list(status, "resourceClaimStatuses")
-    if old_status is not None and rcs == _list(old_status, "resourceClaimStatuses"):
-        return []
-    path = "status.resourceClaimStatuses"
-    if len(rcs) > MAX_POD_GROUP_RESOURCE_CLAIMS:
-        return [errors.too_many(path, len(rcs), MAX_POD_GROUP_RESOURCE_CLAIMS)]
-    errs = _duplicates(path, rcs, "name")
-    for i, s in enumerate(rcs):
-        v = (s or {}).get("resourceClaimName")
-        if v is not None:
-            errs += [errors.invalid(f"{path}[{i}].resourceClaimName", v, m) for m in long_name_errors(v)]
     return errs
 
 
@@ -690,7 +447,7 @@ class PodGroupStrategy(Strategy):
             spec = {}
         # Priority (mutating): resolve priorityClassName -> priority.
         if _enabled(ctx, GATE_WAP):
-            self._admit_priority(name, spec, ctx)
+            admit_priority("podgroups", name, spec, ctx)
         # PodGroupProtection (mutating): every new PodGroup gets the protection finalizer.
         finalizers = obj["metadata"].setdefault("finalizers", [])
         if POD_GROUP_PROTECTION_FINALIZER not in finalizers:
@@ -717,29 +474,6 @@ class PodGroupStrategy(Strategy):
                 "podgroups", GROUP, name,
                 f'PodGroup rejected: PodGroupTemplate "{tname}" not found in Workload "{wname}"')
 
-    @staticmethod
-    def _admit_priority(name: str, spec: dict, ctx: StrategyContext) -> None:
-        class_name = spec.get("priorityClassName") or ""
-        if not class_name:
-            dpc = default_priority_class(ctx.list_objects(PRIORITY_CLASSES_KEY, None) or [])
-            priority = dpc.get("value", 0) if dpc else 0
-            class_name = dpc["metadata"]["name"] if dpc else ""
-        else:
-            pc = ctx.lookup(PRIORITY_CLASSES_KEY, "", class_name)
-            if pc is None:
-                raise errors.forbidden_error("podgroups", GROUP, name,
-                                             f"no PriorityClass with name {class_name} was found")
-            priority = pc.get("value", 0)
-        preset = spec.get("priority")
-        if preset is not None and preset != priority:
-            raise errors.forbidden_error(
-                "podgroups", GROUP, name,
-                f"the integer value of priority ({preset}) must not be provided in pod group spec; priority "
-                f"admission controller computed {priority} from the given PriorityClass name")
-        if class_name:
-            spec["priorityClassName"] = class_name
-        spec["priority"] = priority
-
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return _validate_pod_group_spec(obj.get("spec"), None, ctx) + \
             _validate_pod_group_status(obj.get("status"), None)
@@ -757,13 +491,7 @@ class PodGroupStrategy(Strategy):
         status = new.get("status")
         if not isinstance(status, dict):
             status = {}
-        errs = validate_conditions(status.get("conditions"), "status.conditions")
-        spec_claims = {c.get("name") for c in _list(new.get("spec"), "resourceClaims") if isinstance(c, dict)}
-        for i, s in enumerate(_list(status, "resourceClaimStatuses")):
-            sname = (s or {}).get("name") or ""
-            if sname not in spec_claims:
-                errs.append(errors.invalid(f"status.resourceClaimStatuses[{i}].name", sname,
-                                           "must match the name of an entry in `spec.resourceClaims`"))
+        errs = validate_conditions(status.get("conditions"), "status.conditions") + _claim_statuses_match_spec(new)
         return errs + _validate_pod_group_status(status, old.get("status") or {})
 
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
@@ -796,7 +524,6 @@ def pod_group_workload(spec: dict) -> str:
 def pod_group_status(obj: Obj) -> str:
     c = _scheduled_condition(obj)
     return (c or {}).get("reason") or ""
-
 
 
 PRIORITY_CLASSES = register(ResourceType(
