@@ -2,9 +2,11 @@
 
 The cluster turns on JobSet's gate `JobSetWorkloadAwareSchedulingAPI` (GenericWorkload is on in
 phalanx's 1.37 by default). A JobSet with a top-level gang gets one v1beta1 Workload and one
-PodGroup counting every pod and its pods name that PodGroup (that the scheduler then places the gang
-depends on its v1beta1 PodGroup support, marked xfail until it is merged); the webhook's denials reach kubectl in JobSet's words; suspend deletes the Workload and PodGroup and
-resume brings them back.
+PodGroup counting every pod, its pods name that PodGroup and the scheduler places the gang; the
+webhook's denials reach kubectl in JobSet's words; suspend deletes the Workload and PodGroup and
+resume brings them back. A second cluster (WorkloadWithJob on, JobSet's gate off) runs JobSet's
+"Job-Level Scheduling" page: a pre-created Workload naming the JobSet and the group-template-name
+annotation on the replicatedJob's template give the child Job a PodGroup made by the Job controller.
 """
 
 from __future__ import annotations
@@ -128,9 +130,6 @@ def test_top_level_gang_gets_a_workload_and_pod_group_that_its_pods_join(cluster
     assert all(p["spec"]["schedulingGroup"] == {"podGroupName": name} for p in pods())
 
 
-@pytest.mark.xfail(strict=True, reason="binding needs the scheduler's v1beta1 PodGroup support (another branch): "
-                                       "on main, pods wait 'for pods's pod group ... to appear in scheduling queue'; "
-                                       "drop this mark once that merges")
 def test_the_gang_is_placed(cluster: Cluster, ns: str):
     kubectl(cluster, ns, "apply", "-f", "-", input=gang_training("placed")).check()
 
@@ -167,16 +166,10 @@ def test_suspend_deletes_the_workload_and_resume_recreates_it(cluster: Cluster, 
     name = workload_name(ns, "pausable")
 
     def names(kind: str) -> list[str]:
-        return [o["metadata"]["name"] for o in get_json(cluster, ns, kind)["items"]
-                if not o["metadata"].get("deletionTimestamp")]
+        return [o["metadata"]["name"] for o in get_json(cluster, ns, kind)["items"]]
     assert poll(lambda: names("workloads") == [name] and names("podgroups") == [name])
     kubectl(cluster, ns, "patch", "jobset", "pausable", "--type=merge", "-p", '{"spec":{"suspend":true}}').check()
     assert poll(lambda: names("workloads") == [] and names("podgroups") == [], timeout=90)
-    # A deleted PodGroup waits for its protection finalizer; release it as the protection controller
-    # does once the pods are gone (on 1.37 that controller is another branch's work).
-    for pg in get_json(cluster, ns, "podgroups")["items"]:
-        kubectl(cluster, ns, "patch", "podgroup", pg["metadata"]["name"], "--type=merge",
-                "-p", '{"metadata":{"finalizers":null}}')
     kubectl(cluster, ns, "patch", "jobset", "pausable", "--type=merge", "-p", '{"spec":{"suspend":false}}').check()
     assert poll(lambda: names("workloads") == [name] and names("podgroups") == [name], timeout=90)
 
@@ -249,8 +242,6 @@ def test_delegated_annotation_reaches_the_child_job_untouched(delegated: Cluster
     assert [w["metadata"]["name"] for w in get_json(delegated, "default", "workloads")["items"]] == ["js-delegated"]
 
 
-@pytest.mark.xfail(strict=True, reason="the Job controller's delegated (managePodGroupOnly) mode is another branch's "
-                                       "work; drop this mark once it merges")
 def test_the_job_controller_creates_the_delegated_pod_group(delegated: Cluster):
     def delegated_groups() -> list[dict]:
         return [pg for pg in get_json(delegated, "default", "podgroups")["items"]

@@ -13,6 +13,7 @@ from phalanx.apiserver import build_api
 from phalanx.client import InProcessClient
 from phalanx.controllers.job.controller import JobController
 from phalanx.controllers.jobset import JobSetController
+from phalanx.controllers.podgroupprotection import PodGroupProtectionController
 from phalanx.machinery.featuregates import FeatureGates
 
 from .harness import ControllerCluster
@@ -37,23 +38,15 @@ class Cluster(ControllerCluster):
         self.jobs = JobController(env.client, factory, **kw)
         self.workloads = factory.informer(SCHED, "Workload")
         self.pod_groups = factory.informer(SCHED, "PodGroup")
-        return [self.jobsets, self.jobs]
+        # kube-controller-manager's podgroup-protection-controller releases a deleted PodGroup once its
+        # pods are gone
+        return [self.jobsets, self.jobs, PodGroupProtectionController(env.client, factory, release="1.37", **kw)]
 
     def workload(self, name):
         return self.workloads.get(f"default/{name}")
 
     def pod_group_names(self):
-        """PodGroups not being deleted (a PodGroup's protection finalizer may hold a deleted one)."""
-        return sorted(pg["metadata"]["name"] for pg in self.pod_groups.list("default")
-                      if not pg["metadata"].get("deletionTimestamp"))
-
-    async def release_pod_groups(self):
-        """What the PodGroup protection controller does once a deleted PodGroup's pods are gone
-        (by hand: on 1.37 that controller is another branch's work)."""
-        for pg in self.pod_groups.list("default"):
-            if pg["metadata"].get("deletionTimestamp") and pg["metadata"].get("finalizers"):
-                await self.env.client.patch(SCHED, "PodGroup", "default", pg["metadata"]["name"],
-                                            {"metadata": {"finalizers": None}})
+        return sorted(pg["metadata"]["name"] for pg in self.pod_groups.list("default"))
 
     def child_jobs(self, name):
         return sorted((j for j in self.jobs.jobs.list("default")
@@ -138,7 +131,6 @@ async def test_suspend_deletes_the_scheduling_objects_and_resume_recreates_them(
         assert await env.run_until(lambda: cl.workload(name) is not None and cl.pod_group_names() == [name], within=30)
         await env.client.patch(JS, "JobSet", "default", "gang-training", {"spec": {"suspend": True}})
         assert await env.run_until(lambda: cl.workload(name) is None and cl.pod_group_names() == [], within=30)
-        await cl.release_pod_groups()
         await env.client.patch(JS, "JobSet", "default", "gang-training", {"spec": {"suspend": False}})
         assert await env.run_until(lambda: cl.workload(name) is not None and cl.pod_group_names() == [name], within=30)
 
