@@ -139,6 +139,8 @@ def test_the_gang_is_placed(cluster: Cluster, ns: str):
     assert poll(lambda: len(pods()) == 5)
     assert poll(lambda: all(p["status"].get("phase") == "Running" for p in pods()), timeout=60)
     assert all(p["spec"].get("nodeName") for p in pods())
+    conditions = get_json(cluster, ns, "podgroup", workload_name(ns, "placed"))["status"]["conditions"]
+    assert [(c["type"], c["status"]) for c in conditions] == [("PodGroupInitiallyScheduled", "True")]
 
 
 def test_webhook_denials_reach_kubectl(cluster: Cluster, ns: str):
