@@ -2,11 +2,12 @@
 
 The cluster turns on JobSet's gate `JobSetWorkloadAwareSchedulingAPI` (GenericWorkload is on in
 phalanx's 1.37 by default). A JobSet with a top-level gang gets one v1beta1 Workload and one
-PodGroup counting every pod, its pods name that PodGroup and the scheduler places the gang; the
-webhook's denials reach kubectl in JobSet's words; suspend deletes the Workload and PodGroup and
+PodGroup counting every pod, its pods name that PodGroup and the scheduler places the gang; a `job:`
+entry gives every Job replica its own gang; the webhook's denials reach kubectl in JobSet's words; suspend deletes the Workload and PodGroup and
 resume brings them back. A second cluster (WorkloadWithJob on, JobSet's gate off) runs JobSet's
 "Job-Level Scheduling" page: a pre-created Workload naming the JobSet and the group-template-name
 annotation on the replicatedJob's template give the child Job a PodGroup made by the Job controller.
+A 1.36 cluster refuses `spec.scheduling`.
 """
 
 from __future__ import annotations
@@ -143,6 +144,30 @@ def test_the_gang_is_placed(cluster: Cluster, ns: str):
     assert [(c["type"], c["status"]) for c in conditions] == [("PodGroupInitiallyScheduled", "True")]
 
 
+def test_each_job_replica_gets_its_own_gang(cluster: Cluster, ns: str):
+    per_job = ("replicatedJobs: [{targetReplicatedJobs: [driver], schedulingPolicy: {basic: {}}}, "
+               "{targetReplicatedJobs: [workers], job: {schedulingPolicy: {gang: {}}}}]")
+    kubectl(cluster, ns, "apply", "-f", "-", input=gang_training("per-job", per_job)).check()
+
+    def groups() -> dict[str, dict]:
+        return {pg["metadata"]["name"]: pg for pg in get_json(cluster, ns, "podgroups")["items"]}
+    assert poll(lambda: len(groups()) == 3)
+    policies = sorted(str(pg["spec"]["schedulingPolicy"]) for pg in groups().values())
+    assert policies == ["{'basic': {}}", "{'gang': {'minCount': 2}}", "{'gang': {'minCount': 2}}"]
+    assert all(name.startswith("per-job-") for name in groups())
+
+    def pods() -> list[dict]:
+        return get_json(cluster, ns, "pods")["items"]
+    assert poll(lambda: len(pods()) == 5 and all(p["status"].get("phase") == "Running" for p in pods()), timeout=60)
+    by_group: dict[str, set[str]] = {}
+    for p in pods():
+        job = p["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        by_group.setdefault(p["spec"]["schedulingGroup"]["podGroupName"], set()).add(job)
+    assert sorted(map(sorted, by_group.values())) == [["per-job-driver-0"], ["per-job-workers-0"],
+                                                       ["per-job-workers-1"]]
+    assert set(by_group) == set(groups())
+
+
 def test_webhook_denials_reach_kubectl(cluster: Cluster, ns: str):
     both = "disruptionMode: {all: {}}, replicatedJobs: [{targetReplicatedJobs: [driver, workers]}]"
     r = kubectl(cluster, ns, "apply", "-f", "-", input=gang_training("both", both))
@@ -253,3 +278,15 @@ def test_the_job_controller_creates_the_delegated_pod_group(delegated: Cluster):
     assert groups[0]["metadata"]["ownerReferences"][0]["kind"] == "Job"
     assert groups[0]["metadata"]["ownerReferences"][0]["name"] == "js-delegated-workers-0"
     assert groups[0]["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+def test_kubernetes_1_36_refuses_scheduling(tmp_path_factory):
+    """JobSet's types embed 1.37's scheduling shapes: a 1.36 cluster has no gate for them."""
+    c = create_cluster(tmp_path_factory.mktemp("js136"), "js136", kubernetes="v1.36.4")
+    try:
+        r = c.kubectl("-n", "default", "apply", "-f", "-", input=gang_training("too-early"))
+        assert r.returncode != 0
+        assert ('admission webhook "vjobset.kb.io" denied the request: spec.scheduling: Forbidden: cannot be set '
+                "when JobSetWorkloadAwareSchedulingAPI feature gate is disabled") in r.stderr
+    finally:
+        c.phalanx("delete", "cluster", "--name", c.name)
