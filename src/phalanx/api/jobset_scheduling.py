@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..machinery.featuregates import JOBSET_WAS_GATE, gate_on
+from .scheduling.fields import GROUP_TEMPLATE_NAME_ANNOTATION
 
 GATE = JOBSET_WAS_GATE
-GROUP_TEMPLATE_NAME_KEY = "scheduling.k8s.io/group-template-name"
+GROUP_TEMPLATE_NAME_KEY = GROUP_TEMPLATE_NAME_ANNOTATION  # on child Jobs: their PodGroupTemplate
 ROOT = "spec.scheduling"
 
 MAX_SCHEDULING_ENTRIES = 50
