@@ -3,11 +3,13 @@
 The cluster turns on JobSet's gate `JobSetWorkloadAwareSchedulingAPI` (GenericWorkload is on in
 phalanx's 1.37 by default). A JobSet with a top-level gang gets one v1beta1 Workload and one
 PodGroup counting every pod, its pods name that PodGroup and the scheduler places the gang; a `job:`
-entry gives every Job replica its own gang; the webhook's denials reach kubectl in JobSet's words; suspend deletes the Workload and PodGroup and
-resume brings them back. A second cluster (WorkloadWithJob on, JobSet's gate off) runs JobSet's
-"Job-Level Scheduling" page: a pre-created Workload naming the JobSet and the group-template-name
-annotation on the replicatedJob's template give the child Job a PodGroup made by the Job controller.
-A 1.36 cluster refuses `spec.scheduling`.
+entry gives every Job replica its own gang; the webhook's denials reach kubectl in JobSet's words;
+suspend deletes the Workload and PodGroup and resume brings them back.
+
+A second cluster (WorkloadWithJob on, JobSet's gate off) runs JobSet's "Job-Level Scheduling" page:
+a pre-created Workload naming the JobSet and the group-template-name annotation on the
+replicatedJob's template give the child Job a PodGroup made by the Job controller. A 1.36 cluster
+refuses `spec.scheduling`.
 """
 
 from __future__ import annotations

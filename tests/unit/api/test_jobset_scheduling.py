@@ -24,7 +24,8 @@ def rjob(name, replicas=1, parallelism=1, priority_class="", depends_on=None):
     if priority_class:
         pod_spec["priorityClassName"] = priority_class
     rj = {"name": name, "replicas": replicas,
-          "template": {"spec": {"parallelism": parallelism, "completions": parallelism, "template": {"spec": pod_spec}}}}
+          "template": {"spec": {"parallelism": parallelism, "completions": parallelism,
+                                "template": {"spec": pod_spec}}}}
     if depends_on:
         rj["dependsOn"] = [{"name": depends_on, "status": "Ready"}]
     return rj
@@ -188,7 +189,8 @@ NOT_TARGETED = ('spec.replicatedJobs[1].name: Invalid value: "workers": must be 
 @pytest.mark.parametrize("scheduling, want", [
     ({"disruptionMode": {"all": {}}, "replicatedJobs": [{"targetReplicatedJobs": ["driver", "workers"]}]}, [BOTH]),
     ({"replicatedJobs": [{"targetReplicatedJobs": ["driver"]}]}, [NOT_TARGETED]),
-    ({"replicatedJobs": [{"targetReplicatedJobs": ["driver", "nope"]}, {"targetReplicatedJobs": ["workers", "driver"]}]},
+    ({"replicatedJobs": [{"targetReplicatedJobs": ["driver", "nope"]},
+                         {"targetReplicatedJobs": ["workers", "driver"]}]},
      ['spec.scheduling.replicatedJobs[0].targetReplicatedJobs[1]: Invalid value: "nope": does not reference a valid '
       "replicatedJob name",
       'spec.scheduling.replicatedJobs[1].targetReplicatedJobs[1]: Invalid value: "driver": is targeted by more than '
@@ -200,10 +202,12 @@ NOT_TARGETED = ('spec.replicatedJobs[1].name: Invalid value: "workers": must be 
       "schedulingConstraints, disruptionMode, or resourceClaims on the same replicatedJobs entry; job replaces the "
       "single shared PodGroup those fields configure with one PodGroup per Job"]),
     ({"replicatedJobs": [{"targetReplicatedJobs": ["driver"]},
-                         {"targetReplicatedJobs": ["workers"], "job": {"schedulingPolicy": {"gang": {"minCount": 3}}}}]},
+                         {"targetReplicatedJobs": ["workers"],
+                          "job": {"schedulingPolicy": {"gang": {"minCount": 3}}}}]},
      ['spec.scheduling.replicatedJobs[1].job.schedulingPolicy.gang.minCount: Invalid value: 3: cannot exceed the '
       'per-Job pod count (parallelism) of replicatedJob "workers" (2)']),
-    ({"replicatedJobs": [{"targetReplicatedJobs": ["driver", "workers"], "schedulingPolicy": {"gang": {"minCount": 6}}}]},
+    ({"replicatedJobs": [{"targetReplicatedJobs": ["driver", "workers"],
+                          "schedulingPolicy": {"gang": {"minCount": 6}}}]},
      ["spec.scheduling.replicatedJobs[0].schedulingPolicy.gang.minCount: Invalid value: 6: cannot exceed the number "
       "of pods across the targeted ReplicatedJobs [driver workers] (5)"]),
     ({"schedulingPolicy": {"gang": {"minCount": 6}}},

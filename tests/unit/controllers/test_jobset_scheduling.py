@@ -119,7 +119,8 @@ async def test_job_entries_give_each_job_replica_its_own_pod_group(make_env):
         assert min_counts == {templates[0]: 1, templates[1]: 2, templates[2]: 2}
         by_job = {j["metadata"]["name"]: j["spec"]["template"]["spec"]["schedulingGroup"]["podGroupName"]
                   for j in cl.child_jobs("per-job")}
-        assert by_job == {"per-job-launcher-0": f"per-job-{templates[0]}", "per-job-worker-0": f"per-job-{templates[1]}",
+        assert by_job == {"per-job-launcher-0": f"per-job-{templates[0]}",
+                          "per-job-worker-0": f"per-job-{templates[1]}",
                           "per-job-worker-1": f"per-job-{templates[2]}"}
 
 
@@ -183,7 +184,8 @@ async def test_jobset_without_scheduling_is_untouched(make_env):
 async def test_delegated_group_template_annotation_passes_through_to_the_job(make_env):
     env = env_137(make_env)
     async with Cluster(env, bind=False) as cl:
-        workload = {"apiVersion": SCHED, "kind": "Workload", "metadata": {"name": "js-delegated", "namespace": "default"},
+        workload = {"apiVersion": SCHED, "kind": "Workload",
+                    "metadata": {"name": "js-delegated", "namespace": "default"},
                     "spec": {"controllerRef": {"apiGroup": "jobset.x-k8s.io", "kind": "JobSet", "name": "js-delegated"},
                              "podGroupTemplates": [{"name": "workers",
                                                     "schedulingPolicy": {"gang": {"minCount": 2}}}]}}
