@@ -633,7 +633,9 @@ def jobset_schemas() -> dict[str, dict]:
             "ttlSecondsAfterFinished": {**I32, "minimum": 0},
             "volumeClaimPolicies": {"type": "array", "items": ref(js("VolumeClaimPolicy")),
                                     "x-kubernetes-list-type": "atomic", "maxItems": 50},
+            "scheduling": ref(js("JobSetScheduling")),
         }},
+        **jobset_scheduling_schemas(),
         js("JobSetStatus"): {"type": "object", "properties": {
             "conditions": {"type": "array", "items": ref(f"{META}.Condition"),
                            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
@@ -694,6 +696,52 @@ def jobset_schemas() -> dict[str, dict]:
         }},
         js("VolumeRetentionPolicy"): {"type": "object", "properties": {
             "whenDeleted": {**S, "default": "Delete", "enum": ["Delete", "Retain"]}}},
+    }
+
+
+SCHED_V1ALPHA3 = "io.k8s.api.scheduling.v1alpha3"
+
+
+def jobset_scheduling_schemas() -> dict[str, dict]:
+    """JobSet's `spec.scheduling` (workload-aware scheduling, Kubernetes 1.37) and the
+    scheduling.k8s.io/v1alpha3 building blocks it embeds."""
+    def blocks(with_claims: bool) -> dict:
+        out = {"schedulingPolicy": ref(f"{SCHED_V1ALPHA3}.PodGroupSchedulingPolicy"),
+               "schedulingConstraints": ref(f"{SCHED_V1ALPHA3}.PodGroupSchedulingConstraints"),
+               "disruptionMode": ref(f"{SCHED_V1ALPHA3}.DisruptionMode")}
+        if with_claims:
+            out["resourceClaims"] = {"type": "array", "items": ref(f"{SCHED_V1ALPHA3}.PodGroupResourceClaim"),
+                                     "x-kubernetes-list-type": "atomic", "maxItems": 4}
+        return out
+    empty = {"type": "object"}
+    return {
+        js("JobSetScheduling"): {"type": "object", "properties": {
+            **blocks(False),
+            "replicatedJobs": {"type": "array", "items": ref(js("ReplicatedJobScheduling")),
+                               "x-kubernetes-list-type": "atomic", "maxItems": 50}}},
+        js("ReplicatedJobScheduling"): {"type": "object", "required": ["targetReplicatedJobs"], "properties": {
+            "targetReplicatedJobs": {"type": "array", "items": {**S, "maxLength": 256}, "minItems": 1,
+                                     "maxItems": 50, "x-kubernetes-list-type": "set"},
+            **blocks(True),
+            "job": ref(js("JobScheduling"))}},
+        js("JobScheduling"): {"type": "object", "properties": blocks(True)},
+        f"{SCHED_V1ALPHA3}.PodGroupSchedulingPolicy": {"type": "object", "properties": {
+            "basic": ref(f"{SCHED_V1ALPHA3}.BasicSchedulingPolicy"),
+            "gang": ref(f"{SCHED_V1ALPHA3}.GangSchedulingPolicy")}},
+        f"{SCHED_V1ALPHA3}.BasicSchedulingPolicy": empty,
+        f"{SCHED_V1ALPHA3}.GangSchedulingPolicy": {"type": "object", "required": ["minCount"],
+                                                   "properties": {"minCount": I32}},
+        f"{SCHED_V1ALPHA3}.PodGroupSchedulingConstraints": {"type": "object", "properties": {
+            "topology": {"type": "array", "items": ref(f"{SCHED_V1ALPHA3}.TopologyConstraint"),
+                         "x-kubernetes-list-type": "atomic"}}},
+        f"{SCHED_V1ALPHA3}.TopologyConstraint": {"type": "object", "required": ["key"], "properties": {"key": S}},
+        f"{SCHED_V1ALPHA3}.DisruptionMode": {"type": "object", "properties": {
+            "single": ref(f"{SCHED_V1ALPHA3}.SingleDisruptionMode"),
+            "all": ref(f"{SCHED_V1ALPHA3}.AllDisruptionMode")}},
+        f"{SCHED_V1ALPHA3}.SingleDisruptionMode": empty,
+        f"{SCHED_V1ALPHA3}.AllDisruptionMode": empty,
+        f"{SCHED_V1ALPHA3}.PodGroupResourceClaim": {"type": "object", "required": ["name"], "properties": {
+            "name": S, "resourceClaimName": S, "resourceClaimTemplateName": S}},
     }
 
 

@@ -16,6 +16,10 @@ the three layers, each with its upstream error shape:
   as upstream's apiserver reports a webhook denial: 403 Forbidden,
   `admission webhook "vjobset.kb.io" denied the request: ...`.
 
+`spec.scheduling` (workload-aware scheduling, JobSet's gate `JobSetWorkloadAwareSchedulingAPI`,
+Kubernetes 1.37) is defaulted and validated in `jobset_scheduling` / `jobset_scheduling_validation`
+and joins the same three layers.
+
 Pod templates inside a JobSet are not validated here, as upstream (the CRD schema only checks
 their shape; a bad template surfaces when the Job controller creates the Job). Set
 `VALIDATE_POD_TEMPLATES = True` to validate them with `phalanx.api.podspec` at admission instead.
@@ -32,7 +36,10 @@ from typing import Any
 from ..machinery import errors
 from ..machinery.errors import FieldError, StatusError, go_repr
 from ..machinery.names import dns1123_subdomain_errors, label_value_errors
-from . import podspec
+from . import jobset_scheduling, podspec
+from .jobset_scheduling_validation import schema_errors as scheduling_schema_errors
+from .jobset_scheduling_validation import update_errors as scheduling_update_errors
+from .jobset_scheduling_validation import webhook_errors as scheduling_webhook_errors
 from .registry import NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, age_cell, register
 
 GROUP = "jobset.x-k8s.io"
@@ -175,6 +182,7 @@ def validate_schema(js: Obj, old: Obj | None = None) -> list[FieldError]:
         errs.append(errors.invalid("spec.ttlSecondsAfterFinished", ttl,
                                    "spec.ttlSecondsAfterFinished in body should be greater than or equal to 0"))
     errs += _volume_claim_policies_schema_errors(spec)
+    errs += scheduling_schema_errors(spec)
     # spec-level CEL rule
     st = spec.get("startupPolicy")
     if isinstance(st, dict) and st.get("startupPolicyOrder") == "InOrder" and \
@@ -411,6 +419,7 @@ def webhook_create_errors(js: Obj, ctx: StrategyContext) -> list[str]:
         out += _coordinator_errors(js)
     if _list(spec, "volumeClaimPolicies"):
         out += _volume_claim_policy_errors(js, ctx)
+    out += scheduling_webhook_errors(js, ctx.gates)
     if VALIDATE_POD_TEMPLATES:
         out += _pod_template_errors(js, ctx)
     return out
@@ -506,7 +515,7 @@ def webhook_update_errors(new: Obj, old: Obj) -> list[FieldError]:
         errs.append(errors.immutable("spec.replicatedJobs", rjobs))
     if spec.get("managedBy") != ospec.get("managedBy"):
         errs.append(errors.immutable("spec.managedBy", spec.get("managedBy")))
-    return errs
+    return errs + scheduling_update_errors(new, old)
 
 
 def _with_scheduling_fields_from(rj: dict, old_rj: Any) -> dict:
@@ -597,6 +606,7 @@ class JobSetStrategy(Strategy):
                 vcp["retentionPolicy"] = {"whenDeleted": "Delete"}
             elif isinstance(vcp["retentionPolicy"], dict):
                 vcp["retentionPolicy"].setdefault("whenDeleted", "Delete")
+        jobset_scheduling.default(spec, ctx.gates)
 
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
         if operation not in ("CREATE", "UPDATE") or not isinstance(obj.get("spec"), dict):

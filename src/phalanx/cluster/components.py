@@ -64,7 +64,7 @@ async def start_all(cp: Any) -> list[Any]:
                        terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))),
                    ResourceClaimController(client, factory, gates=cp.gates),
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
-                   JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory),
+                   JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),

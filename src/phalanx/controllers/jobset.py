@@ -26,6 +26,10 @@ JobSet controller does:
   StartupPolicyInProgress / StartupPolicyCompleted with JobSet's reasons and messages (each change
   also recorded as an event), and `ttlSecondsAfterFinished` (Foreground deletion once expired).
 
+With `gates=` naming JobSet's gate `JobSetWorkloadAwareSchedulingAPI` (Kubernetes 1.37), a JobSet
+that sets `spec.scheduling` also gets its Workload and PodGroups before its Jobs, and its Jobs and
+pods point at them (`jobset_scheduling`); they are deleted while the JobSet is suspended or finished.
+
 JobSets with a `spec.managedBy` other than `jobset.sigs.k8s.io/jobset-controller` are skipped.
 RestartJob / RestartJobAndIgnoreMaxRestarts (behind JobSet's RestartJob gate upstream) restart the
 whole JobSet here.
@@ -37,13 +41,16 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api import jobset_scheduling
 from ..api.jobset import GROUP, VERSION
+from ..api.scheduling.fields import WORKLOAD_API_BY_RELEASE
 from ..client.informer import InformerFactory, object_key, split_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import controller_of, deep_copy
 from ..machinery.timestamps import rfc3339_seconds
 from ..client.clock import Clock
 from ..client.controller import Controller
+from .jobset_scheduling import SchedulingObjects, scheduling_fields_for_job
 from .podcontrol import INDEX_CONTROLLER_UID, controller_ref, index_by_controller_uid, rfc3339
 from ..client.interface import Client
 
@@ -300,7 +307,8 @@ class JobSetController(Controller[str]):
     name = "jobset"
     workers = 1
 
-    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None, gates: Any = None):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.jobsets = self.informer(API_VERSION, "JobSet")
         self.jobs = self.informer("batch/v1", "Job")
@@ -309,6 +317,16 @@ class JobSetController(Controller[str]):
         self.enqueue_on(self.jobsets)
         self.enqueue_on(self.jobs, key_of=self._owner_key)
         self.enqueue_on(self.services, key_of=self._owner_key)
+        self.scheduling: SchedulingObjects | None = None
+        if jobset_scheduling.gate_enabled(gates):  # JobSet's gate, 1.37 only
+            api_version = WORKLOAD_API_BY_RELEASE[gates.release]
+            workloads, pod_groups = self.informer(api_version, "Workload"), self.informer(api_version, "PodGroup")
+            self.enqueue_on(workloads, key_of=self._owner_key)
+            self.enqueue_on(pod_groups, key_of=self._owner_key)
+            self.scheduling = SchedulingObjects(client, workloads, pod_groups, api_version)
+
+    def _scheduling_on(self, js: Obj) -> bool:
+        return self.scheduling is not None and _spec(js).get("scheduling") is not None
 
     @staticmethod
     def _owner_key(obj: Obj) -> str | None:
@@ -338,18 +356,10 @@ class JobSetController(Controller[str]):
         try:
             if jobset_finished(js):
                 await self._delete_jobs(owned.active)
+                await self._delete_scheduling(js)
                 requeue_after = await self._ttl_after_finished(js)
             else:
-                await self._delete_jobs(owned.previous)
-                if owned.failed:
-                    self._execute_failure_policy(js, owned, opts)
-                elif not (owned.successful and self._execute_success_policy(js, owned, opts)):
-                    await self._create_headless_service(js)
-                    await self._reconcile_replicated_jobs(js, owned, statuses, opts)
-                    if jobset_suspended(js):
-                        await self._suspend_jobs(js, owned.active, opts)
-                    else:
-                        await self._resume_jobs_if_necessary(js, owned.active, statuses, opts)
+                await self._reconcile_unfinished(js, owned, statuses, opts)
         except StatusError as e:
             error = e
         if opts.should_update:
@@ -366,6 +376,37 @@ class JobSetController(Controller[str]):
             raise error
         if requeue_after is not None and requeue_after > 0:
             self.enqueue_after(key, requeue_after)
+
+    async def _reconcile_unfinished(self, js: Obj, owned: ChildJobs, statuses: list[Obj], opts: StatusUpdate) -> None:
+        """Failure and success policies, then the children: Service, scheduling objects, Jobs."""
+        await self._delete_jobs(owned.previous)
+        if owned.failed:
+            self._execute_failure_policy(js, owned, opts)
+            return
+        if owned.successful and self._execute_success_policy(js, owned, opts):
+            return
+        await self._create_headless_service(js)
+        if await self._reconcile_scheduling(js):
+            return
+        await self._reconcile_replicated_jobs(js, owned, statuses, opts)
+        if jobset_suspended(js):
+            await self._suspend_jobs(js, owned.active, opts)
+        else:
+            await self._resume_jobs_if_necessary(js, owned.active, statuses, opts)
+
+    async def _delete_scheduling(self, js: Obj) -> None:
+        if self.scheduling is not None and self._scheduling_on(js):
+            await self.scheduling.delete_all(js)
+
+    async def _reconcile_scheduling(self, js: Obj) -> bool:
+        """The Workload and PodGroups of `spec.scheduling` (deleted while suspended). True when stale
+        ones were deleted: the Jobs wait for the next pass, which recreates them."""
+        if self.scheduling is None or not self._scheduling_on(js):
+            return False
+        if jobset_suspended(js):
+            await self._delete_scheduling(js)
+            return False
+        return await self.scheduling.reconcile(js)
 
     def _child_jobs(self, js: Obj) -> ChildJobs:
         owned = ChildJobs()
@@ -559,8 +600,15 @@ class JobSetController(Controller[str]):
         if owned.previous and (_spec(js).get("failurePolicy") or {}).get("restartStrategy") == "BlockingRecreate":
             return []
         existing = {j["metadata"]["name"] for j in owned.all()}
-        return [construct_job(js, rj, i) for i in range(_replicas(rj))
-                if gen_job_name(js["metadata"]["name"], rj["name"], i) not in existing]
+        jobs = []
+        for i in range(_replicas(rj)):
+            if gen_job_name(js["metadata"]["name"], rj["name"], i) in existing:
+                continue
+            job = construct_job(js, rj, i)
+            if self._scheduling_on(js):
+                scheduling_fields_for_job(job, js, rj["name"], i)
+            jobs.append(job)
+        return jobs
 
     @staticmethod
     def _dependencies_reached(rj: Obj, replicas: dict[str, int], statuses: list[Obj]) -> bool:

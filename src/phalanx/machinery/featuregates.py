@@ -123,6 +123,10 @@ KNOWN_GATES: dict[str, GateSpec] = {g.name: g for g in [
              depends_on=("WorkloadAwarePreemption",)),
 ]}
 
+# JobSet's workload-aware-scheduling gate: JobSet's manager configuration upstream, a cluster gate in
+# phalanx (which runs the JobSet controller built in); 1.37 only, as its types are 1.37's.
+JOBSET_WAS_GATE = "JobSetWorkloadAwareSchedulingAPI"
+
 # Gates upstream removed after GA: not settable (upstream says "unrecognized"), always enabled.
 REMOVED_GATES = frozenset({"PodDisruptionConditions"})
 
@@ -145,6 +149,9 @@ def _gates_of_1_37() -> dict[str, GateSpec]:
         GateSpec("CompositePodGroup", ALPHA, False,
                  depends_on=("GenericWorkload", "TopologyAwareWorkloadScheduling")),
         GateSpec("PhalanxTopologyAwarePreemption", ALPHA, False, phalanx=True, depends_on=("GenericWorkload",)),
+        # JobSet's own gate (kubernetes-sigs/jobset pkg/features, alpha, off): `spec.scheduling` on
+        # JobSets, compiled by the JobSet controller into v1beta1 Workloads and PodGroups.
+        GateSpec(JOBSET_WAS_GATE, ALPHA, False, phalanx=True, depends_on=("GenericWorkload",)),
     ]:
         table[spec.name] = spec
     return table
