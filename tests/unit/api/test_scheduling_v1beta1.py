@@ -440,3 +440,15 @@ def test_composite_pod_group_status_conditions():
     CPG.prepare_for_status_update(new, stored, ctx())
     assert [e.message() for e in CPG.validate_status_update(new, stored, ctx())] == [
         'status.conditions[1].type: Duplicate value: "CompositePodGroupInitiallyScheduled"']
+
+
+def test_a_gated_field_changed_while_its_gate_is_off_is_forbidden():
+    stored, _ = create(WL, with_template(preemptionPolicy="Never"))
+    _, errs = update(WL, stored, lambda o: o["spec"]["podGroupTemplates"][0].update(
+        preemptionPolicy="PreemptLowerPriority"), ctx({"PodGroupPreemptionPolicy": False}))
+    assert errs == ["spec.podGroupTemplates[0].preemptionPolicy: Forbidden"]
+    claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    stored, _ = create(PG, with_spec(POD_GROUP, resourceClaims=claims))
+    _, errs = update(PG, stored, lambda o: o["spec"]["resourceClaims"][0].update(resourceClaimName="other"),
+                     ctx({"DRAWorkloadResourceClaims": False}))
+    assert errs == ["spec.resourceClaims: Invalid value: null: field is immutable"]

@@ -122,10 +122,12 @@ def _resource_claims_errors(v: Any, p: str) -> list[FieldError]:
     return validate_resource_claims(v, p)
 
 
-# (field, gate that must be on, format check) for the immutable optional fields of a group.
+# (field, gate that must be on, format check) for the immutable optional fields of a group. A field
+# forbidden while its gate is off names the gate; resourceClaims is only dropped (its gate has no
+# declarative `ifDisabled` rule upstream).
 _GROUP_FIELDS: list[tuple[str, str | None, Callable[[Any, str], list[FieldError]]]] = [
     ("schedulingConstraints", GATE_TAS, validate_scheduling_constraints),
-    ("resourceClaims", GATE_DRA_WORKLOAD_CLAIMS, _resource_claims_errors),
+    ("resourceClaims", None, _resource_claims_errors),
     ("disruptionMode", None, _disruption_mode_errors),
     ("priorityClassName", None, priority_class_name_errors),
     ("priority", None, priority_errors),
