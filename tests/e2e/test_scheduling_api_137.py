@@ -136,7 +136,14 @@ def test_pod_group_delete_releases_the_protection_finalizer(cluster137: Cluster,
 
 
 def test_composite_pod_group_create_get(cluster137: Cluster, ns137: str):
-    kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=COMPOSITE_WORKLOAD).check()
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-", input=COMPOSITE_WORKLOAD).check()
+    wl = kubectl(cluster137, "get", "-n", ns137, "workload", "lws", "-o", "json").check().json()
+    assert wl["spec"]["podGroupTemplates"] is None  # no omitempty upstream
+    assert wl["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"][0]["schedulingConstraints"] is None
+    relabelled = COMPOSITE_WORKLOAD.replace("  name: lws\n", "  name: lws\n  labels: {app: lws}\n")
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-", input=relabelled).check()
+    labels = kubectl(cluster137, "get", "-n", ns137, "workload", "lws", "-o", "jsonpath={.metadata.labels}")
+    assert json.loads(labels.check().out) == {"app": "lws"}
     kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=COMPOSITE).check()
     cpg = kubectl(cluster137, "get", "-n", ns137, "compositepodgroup", "replica-0", "-o", "json").check().json()
     assert cpg["apiVersion"] == "scheduling.k8s.io/v1alpha3"
