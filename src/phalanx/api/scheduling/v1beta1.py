@@ -21,7 +21,8 @@ convert by their apiVersion alone. What the strategies do follows kube-apiserver
 Fields behind a gate that is off (schedulingConstraints: TopologyAwareWorkloadScheduling;
 resourceClaims: DRAWorkloadResourceClaims; preemptionPolicy: PodGroupPreemptionPolicy;
 compositePodGroupTemplates and parentCompositePodGroupName: CompositePodGroup) are dropped on write
-unless the stored object already uses them, and forbidden if they get through. Errors use the
+unless the stored object already uses them; one that gets through (a stored value changed while
+the gate is off) is Forbidden, except resourceClaims, whose gate upstream only drops. Errors use the
 declarative validators' words (`must specify exactly one of: ...`, `field is immutable`, `field
 cannot be set once created`). JSON shape quirks kept: a Workload's
 `podGroupTemplates` and a template's `schedulingConstraints` have no `omitempty` (null when unset),
