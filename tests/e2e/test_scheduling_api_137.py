@@ -136,9 +136,6 @@ def test_workload_and_pod_group_lifecycle(cluster137: Cluster, ns137: str):
     assert kubectl(cluster137, "get", "-n", ns137, "workloads", "-o", "name").check().out == ""
 
 
-@pytest.mark.xfail(strict=True, reason="controllers/podgroupprotection.py watches v1alpha2 PodGroups only: on a "
-                                       "1.37 cluster nothing removes the protection finalizer (integrator: give "
-                                       "the controller the release's PodGroup apiVersion)")
 def test_pod_group_delete_releases_the_protection_finalizer(cluster137: Cluster, ns137: str):
     kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=WORKLOAD).check()
     kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=POD_GROUP).check()

@@ -5,6 +5,9 @@ Upstream sources of the rules: `pkg/apis/batch/v1/defaults.go` (`SetDefaults_Job
 `pkg/apis/batch/validation` (`ValidateJob`, `ValidateJobUpdate`). The pod template is defaulted and
 validated by `phalanx.api.podspec`. Registered at import as `jobs` (category `all`, `/status`).
 
+On Kubernetes 1.37 with `WorkloadWithJob`, `spec.scheduling` is served and validated by
+`phalanx.api.batchscheduling` (1.36 Jobs never reach it).
+
 The Job controller itself is elsewhere (`phalanx.controllers.job`); helpers it may share with this
 module: `job_condition_true`, `job_status_cell`.
 """
@@ -15,7 +18,7 @@ from typing import Any
 
 from ..machinery.errors import FieldError, invalid, not_supported, required, too_long
 from ..machinery.names import dns1123_label_errors, qualified_name_errors
-from . import podspec
+from . import batchscheduling, podspec
 from .common import _dict, _list, creation_age, to_json
 from ..machinery.timestamps import parse_rfc3339
 from .fieldchecks import IMMUTABLE_MSG, validate_nonnegative
@@ -393,16 +396,20 @@ class JobStrategy(Strategy):
             md["labels"] = dict(tmpl_labels)
         obj["status"] = {}
         drop_disabled_pod_spec_fields(_dict(_dict(spec.get("template")).get("spec")), None, ctx)
+        batchscheduling.drop_disabled(spec, None, ctx)
 
     def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         super().prepare_for_update(new, old, ctx)
         drop_disabled_pod_spec_fields(_dict(_dict(_dict(new.get("spec")).get("template")).get("spec")),
                                               _dict(_dict(_dict(old.get("spec")).get("template")).get("spec")), ctx)
+        batchscheduling.drop_disabled(new.get("spec"), old.get("spec"), ctx)
 
     def _validate(self, obj: Obj, ctx: StrategyContext, require_prefixed: bool) -> list[FieldError]:
         spec = _dict(obj.get("spec"))
         errs = validate_generated_selector(obj, require_prefixed)
         errs += validate_job_spec(spec, "spec", ctx)
+        if batchscheduling.served(ctx):
+            errs += batchscheduling.validate(spec)
         completions = spec.get("completions")
         if spec.get("completionMode") == "Indexed" and isinstance(completions, int) and completions > 0:
             name = _dict(obj.get("metadata")).get("name", "")
@@ -436,6 +443,8 @@ class JobStrategy(Strategy):
         errs += _immutable(template, old_template, "spec.template")
         for f in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
             errs += _immutable(ns.get(f), os_.get(f), f"spec.{f}")
+        if batchscheduling.served(ctx):
+            errs += batchscheduling.validate_update(ns, os_)
         return errs
 
     def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
@@ -512,3 +521,4 @@ def _mutable_scheduling_directives(template: Obj, old_template: Obj) -> Obj:
 JOB_STRATEGY = JobStrategy()
 
 register(ResourceType("batch", "v1", "Job", "jobs", True, JOB_STRATEGY, categories=["all"], subresources=["status"]))
+batchscheduling.register_schemas()

@@ -92,12 +92,25 @@ def components(release: str = DEFAULT_RELEASE) -> dict[str, dict]:
     return _components(release)
 
 
+# Schemas an api module adds to a release at import, name -> schema (Kubernetes 1.37's JobSpec with
+# `scheduling`: api/batchscheduling.py).
+_ADDED: dict[str, dict[str, dict]] = {}
+
+
+def add_release_schemas(release: str, schemas: dict[str, dict]) -> None:
+    _ADDED.setdefault(release, {}).update(schemas)
+    for cached in (_components, _components_digest, _gvk_index, patch_meta, _compiled, _document_hash,
+                   _document_bytes, _document_cached):
+        cached.cache_clear()
+    _COMPILERS.clear()
+
+
 @lru_cache(maxsize=None)
 def _components(release: str) -> dict[str, dict]:
     files = _overlay(release)
     if not files:
         return _load("components.json")
-    return {**_components(DEFAULT_RELEASE), **_load(files[0])}
+    return {**_components(DEFAULT_RELEASE), **_load(files[0]), **_ADDED.get(release, {})}
 
 
 @lru_cache(maxsize=None)
@@ -113,6 +126,8 @@ def _components_digest(release: str = DEFAULT_RELEASE) -> str:
     h = hashlib.sha512()
     for name in ("components.json",) + _overlay(release)[:1]:
         h.update(_resources.files("phalanx.api.schemas").joinpath(name).read_bytes())
+    if _ADDED.get(release):
+        h.update(orjson.dumps(_ADDED[release], option=orjson.OPT_SORT_KEYS))
     return h.hexdigest()
 
 

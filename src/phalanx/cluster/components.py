@@ -71,7 +71,7 @@ async def start_all(cp: Any) -> list[Any]:
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     if cp.gates.enabled("GenericWorkload"):
-        controllers.append(PodGroupProtectionController(client, factory))
+        controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]

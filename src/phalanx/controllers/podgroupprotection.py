@@ -1,6 +1,6 @@
 """The PodGroup protection controller: kube-controller-manager's `podgroup-protection-controller`.
 
-    PodGroupProtectionController(client, factory, clock=clock).start()
+    PodGroupProtectionController(client, factory, clock=clock, release="1.37").start()
 
 Every new PodGroup gets the finalizer `scheduling.k8s.io/podgroup-protection` at admission (the
 PodGroupProtection plugin). This controller decides when it may go, as upstream does:
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..api.scheduling.fields import WORKLOAD_API_BY_RELEASE
 from ..client.informer import InformerFactory, index_pod_by_pod_group, object_key
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
@@ -29,7 +30,6 @@ from ..client.interface import Client
 Obj = dict[str, Any]
 
 POD_GROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
-POD_GROUP_API_VERSION = "scheduling.k8s.io/v1alpha2"
 POD_SCHEDULING_GROUP_INDEX = "spec.schedulingGroup.podGroupName"
 
 
@@ -55,9 +55,11 @@ class PodGroupProtectionController(Controller[str]):
     name = "podgroupprotection"
     workers = 1
 
-    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None):
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None, release: str = "1.36"):
         super().__init__(client, factory, clock=clock, workers=workers)
-        self.pod_groups = self.informer(POD_GROUP_API_VERSION, "PodGroup")
+        # the PodGroups of the cluster's Kubernetes release (v1alpha2 in 1.36, v1beta1 in 1.37)
+        self.pod_groups = self.informer(WORKLOAD_API_BY_RELEASE[release], "PodGroup")
         self.pods = self.informer("v1", "Pod", indexers={POD_SCHEDULING_GROUP_INDEX: index_pod_by_pod_group})
         self.pod_groups.add_event_handler(on_add=self._pod_group_changed,
                                           on_update=lambda old, new: self._pod_group_changed(new))

@@ -1,5 +1,5 @@
 """The ResourceClaim controller: kube-controller-manager's `resource-claim-controller`, with the
-PodGroup-level claims of Kubernetes 1.36 (gate `DRAWorkloadResourceClaims`).
+PodGroup-level claims of Kubernetes 1.36 and 1.37 (gate `DRAWorkloadResourceClaims`).
 
     ResourceClaimController(client, factory, gates=gates, clock=clock).start()
 
@@ -18,7 +18,7 @@ What it does, as upstream does:
   reservation (a scheduler that knows no DRA).
 - **PodGroups** (`podgroup:<ns>/<name>`, gate on): for each `spec.resourceClaims` entry with a
   template, as soon as PodGroup and template exist, create one claim `<podgroup>-<claim>-<5 random>`
-  owned by the PodGroup (`scheduling.k8s.io/v1alpha2`) and record it in the PodGroup's
+  owned by the PodGroup (`scheduling.k8s.io/v1alpha2` in 1.36, `v1beta1` in 1.37) and record it in the PodGroup's
   `status.resourceClaimStatuses` (apply on `/status`). A pod claim that matches a PodGroup claim
   (`phalanx.dra.claims.matching_pod_group_claim`) gets no claim of its own: once the PodGroup's
   status names the generated claim, that name is copied into the pod's
@@ -34,8 +34,11 @@ What it does, as upstream does:
   the garbage collector (owner reference). While its PodGroup exists a PodGroup reservation stays,
   even with no pods at all.
 
-With the gate off, PodGroups are not watched, every pod template claim gets its own claim, and
-`podgroups` reservations are left alone. Events are recorded as component `resource_claim`.
+With the gate off, `podgroups` reservations are left alone and PodGroups get no claims. In 1.36 a
+pod template claim then always gets its own claim. Kubernetes 1.37 fails closed instead: a pod claim
+that matches a claim of its PodGroup gets no claim at all (the pod stays Pending rather than each
+pod of the group taking devices of its own), and a pod naming a PodGroup not there yet waits for
+it; only with `GenericWorkload` off too (no PodGroups served) does every pod claim get its own. Events are recorded as component `resource_claim`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import copy
 from typing import Any
 
 from ..client.informer import Informer, InformerFactory, index_pod_by_pod_group, object_key, split_key
+from ..api.scheduling.fields import WORKLOAD_API_BY_RELEASE
 from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
 from ..machinery.errors import StatusError
@@ -65,7 +69,6 @@ CLAIM_KEY_PREFIX = "claim:"
 POD_GROUP_KEY_PREFIX = "podgroup:"
 
 RESOURCE_API_VERSION = "resource.k8s.io/v1"
-POD_GROUP_API_VERSION = dra.POD_GROUP_API_VERSION
 
 # Informer index names (shared informers: names are qualified to stay out of other controllers' way).
 POD_GROUP_INDEX = "spec.schedulingGroup.podGroupName"
@@ -184,6 +187,10 @@ class ResourceClaimController(Controller[str]):
         self.gates = gates if gates is not None else FeatureGates()
         self.workload_claims = bool(self.gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE))
         self.admin_access = bool(self.gates.enabled("DRAAdminAccess"))
+        self.pod_group_api_version = WORKLOAD_API_BY_RELEASE[self.gates.release]
+        # Kubernetes 1.37 with the gate off: pod claims matching a PodGroup claim get none at all.
+        self.fail_closed = (not self.workload_claims and self.gates.release != "1.36"
+                            and bool(self.gates.enabled("GenericWorkload")))
         self.status_client = with_field_manager(client, FIELD_MANAGER)
         self.deleted_uids = _UIDCache()
         self._created: dict[str, Obj] = {}  # claims created here that the informer has not shown yet
@@ -196,8 +203,8 @@ class ResourceClaimController(Controller[str]):
                                               CLAIM_POD_GROUP_CONSUMER_INDEX: index_claim_by_pod_group_consumer})
         self.templates = self.informer(RESOURCE_API_VERSION, "ResourceClaimTemplate")
         self.pod_groups: Informer | None = None
-        if self.workload_claims:
-            self.pod_groups = self.informer(POD_GROUP_API_VERSION, "PodGroup",
+        if self.workload_claims or self.fail_closed:
+            self.pod_groups = self.informer(self.pod_group_api_version, "PodGroup",
                                             indexers={POD_GROUP_TEMPLATE_INDEX: index_pod_group_by_template})
             self.pod_groups.add_event_handler(on_add=self._pod_group_added, on_update=self._pod_group_updated,
                                               on_delete=self._pod_group_deleted)
@@ -213,9 +220,9 @@ class ResourceClaimController(Controller[str]):
 
     # -- lookups -----------------------------------------------------------------------------
     def pod_group_of(self, pod: Obj) -> Obj | None:
-        """The PodGroup the pod belongs to, when the gate is on and the PodGroup is known."""
+        """The PodGroup the pod belongs to, when PodGroups are watched and this one is known."""
         group = dra.pod_group_name(pod)
-        if not self.workload_claims or group is None or self.pod_groups is None:
+        if group is None or self.pod_groups is None:
             return None
         return self.pod_groups.get(f"{_namespace(pod)}/{group}")
 
@@ -336,7 +343,7 @@ class ResourceClaimController(Controller[str]):
             self.queue.add(CLAIM_KEY_PREFIX + object_key(claim))
 
     def pod_group_needs_work(self, pod_group: Obj) -> bool:
-        if (pod_group.get("metadata") or {}).get("deletionTimestamp"):
+        if not self.workload_claims or (pod_group.get("metadata") or {}).get("deletionTimestamp"):
             return False
         for c in dra.pod_group_claims(pod_group):
             name, must_check_owner, err = dra.name_from_pod_group(pod_group, c)
@@ -408,7 +415,10 @@ class ResourceClaimController(Controller[str]):
         template = pc.get("resourceClaimTemplateName")
         if template is None:
             return
-        if self.workload_claims and dra.pod_group_name(pod) is not None:
+        if self.fail_closed and dra.pod_group_name(pod) is not None:
+            if pod_group is None or dra.matching_pod_group_claim(pod, pod_group, pc) is not None:
+                return  # 1.37, gate off: a PodGroup's claim is never turned into one per pod
+        elif self.workload_claims and dra.pod_group_name(pod) is not None:
             if pod_group is None:
                 return  # wait for the PodGroup: its claim may be the one to use
             group_claim = dra.matching_pod_group_claim(pod, pod_group, pc)
@@ -454,7 +464,7 @@ class ResourceClaimController(Controller[str]):
 
     # .. PodGroups .............................................................................
     async def sync_pod_group(self, namespace: str, name: str) -> None:
-        if self.pod_groups is None:
+        if self.pod_groups is None or not self.workload_claims:
             return
         pod_group = self.pod_groups.get(f"{namespace}/{name}")
         if pod_group is None or (pod_group.get("metadata") or {}).get("deletionTimestamp"):
@@ -470,7 +480,7 @@ class ResourceClaimController(Controller[str]):
                 raise _context_error(e, f"PodGroup {namespace}/{name}, PodGroupResourceClaim {c.get('name', '')}") \
                     from None
         if new_statuses:
-            await self._apply_claim_statuses(POD_GROUP_API_VERSION, "PodGroup", pod_group, new_statuses)
+            await self._apply_claim_statuses(self.pod_group_api_version, "PodGroup", pod_group, new_statuses)
 
     async def _handle_pod_group_claim(self, pod_group: Obj, c: dict, new_statuses: dict[str, str]) -> None:
         namespace = _namespace(pod_group)
@@ -493,7 +503,7 @@ class ResourceClaimController(Controller[str]):
             return
         claim = self.find_owned_claim(namespace, (pod_group.get("metadata") or {}).get("uid", ""), c.get("name", ""))
         if claim is None:
-            claim = await self._create_claim(pod_group, POD_GROUP_API_VERSION, dra.POD_GROUP_KIND, c.get("name", ""),
+            claim = await self._create_claim(pod_group, self.pod_group_api_version, dra.POD_GROUP_KIND, c.get("name", ""),
                                              template)
         new_statuses[c["name"]] = claim["metadata"]["name"]
 
@@ -656,7 +666,7 @@ class ResourceClaimController(Controller[str]):
         pod_group = self.pod_groups.get(f"{namespace}/{ref.get('name', '')}") if self.pod_groups is not None else None
         if pod_group is None:
             try:
-                pod_group = await self.client.get(POD_GROUP_API_VERSION, "PodGroup", namespace, ref.get("name", ""))
+                pod_group = await self.client.get(self.pod_group_api_version, "PodGroup", namespace, ref.get("name", ""))
             except StatusError as e:
                 if e.code == 404:
                     return False

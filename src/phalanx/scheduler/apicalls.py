@@ -75,6 +75,13 @@ async def write_pod_unschedulable(client: Client, clock: Clock, pod: Obj, reason
     await patch_pod_status(client, pod, patch)
 
 
+def conditions_with(obj: Obj, cond: dict) -> list[dict]:
+    """`obj`'s conditions with `cond` in place of the one of its type: the whole list, so a status
+    patch keeps the others even where the API knows no merge key for `conditions`."""
+    others = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") != cond["type"]]
+    return others + [cond]
+
+
 async def evict_pod(client: Client, clock: Clock, victim: Obj, message: str, preemptor_type: str = "pod") -> None:
     """Preemption's eviction: DisruptionTarget=True (PreemptionByScheduler), delete with the
     victim's uid as precondition, and a `Preempted` event on the victim. `preemptor_type` is

@@ -12,8 +12,9 @@ from __future__ import annotations
 import orjson
 
 from phalanx.client.interface import Client
+from phalanx.machinery.errors import StatusError
 
-from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API
+from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API, pod_group_api
 
 
 async def _latest_decision(client: Client, kind: str, namespace: str, name: str) -> tuple[dict | None, dict | None]:
@@ -86,10 +87,20 @@ def _pod_scheduled_condition(pod: dict) -> list[str]:
     return lines
 
 
+async def get_pod_group(client: Client, namespace: str, name: str) -> dict:
+    """The PodGroup in whichever release the cluster serves (1.36's v1alpha2, else 1.37's v1beta1)."""
+    try:
+        return await client.get(POD_GROUP_API, "PodGroup", namespace, name)
+    except StatusError as e:
+        if e.code != 404 or "no matches for kind" not in e.message:
+            raise
+    return await client.get(pod_group_api("1.37"), "PodGroup", namespace, name)
+
+
 async def _gang_arrival(client: Client, namespace: str, group: str) -> list[str]:
     """Whether the pod's PodGroup exists, and how many of a gang's pods do (PreEnqueue's question)."""
     try:
-        pg = await client.get(POD_GROUP_API, "PodGroup", namespace, group)
+        pg = await get_pod_group(client, namespace, group)
     except Exception:  # noqa: BLE001 - the PodGroup may not exist (that is the reason shown above)
         pg = None
     if pg is None:
@@ -126,7 +137,7 @@ def _pod_decision(diag: dict) -> list[str]:
 
 
 async def explain_podgroup(client: Client, namespace: str, name: str) -> str:
-    pg = await client.get(POD_GROUP_API, "PodGroup", namespace, name)
+    pg = await get_pod_group(client, namespace, name)
     lines = [f"PodGroup {namespace}/{name}"] + _podgroup_spec(pg)
     for c in (pg.get("status") or {}).get("conditions") or []:
         lines.append(f"  {c.get('type')}={c.get('status')} ({c.get('reason')})" +

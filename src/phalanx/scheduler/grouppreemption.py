@@ -16,7 +16,8 @@ What it does, as upstream 1.36 describes it:
 - **Priorities.** The preemptor's priority is the PodGroup's `spec.priority` (admission resolves it
   from `priorityClassName`), which is authoritative for every pod of a group during workload-aware
   preemption; a group without one (created with the gate off) uses its pods' highest priority.
-  A member with `preemptionPolicy: Never` (from its PriorityClass) makes the gang non-preempting.
+  A member with `preemptionPolicy: Never` (from its PriorityClass) makes the gang non-preempting;
+  in 1.37 with `PodGroupPreemptionPolicy` the PodGroup's own `preemptionPolicy` decides when set.
 - **Units.** A potential victim is a running unit of lower priority: a lone pod, a pod of a
   PodGroup with `disruptionMode: Pod` (at its group's priority), or a whole PodGroup with
   `disruptionMode: PodGroup` (one unit, all its running pods, even those outside the domain).
@@ -68,7 +69,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Iterable, Optional, Protocol, Sequence
 
-from .apicalls import STRATEGIC_MERGE, timestamp
+from phalanx.api.scheduling.fields import disrupts_as_whole, preemption_policy
+from phalanx.machinery.featuregates import UnknownFeatureGate
+
+from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .cache import pod_group_key, pod_key
 from .framework.constants import Obj
 from .framework.cycle_state import CycleState
@@ -81,15 +85,17 @@ from .placement_outcome import Assignment, PlacementOutcome
 from .plugins import names
 from .plugins.defaultpreemption import filter_pods_with_pdb_violation
 from .queue import QueuedPodGroup
+from .reporting import pod_group_api, release_of
+from .treepreemption import TreeFits, outside_tree, select_tree_victims
 
 log = logging.getLogger("phalanx.scheduler.grouppreemption")
 
 GATE = "WorkloadAwarePreemption"
+POLICY_GATE = "PodGroupPreemptionPolicy"  # 1.37: the PodGroup's preemptionPolicy is authoritative
 TOPOLOGY_GATE = "PhalanxTopologyAwarePreemption"  # phalanx's extension: preempt for topology-constrained groups
 MSG_CONSTRAINTS = "workload aware preemption is not supported for pod groups with scheduling constraints"
-POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
 DISRUPTION_MODE_POD = "Pod"
-DISRUPTION_MODE_POD_GROUP = "PodGroup"
+DISRUPTION_MODE_POD_GROUP = "PodGroup"  # 1.36's spelling; 1.37 says `all` (fields.disrupts_as_whole reads both)
 REASON_PREEMPTION = "PreemptionByScheduler"
 MSG_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 DRY_RUN_PREFIX = "preemption:"  # never "cluster": the scheduler's own snapshot must stay untouched
@@ -220,6 +226,10 @@ class GroupPreemption:
         # WorkloadAwarePreemption off: the group cycle's members preempt one by one (their
         # PostFilter); this actuates what they chose and keeps the group waiting for its victims.
         self.pod_by_pod = pod_by_pod and not enabled
+        release = release_of(getattr(frameworks[0], "feature_gates", None))
+        self.api_version = pod_group_api(release)
+        # 1.37: single-pod preemption evicts a victim's whole group when its disruption mode is `all`
+        self.whole_group_victims = enabled and release != "1.36"
         self.pending: dict[str, PendingPreemption] = {}  # pod group key -> preemption in flight
         self._nominated: dict[str, str] = {}  # preemptor pod key -> its pod group key
         if not (self.enabled or self.pod_by_pod):
@@ -229,7 +239,7 @@ class GroupPreemption:
             raise ValueError("workload-aware preemption needs the scheduler's informer factory")
         self.pods = informers.informer("v1", "Pod")
         self.pods.add_event_handler(on_update=self._pod_update, on_delete=self._pod_gone)
-        informers.informer(POD_GROUP_API, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
+        informers.informer(self.api_version, "PodGroup").add_event_handler(on_delete=self._pod_group_gone)
         for fw in frameworks if self.enabled else ():
             self._guard_default_preemption(fw)
 
@@ -259,7 +269,7 @@ class GroupPreemption:
         if not self.enabled:  # pod by pod: the cycle's members tried; a failed cycle clears nominations
             await self._clear_nominations(members)
             return GroupPreemptionResult()
-        if any((q.pod_info.spec.get("preemptionPolicy") == "Never") for q in members):
+        if not may_preempt(fw, pod_group, members):
             await self._clear_nominations(members)
             msg = "preemption: " + MSG_POLICY_NEVER
             return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
@@ -289,6 +299,41 @@ class GroupPreemption:
             return GroupPreemptionResult("" if quiet else evaluation["message"], evaluation)
         await self._actuate(fw, group, pod_group, priority, plan, evaluation)
         return GroupPreemptionResult(evaluation["message"], evaluation, preempted=True)
+
+    async def on_tree_unschedulable(self, fw: Framework, entity: QueuedPodGroup, root: Obj, leaf_keys: set[str],
+                                    members: Sequence[QueuedPodInfo], fits: TreeFits) -> GroupPreemptionResult:
+        """1.37: a CompositePodGroup tree that does not fit preempts at its root (`treepreemption`):
+        the victims are evicted, its pods nominated where the dry run placed them, and the tree
+        waits for the room as a PodGroup does."""
+        if not self.enabled or not members:
+            return GroupPreemptionResult()
+        waiting_result = self._waiting(entity, members)
+        if waiting_result is not None:
+            return waiting_result
+        if not may_preempt(fw, root, members):
+            await self._clear_nominations(members)
+            msg = "preemption: " + MSG_POLICY_NEVER
+            return GroupPreemptionResult(msg, {"result": "NotEligible", "message": msg})
+        priority = group_priority(root, [q.pod_info for q in members])
+        clone = self.cycle.live_snapshot().clone()
+        units = sorted(outside_tree(self._potential_victims(clone, "", priority), leaf_keys), key=VictimUnit.importance)
+        try:
+            chosen = select_tree_victims(clone, units, fits) if units else None
+        finally:
+            fw.set_snapshot(self.cycle.live_snapshot())
+        self.cycle.count("group_preemption_attempts")
+        if chosen is None or not chosen.victims:
+            await self._clear_nominations(members)
+            if not units:  # nothing of lower priority runs: kept out of the condition, as for a PodGroup
+                return GroupPreemptionResult("", {"result": "NoVictims", "priority": priority})
+            msg = (f"preemption: not helpful: the composite pod group does not fit even without all "
+                   f"{describe_units(units)} of priority lower than {priority}")
+            return GroupPreemptionResult(msg, {"result": "NotHelpful", "message": msg, "priority": priority})
+        plan = DomainPlan(Domain(CLUSTER, []), victims=chosen.victims, assignment=chosen.assignment, feasible=True,
+                          dry_runs=chosen.dry_runs)
+        diag = dict(_preempting(plan, 1), priority=priority, dryRuns=chosen.dry_runs)
+        await self._actuate(fw, entity, root, priority, plan, diag)
+        return GroupPreemptionResult(diag["message"], diag, preempted=True)
 
     def _waiting(self, group: QueuedPodGroup, members: Sequence[QueuedPodInfo]) -> Optional[GroupPreemptionResult]:
         """A preemption of this group whose victims still terminate: keep its nominations and say
@@ -379,7 +424,7 @@ class GroupPreemption:
                 if gk == group_key:
                     continue
                 pg = self._pod_group(gk)
-                if gk is not None and pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+                if gk is not None and pg is not None and disrupts_as_whole(pg):
                     unit = grouped.get(gk)
                     if unit is None:
                         # its priority is set below, once all its pods are known
@@ -440,7 +485,8 @@ class GroupPreemption:
         try:
             for unit in plan.victims:
                 if unit.is_group:
-                    await self._mark_pod_group(unit, group.key, fw)
+                    by = "composite pod group" if pod_group.get("kind") == "CompositePodGroup" else "pod group"
+                    await self._mark_pod_group(unit, group.key, fw, preemptor_kind=by)
                 for pi, node in unit.pods:
                     try:
                         if unit.preemptor is not None:  # pod by pod: the pod preemption's own words
@@ -455,23 +501,73 @@ class GroupPreemption:
         finally:
             pending.actuated = True
 
-    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Framework) -> None:
+    async def _mark_pod_group(self, unit: VictimUnit, preemptor: str, fw: Framework, *,
+                              preemptor_kind: str = "pod group") -> None:
+        """DisruptionTarget=True (PreemptionByScheduler) on a victim PodGroup, and its `Preempted` event."""
         pg = unit.pod_group or {}
         md = pg.get("metadata") or {}
         cond = {"type": "DisruptionTarget", "status": "True", "reason": REASON_PREEMPTION,
-                "message": f"{fw.profile_name}: preempting to accommodate a higher priority pod group",
+                "message": f"{fw.profile_name}: preempting to accommodate a higher priority {preemptor_kind}",
                 "lastTransitionTime": timestamp(fw.clock()), "observedGeneration": md.get("generation", 1)}
         client = fw.client()
         try:
             if client is not None:
-                await client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md.get("name", ""),
-                                   {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+                await client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md.get("name", ""),
+                                   {"status": {"conditions": conditions_with(self._latest(pg), cond)}},
+                                   patch_type=STRATEGIC_MERGE,
                                    subresource="status")
         except Exception as e:  # a PodGroup already gone: its pods are still evicted
             log.info("marking PodGroup %s as a disruption target: %s", unit.name, e)
         nodes = unit.nodes()
         await fw.event_recorder().eventf(
-            pg, "Preempted", f"Preempted by pod group {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
+            pg, "Preempted",
+            f"Preempted by {preemptor_kind} {preemptor}: {len(unit.pods)} pod(s) on nodes {_names(nodes)}")
+
+    def _latest(self, pg: Obj) -> Obj:
+        """The PodGroup as the lister has it now (its conditions), else `pg`."""
+        md = pg.get("metadata") or {}
+        return self._pod_group(f"{md.get('namespace', '')}/{md.get('name', '')}") or pg
+
+    # -- single-pod preemption of whole groups (1.37) -------------------------------------------------
+    async def evict_whole_groups(self, fw: Framework, preemptor: PodInfo, node: str,
+                                 victims: Sequence[PodInfo]) -> None:
+        """Kubernetes 1.37: a pod's (DefaultPreemption's) victim in a PodGroup of disruption mode
+        `all` takes its whole group along: the PodGroup gets DisruptionTarget and every other pod
+        of it is evicted too, wherever it runs (1.36 ignored the mode)."""
+        if not self.whole_group_victims:
+            return
+        chosen = {pi.key for pi in victims}
+        done: set[str] = set()
+        for victim in victims:
+            gk = pod_group_key(victim.pod)
+            pg = self._pod_group(gk)
+            if gk is None or gk in done or pg is None or not disrupts_as_whole(pg):
+                continue
+            done.add(gk)
+            others = [PodInfo(p) for p in self._group_members(gk) if (p.get("spec") or {}).get("nodeName")]
+            unit = VictimUnit("PodGroup", gk, gk, pod_group_priority(pg) or 0,
+                              [(pi, pi.spec.get("nodeName", "")) for pi in others], pod_group=pg)
+            await self._mark_pod_group(unit, f"{preemptor.namespace}/{preemptor.name}", fw, preemptor_kind="pod")
+            for pi in others:
+                if pi.key in chosen:
+                    continue
+                try:
+                    await self.cycle.evict(pi.pod, f"Preempted by pod {preemptor.uid} on node {node}", preemptor.pod)
+                except Exception:  # keep going: a pod that stays is seen when the preemptor retries
+                    log.exception("preempting %s/%s", pi.namespace, pi.name)
+
+    def _group_members(self, group_key: str) -> list[Obj]:
+        groups = self.handle.pod_group_lister()
+        members = getattr(groups, "members", None)
+        return list(members(group_key)) if callable(members) else []
+
+    def _whole_group_below(self, pg: Obj, group_key: str, preemptor: PodInfo) -> bool:
+        """Whether every pod of an `all` victim group may be preempted by `preemptor` (lower priority)."""
+        p = pod_group_priority(pg)
+        if p is not None:
+            return p < preemptor.priority
+        return all(int((m.get("spec") or {}).get("priority") or 0) < preemptor.priority
+                   for m in self._group_members(group_key))
 
     # -- nominations ---------------------------------------------------------------------------------
     def _still_terminating(self, pending: PendingPreemption) -> list[tuple[str, str, str]]:
@@ -536,16 +632,21 @@ class GroupPreemption:
 
     # -- single-pod preemption ---------------------------------------------------------------------
     def _guard_default_preemption(self, fw: Framework) -> None:
-        """A preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group."""
+        """1.36: a preemptor in a PodGroup never takes part of a `disruptionMode: PodGroup` group.
+        1.37: a pod of an `all` group is a victim only when its whole group may go (`evict_whole_groups`)."""
         plugin = fw.plugin(names.DefaultPreemption)
         if plugin is None or not hasattr(plugin, "is_eligible_pod"):
             return
         previous = plugin.is_eligible_pod
+        whole = self.whole_group_victims
 
         def eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
-            if pod_group_key(preemptor.pod) is not None:
-                pg = self._pod_group(pod_group_key(victim.pod))
-                if pg is not None and disruption_mode(pg) == DISRUPTION_MODE_POD_GROUP:
+            gk = pod_group_key(victim.pod)
+            pg = self._pod_group(gk) if gk is not None else None
+            if gk is not None and pg is not None and disrupts_as_whole(pg):
+                if whole and not self._whole_group_below(pg, gk, preemptor):
+                    return False
+                if not whole and pod_group_key(preemptor.pod) is not None:
                     return False
             return previous(node_info, victim, preemptor)
         plugin.is_eligible_pod = eligible
@@ -814,10 +915,31 @@ def _preempting(best: DomainPlan, n_feasible: int) -> dict:
 
 
 def victim_event_message(pod_group: Obj) -> str:
-    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group
-    preemptor: its kind, its uid and the preemption's domain, which is the whole cluster."""
+    """A victim pod's `Preempted` event, as upstream's executor writes it for a pod group (or, in
+    1.37, a CompositePodGroup tree's root) preemptor: its kind, its uid and the preemption's
+    domain, which is the whole cluster."""
     uid = (pod_group.get("metadata") or {}).get("uid", "")
-    return f"Preempted by podgroup {uid} on node {CLUSTER}"
+    kind = "compositepodgroup" if pod_group.get("kind") == "CompositePodGroup" else "podgroup"
+    return f"Preempted by {kind} {uid} on node {CLUSTER}"
+
+
+def may_preempt(fw: Framework, pod_group: Obj, members: Sequence[QueuedPodInfo]) -> bool:
+    """Whether the group may preempt. 1.37 with PodGroupPreemptionPolicy: the PodGroup's
+    `preemptionPolicy` decides (authoritative), whatever its pods say; without it (or in 1.36) a
+    member with `preemptionPolicy: Never` makes the group non-preempting."""
+    if _gate_on(fw, POLICY_GATE):
+        policy = preemption_policy(pod_group)
+        if policy is not None:
+            return policy != "Never"
+    return not any(q.pod_info.spec.get("preemptionPolicy") == "Never" for q in members)
+
+
+def _gate_on(fw: Framework, gate: str) -> bool:
+    """A gate's value; False for a gate the cluster's release does not know."""
+    try:
+        return fw.feature_enabled(gate)
+    except UnknownFeatureGate:
+        return False
 
 
 def has_topology_constraint(pod_group: Obj) -> bool:
@@ -825,7 +947,8 @@ def has_topology_constraint(pod_group: Obj) -> bool:
 
 
 def disruption_mode(pod_group: dict) -> str:
-    return ((pod_group or {}).get("spec") or {}).get("disruptionMode") or DISRUPTION_MODE_POD
+    """`Pod` or `PodGroup` (1.36's words) for a PodGroup of either release."""
+    return DISRUPTION_MODE_POD_GROUP if disrupts_as_whole(pod_group or {}) else DISRUPTION_MODE_POD
 
 
 def pod_group_priority(pod_group: Optional[dict]) -> Optional[int]:

@@ -5,6 +5,9 @@ questions gang scheduling asks (upstream's PodGroupManager): does the group exis
 policy and `minCount`, how many of its pods exist (`all_pods_count`), which scheduler names its
 pods use, and how many are scheduled (assumed or bound: `scheduled_count`, which the scheduler
 answers from its cache). Plugins reach it as their Handle's PodGroup lister.
+
+In Kubernetes 1.37 it also keeps the CompositePodGroups (`forest`, a `WorkloadForest`): which tree
+a PodGroup belongs to, and whether that tree has its quorum.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .cache import pod_group_key, pod_key
+from .compositetree import HierarchyError, TreeNode, WorkloadForest, is_ready
 
 Obj = dict[str, Any]
 
@@ -31,15 +35,24 @@ class PodGroupManager:
         self.groups: dict[str, Obj] = {}  # namespace/name -> PodGroup
         self.pods: dict[str, dict[str, Obj]] = {}  # group key -> pod key -> pod (non-terminal)
         self._names: dict[str, dict[str, int]] = {}  # group key -> schedulerName -> pods using it
+        self.forest = WorkloadForest()  # PodGroups and CompositePodGroups (1.37 trees)
 
     # -- informer feed -----------------------------------------------------------------------
     def set_group(self, pg: Obj) -> None:
         md = pg["metadata"]
         self.groups[f"{md.get('namespace', '')}/{md['name']}"] = pg
+        self.forest.set_pod_group(pg)
 
     def remove_group(self, pg: Obj) -> None:
         md = pg["metadata"]
         self.groups.pop(f"{md.get('namespace', '')}/{md['name']}", None)
+        self.forest.remove_pod_group(pg)
+
+    def set_composite(self, cpg: Obj) -> None:
+        self.forest.set_composite(cpg)
+
+    def remove_composite(self, cpg: Obj) -> None:
+        self.forest.remove_composite(cpg)
 
     def set_pod(self, pod: Obj) -> None:
         g = pod_group_key(pod)
@@ -92,6 +105,39 @@ class PodGroupManager:
 
     def scheduler_names(self, group_key: str) -> set[str]:
         return set(self._names.get(group_key) or ())
+
+    def composite(self, key: str) -> Optional[Obj]:
+        """The CompositePodGroup `key` (namespace/name), if known."""
+        return self.forest.composites.get(key)
+
+    def tree_of(self, group_key: str) -> tuple[Optional[TreeNode], Optional[HierarchyError]]:
+        """The tree a PodGroup with a parent belongs to (None for a PodGroup without one), or why it
+        cannot be resolved yet."""
+        if not self.forest.has_parent(group_key):
+            return None, None
+        root, err = self.forest.root_of(group_key)
+        if root is None:
+            return None, err
+        return self.forest.tree(root), None
+
+    def tree_wait_reason(self, group_key: str) -> Optional[str]:
+        """Why the pods of a PodGroup in a CompositePodGroup tree must wait before a cycle: the
+        tree is incomplete (a parent missing, a cycle) or short of its quorum; None when they need
+        not (or the PodGroup is in no tree)."""
+        tree, err = self.tree_of(group_key)
+        if err is not None:
+            return err.message
+        if tree is None:
+            return None
+        if not is_ready(tree, self.all_pods_count):
+            return f'waiting for composite pod group "{tree.name}" tree to meet quorum'
+        return None
+
+    def same_tree(self, group_key: str, other_key: str) -> bool:
+        """Whether two PodGroups are leaves of one CompositePodGroup tree."""
+        if not (self.forest.has_parent(group_key) and self.forest.has_parent(other_key)):
+            return False
+        return self.forest.root_key(group_key) == self.forest.root_key(other_key)
 
     def scheduled_count(self, group_key: str) -> int:
         """The group's pods assumed or bound; 0 without a scheduler cache to ask."""

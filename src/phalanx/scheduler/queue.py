@@ -14,7 +14,9 @@ As upstream's `backend/queue`, it keeps
 
 An entity is a single pod (`QueuedPodInfo`) or a pod group (`QueuedPodGroup`, 1.36's workload
 scheduling cycle): pods of a PodGroup never sit in activeQ themselves; once a member passes
-PreEnqueue it joins its group's entity, and the group is popped and scheduled as one unit.
+PreEnqueue it joins its group's entity, and the group is popped and scheduled as one unit. In a
+CompositePodGroup tree (1.37) the entity is the tree's root: `group_of` maps a leaf PodGroup to it,
+and the entity holds the pods of every leaf.
 """
 
 from __future__ import annotations
@@ -120,6 +122,8 @@ class SchedulingQueue:
         # running yet (a gang with fewer than minCount pods past PreEnqueue); None when they can.
         self.group_ready: Callable[[QueuedPodGroup], Any] | None = None
         self._gate_messages: dict[str, str] = {}
+        # The entity a PodGroup's pods join: the group itself, or the root of its CompositePodGroup tree.
+        self.group_of: Callable[[str], str] | None = None
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -185,7 +189,7 @@ class SchedulingQueue:
         self._ungate(key)
         self._gate_messages.pop(key, None)
         qpi.gating_plugin = ""
-        gk = pod_group_key(qpi.pod) if self.group_cycles else None
+        gk = self._entity_of(qpi.pod) if self.group_cycles else None
         if gk is None:
             if key not in self._active_keys and key not in self._backoff_keys and key not in self.in_flight \
                     and key not in self.unschedulable:
@@ -206,6 +210,13 @@ class SchedulingQueue:
             return
         self._push_active(group)
 
+    def _entity_of(self, pod: dict) -> Optional[str]:
+        """The group entity key a pod joins (its PodGroup, or that group's tree root), or None."""
+        gk = pod_group_key(pod)
+        if gk is not None and self.group_of is not None:
+            return self.group_of(gk)
+        return gk
+
     def _ungate(self, key: str) -> None:
         qpi = self.gated.pop(key, None)
         if qpi is not None:
@@ -222,7 +233,7 @@ class SchedulingQueue:
             self.add(new)
             return
         qpi.pod_info = PodInfo(new)
-        gk = pod_group_key(new)
+        gk = self._entity_of(new)
         if gk is not None and gk in self.groups and key in self.groups[gk].members:
             self.groups[gk].members[key] = qpi
         if key in self.gated:
@@ -236,12 +247,12 @@ class SchedulingQueue:
         self.unschedulable.pop(key, None)
         self._active_keys.discard(key)  # lazily dropped from the heap at pop
         self._backoff_keys.discard(key)
-        gk = pod_group_key(pod)
-        if gk is not None and gk in self.groups:
-            g = self.groups[gk]
-            g.members.pop(key, None)
-            if not g.members and entity_key(g) not in self.in_flight:
-                self._drop_group(g)
+        for gk in {self._entity_of(pod), pod_group_key(pod)}:  # the tree it joined may have changed since
+            if gk is not None and gk in self.groups:
+                g = self.groups[gk]
+                g.members.pop(key, None)
+                if not g.members and entity_key(g) not in self.in_flight:
+                    self._drop_group(g)
 
     def _drop_group(self, g: QueuedPodGroup) -> None:
         k = entity_key(g)

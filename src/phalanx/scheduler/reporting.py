@@ -8,16 +8,34 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional, Sequence
 
+from phalanx.api.scheduling.fields import SCHEDULED_CONDITION_1_36, SCHEDULED_CONDITION_1_37, WORKLOAD_API_BY_RELEASE
+
 from .framework.diagnosis import FitError
 from .framework.types import QueuedPodInfo
 from .placement_outcome import PlacementOutcome
 from .placementsearch import summarize as summarize_placements
 
 DIAGNOSIS_ANNOTATION = "scheduler.phalanx.dev/diagnosis"
-POD_GROUP_API = "scheduling.k8s.io/v1alpha2"
+POD_GROUP_API = "scheduling.k8s.io/v1alpha2"  # Kubernetes 1.36's; `pod_group_api(release)` for a cluster's
 MAX_NODES_PER_REASON = 20
 
 Failures = dict[str, tuple[QueuedPodInfo, FitError]]  # pod key -> (the member, why it fits nowhere)
+
+
+def release_of(gates: object) -> str:
+    """The Kubernetes release ("1.36", "1.37") of a `FeatureGates`; 1.36 for anything else."""
+    release = getattr(gates, "release", None)
+    return release if isinstance(release, str) and release in WORKLOAD_API_BY_RELEASE else "1.36"
+
+
+def pod_group_api(release: str) -> str:
+    """The group-version the scheduler reads and writes PodGroups in on a cluster of `release`."""
+    return WORKLOAD_API_BY_RELEASE.get(release, POD_GROUP_API)
+
+
+def scheduled_condition(release: str) -> str:
+    """`PodGroupScheduled` (1.36) or `PodGroupInitiallyScheduled` (1.37)."""
+    return SCHEDULED_CONDITION_1_36 if release == "1.36" else SCHEDULED_CONDITION_1_37
 
 
 def diagnosis_record(fit_error: Optional[FitError], message: str) -> dict:

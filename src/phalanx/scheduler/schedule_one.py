@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Optional
 
 import orjson
 
@@ -48,7 +48,10 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def preemptor_type(preemptor: Obj) -> str:
-    """Upstream's name for what preempts, in victims' events and conditions: `pod` or `podgroup`."""
+    """Upstream's name for what preempts, in victims' events and conditions: `pod`, `podgroup` or
+    (1.37, a tree's root) `compositepodgroup`."""
+    if preemptor.get("kind") == "CompositePodGroup":
+        return "compositepodgroup"
     if preemptor.get("kind") == "PodGroup" or "schedulingPolicy" in (preemptor.get("spec") or {}):
         return "podgroup"
     return "pod"
@@ -107,6 +110,8 @@ class PodCycle:
 
     def __init__(self, ctx: CycleContext):
         self.ctx = ctx
+        # 1.37: evicts the rest of a victim's `all` PodGroup (GroupPreemption.evict_whole_groups)
+        self.whole_group_eviction: Optional[Callable[[Framework, PodInfo, str, list[PodInfo]], Awaitable[None]]] = None
 
     # -- scheduling cycle ---------------------------------------------------------------------------
     async def schedule_one(self, qpi: QueuedPodInfo) -> None:
@@ -156,7 +161,7 @@ class PodCycle:
             plugins = set(fit_error.diagnosis.unschedulable_plugins)
             if post_filter is not None and post_filter.nominating_info is not None:
                 nominated = post_filter.nominating_info.nominated_node_name
-                await self._preempt(pi, post_filter)
+                await self._preempt(pi, post_filter, fw)
         message = str(fit_error) if fit_error is not None else status.message()
         error = status.code == Code.Error
         reason = "SchedulerError" if error else "Unschedulable"
@@ -169,12 +174,15 @@ class PodCycle:
         await fw.event_recorder().eventf(pi.pod, "FailedScheduling", message, type="Warning",
                                          annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(diag).decode()})
 
-    async def _preempt(self, preemptor: PodInfo, post_filter: PostFilterResult) -> None:
-        """Actuate what DefaultPreemption proposed: evict the victims, clear lower nominations."""
+    async def _preempt(self, preemptor: PodInfo, post_filter: PostFilterResult, fw: Framework) -> None:
+        """Actuate what DefaultPreemption proposed: evict the victims (1.37: with the rest of their
+        `all` PodGroups), clear lower nominations."""
         ctx = self.ctx
         node = post_filter.nominating_info.nominated_node_name if post_filter.nominating_info else ""
         for victim in post_filter.victims:
             await ctx.evict(victim.pod, f"Preempted by pod {preemptor.uid} on node {node}", preemptor.pod)
+        if self.whole_group_eviction is not None and post_filter.victims:
+            await self.whole_group_eviction(fw, preemptor, node, list(post_filter.victims))
         for p in post_filter.lower_priority_nominated_pods:
             ctx.nominator.delete_nominated_pod_if_exists(p)
             await ctx.patch_pod_status(p.pod, {"status": {"nominatedNodeName": None}})

@@ -25,7 +25,7 @@ import orjson
 from phalanx.client.informer import Informer
 from phalanx.machinery.errors import StatusError
 
-from .apicalls import STRATEGIC_MERGE, timestamp
+from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .framework.constants import Obj
 from .framework.cycle_state import CycleState
 from .framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
@@ -38,17 +38,22 @@ from .placement_outcome import Assignment, PlacementOutcome
 from .placementsearch import search_placements
 from .podgroups import PodGroupManager, policy_of
 from .queue import QueuedPodGroup
-from .reporting import DIAGNOSIS_ANNOTATION, POD_GROUP_API, Failures, diagnosis_record, group_summary
+from .reporting import (DIAGNOSIS_ANNOTATION, Failures, diagnosis_record, group_summary, pod_group_api,
+                        scheduled_condition)
 from .schedule_one import CycleContext, PodCycle
 
 if TYPE_CHECKING:
     from .grouppreemption import GroupPreemption
+    from .schedule_one_compositegroup import CompositeGroupCycle
 
 log = logging.getLogger("phalanx.scheduler")
 
 CLUSTER = "cluster"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 MSG_WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+MSG_SCHEDULER_NAMES = "all pods in a single pod group should have the same .spec.schedulerName set"
+MSG_PRIORITY = "all pods in a single pod group should match the priority of the pod group"
 MAX_LISTED_PLACEMENTS = 50
 MAX_LISTED_PODS = 10
 
@@ -71,12 +76,17 @@ class GroupAttempt:
 class PodGroupCycle:
     """Scheduling cycles of PodGroups; members bind through the pod cycle's binding cycle."""
 
-    def __init__(self, ctx: CycleContext, pods: PodCycle, groups: PodGroupManager, podgroups: Optional[Informer]):
+    def __init__(self, ctx: CycleContext, pods: PodCycle, groups: PodGroupManager, podgroups: Optional[Informer],
+                 *, release: str = "1.36"):
         self.ctx = ctx
+        self.release = release
+        self.api_version = pod_group_api(release)  # v1alpha2 (1.36) or v1beta1 (1.37)
+        self.condition_type = scheduled_condition(release)  # PodGroupScheduled or PodGroupInitiallyScheduled
         self.pods = pods
         self.groups = groups
         self.podgroups = podgroups
         self.preemption: Optional["GroupPreemption"] = None  # set by the scheduler once built
+        self.composite: Optional["CompositeGroupCycle"] = None  # 1.37 CompositePodGroup trees, when served
         self.groups_scheduled: set[str] = set()  # PodGroups (uid) that had a successful cycle
 
     # -- what workload-aware preemption uses (GroupCycleOps) ------------------------------------------
@@ -105,12 +115,20 @@ class PodGroupCycle:
     # -- the cycle ------------------------------------------------------------------------------------
     async def schedule_pod_group(self, group: QueuedPodGroup) -> None:
         ctx = self.ctx
+        if self.composite is not None and self.groups.composite(group.key) is not None:
+            await self.composite.schedule_tree(group)  # the root of a CompositePodGroup tree (1.37)
+            return
         pg = self.groups.get(group.key)
         members = self._live_members(group)
         if pg is None or not members:
             self._send_back(group, members)
             return
         members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
+        if self.release != "1.36":
+            mismatch = members_mismatch(pg, members, self.groups.scheduler_names(group.key))
+            if mismatch:
+                await self._scheduler_error(group, pg, members, mismatch)
+                return
         if self.preemption is not None:
             self.preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
         fw = ctx.framework_for(members[0].pod)
@@ -271,10 +289,12 @@ class PodGroupCycle:
         self.ctx.cache.mark_dirty(node for _, node, _ in outcome.victims)
 
     # -- success ------------------------------------------------------------------------------------------
-    def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome) -> None:
-        """Assume the chosen placement's pods in the cache, Reserve again (unless kept), Permit, bind."""
+    def _commit(self, attempt: GroupAttempt, chosen: PlacementOutcome, *, done: bool = True) -> None:
+        """Assume the chosen placement's pods in the cache, Reserve again (unless kept), Permit, bind.
+        `done`: the cycle ends with this group (a CompositePodGroup tree commits several, then ends)."""
         ctx, fw, group = self.ctx, attempt.fw, attempt.group
-        ctx.queue.done(group)
+        if done:
+            ctx.queue.done(group)
         committed: list[tuple[QueuedPodInfo, PodInfo, str, CycleState, PodInfo]] = []
         for qpi, pi, node, pstate in chosen.assigned:
             assumed = ctx.cache.assume(pi, node, chosen.assumed.get(pi.key))
@@ -362,6 +382,27 @@ class PodGroupCycle:
                                                          summary, diag, nominated))
 
     # -- failure ------------------------------------------------------------------------------------------
+    async def _scheduler_error(self, group: QueuedPodGroup, pg: Obj, members: list[QueuedPodInfo],
+                               message: str) -> None:
+        """1.37: the group cannot be scheduled as it is (its pods disagree on scheduler or priority):
+        PodGroupInitiallyScheduled=False (SchedulerError), the same on every member, and a retry
+        after backoff."""
+        ctx = self.ctx
+        ctx.stats["groups_scheduler_error"] += 1
+        ctx.queue.requeue(group, set(), error=True)
+        ctx.last_diagnosis["group:" + group.key] = {"result": "SchedulerError", "message": message,
+                                                    "podsInCycle": len(members)}
+        ctx.calls.spawn(self._report_scheduler_error(ctx.framework_for(members[0].pod), pg, members, message))
+
+    async def _report_scheduler_error(self, fw: Framework, pg: Obj, members: list[QueuedPodInfo],
+                                      message: str) -> None:
+        recorder = fw.event_recorder()
+        await self._set_group_condition(pg, "False", REASON_SCHEDULER_ERROR, message)
+        await recorder.eventf(pg, "FailedScheduling", message, type="Warning")
+        for qpi in members:
+            await self.ctx.write_pod_unschedulable(qpi.pod, REASON_SCHEDULER_ERROR, message)
+            await recorder.eventf(qpi.pod, "FailedScheduling", message, type="Warning")
+
     async def _no_placement_fits(self, attempt: GroupAttempt, outcomes: list[PlacementOutcome]) -> None:
         best = max(outcomes, key=lambda o: len(o.assigned)) if outcomes else None
         # requeue on events that could help any of the domains, not just the best one
@@ -426,20 +467,22 @@ class PodGroupCycle:
                                   annotations={DIAGNOSIS_ANNOTATION: orjson.dumps(rec).decode()})
 
     async def _set_group_condition(self, pg: Obj, status: str, reason: str, message: str) -> bool:
-        """Set PodGroupScheduled; False when nothing changed (the condition keeps the first success)."""
+        """Set PodGroupScheduled (1.37: PodGroupInitiallyScheduled); False when nothing changed (the
+        condition keeps the first success: in 1.37 it is terminal by definition)."""
         key = f"{pg['metadata'].get('namespace', '')}/{pg['metadata']['name']}"
         if status != "True" and (pg["metadata"].get("uid") or key) in self.groups_scheduled:
             return False  # scheduled once (its True condition may still be on its way)
         current = self.podgroups.get(key) if self.podgroups is not None else None
-        if not _condition_would_change(current or pg, status, reason, message):
+        if not _condition_would_change(current or pg, status, reason, message, self.condition_type):
             return False
-        cond = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message,
+        cond = {"type": self.condition_type, "status": status, "reason": reason, "message": message,
                 "lastTransitionTime": timestamp(self.ctx.clock),
                 "observedGeneration": pg["metadata"].get("generation", 1)}
         md = pg["metadata"]
         try:
-            await self.ctx.client.patch(POD_GROUP_API, "PodGroup", md.get("namespace", ""), md["name"],
-                                        {"status": {"conditions": [cond]}}, patch_type=STRATEGIC_MERGE,
+            await self.ctx.client.patch(self.api_version, "PodGroup", md.get("namespace", ""), md["name"],
+                                        {"status": {"conditions": conditions_with(current or pg, cond)}},
+                                        patch_type=STRATEGIC_MERGE,
                                         subresource="status")
         except StatusError as e:
             if e.code != 404:
@@ -478,6 +521,23 @@ def nominate_by_preemption(fw: Framework, outcome: PlacementOutcome, pi: PodInfo
     return node
 
 
+def members_mismatch(pod_group: Obj, members: Sequence[QueuedPodInfo], scheduler_names: set[str]) -> str:
+    """1.37's rule: every pod of a group has the same `.spec.schedulerName` and the group's priority
+    (the PodGroup's `spec.priority`, else its first member's). The message when one does not
+    (upstream's words, KEP-5710), "" when they all agree."""
+    if len(scheduler_names) > 1:
+        a, b = sorted(scheduler_names)[:2]
+        return f'{MSG_SCHEDULER_NAMES}, got: "{a}" and "{b}"'
+    spec = pod_group.get("spec") or {}
+    expected = spec.get("priority")
+    if not isinstance(expected, int):
+        expected = members[0].pod_info.priority if members else 0
+    for qpi in members:
+        if qpi.pod_info.priority != expected:
+            return f"{MSG_PRIORITY}, got: {qpi.pod_info.priority} and {expected}"
+    return ""
+
+
 def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional[Obj],
                        scheduled: int) -> Optional[Status]:
     """PlacementFeasible before any pod is placed: the rejection when the group's queued members
@@ -492,11 +552,13 @@ def members_fall_short(fw: Framework, group: QueuedPodGroup, pod_group: Optional
     return st if st is not None and st.code in (Code.Unschedulable, Code.UnschedulableAndUnresolvable) else None
 
 
-def _condition_would_change(pg: Obj, status: str, reason: str, message: str) -> bool:
-    """Whether PodGroupScheduled would change: not when it says the same already, and never after
-    it was True (the condition records the initial decision only, upstream's documented limit)."""
+def _condition_would_change(pg: Obj, status: str, reason: str, message: str,
+                            condition_type: str = "PodGroupScheduled") -> bool:
+    """Whether the scheduled condition would change: not when it says the same already, and never
+    after it was True (the condition records the initial decision only: upstream 1.36's documented
+    limit, 1.37's definition of PodGroupInitiallyScheduled as terminal)."""
     for c in (pg.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodGroupScheduled":
+        if c.get("type") == condition_type:
             if c.get("status") == status and c.get("reason") == reason and c.get("message") == message:
                 return False
             if c.get("status") == "True":

@@ -9,7 +9,8 @@ and runs the `scheduleOne` loop; the cycles live beside it:
   DeviceClass informers feed the shared DRA manager the same way.
 - A popped **pod** runs the pod cycle and, asynchronously, the binding cycle (`schedule_one.py`).
 - A popped **pod group** runs the group cycle (`schedule_one_podgroup.py`), with workload-aware
-  preemption when it does not fit (`grouppreemption.py`).
+  preemption when it does not fit (`grouppreemption.py`); a popped CompositePodGroup tree (1.37,
+  its leaves queued as its root) runs the tree cycle (`schedule_one_compositegroup.py`).
 - Plugins get what they need through their profile's Handle: the client, the informer factory, an
   event recorder, the DRA manager, the PodGroup lister, the clock and off-cycle API calls
   (`framework/services.py`); informers they make there are waited for like the scheduler's own.
@@ -29,6 +30,7 @@ from ..client.clock import REAL_CLOCK, Clock
 from ..client.informer import Informer, InformerFactory
 from ..client.interface import Client
 from .apicalls import BackgroundCalls
+from ..api.scheduling.fields import COMPOSITE_POD_GROUP_API
 from ..machinery.featuregates import FeatureGates
 from .cache import SchedulerCache
 from .framework.config import KubeSchedulerConfiguration, KubeSchedulerProfile, PluginConfig, default_profile
@@ -47,13 +49,15 @@ from .grouppreemption import GroupPreemption
 from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
-from .reporting import POD_GROUP_API
+from .reporting import pod_group_api, release_of
 from .schedule_one import CycleContext, PodCycle, is_terminal
+from .schedule_one_compositegroup import CompositeGroupCycle
 from .schedule_one_podgroup import PodGroupCycle, members_fall_short
 
 log = logging.getLogger("phalanx.scheduler")
 
 RESOURCE_API_VERSION = "resource.k8s.io/v1"
+COMPOSITE_POD_GROUP_GATE = "CompositePodGroup"
 
 
 class Scheduler:
@@ -91,7 +95,13 @@ class Scheduler:
         self.nodes = self.factory.informer("v1", "Node")
         self.namespaces = self.factory.informer("v1", "Namespace")
         self.pdb_informer = self.factory.informer("policy/v1", "PodDisruptionBudget")
-        self.podgroups = self.factory.informer(POD_GROUP_API, "PodGroup") if self.group_aware else None
+        self.kubernetes_release = release_of(self.gates)  # which PodGroup API (v1alpha2 or v1beta1) and condition
+        self.podgroups = (self.factory.informer(pod_group_api(self.kubernetes_release), "PodGroup")
+                          if self.group_aware else None)
+        # 1.37: CompositePodGroup trees (served at v1alpha3 only, behind their gate)
+        self.composites = (self.factory.informer(COMPOSITE_POD_GROUP_API, "CompositePodGroup")
+                           if self.group_aware and self.kubernetes_release != "1.36"
+                           and self.gates.enabled(COMPOSITE_POD_GROUP_GATE) else None)
         # informers plugins made through their Handle's factory are waited for too
         self._plugin_informers = [i for i in self.factory.informers if id(i) not in informers_before]
         # the cycles
@@ -100,8 +110,12 @@ class Scheduler:
         self.stats = self.cycle.stats
         self.last_diagnosis = self.cycle.last_diagnosis
         self.pod_cycle = PodCycle(self.cycle)
-        self.group_cycle = PodGroupCycle(self.cycle, self.pod_cycle, self.groups, self.podgroups)
+        self.group_cycle = PodGroupCycle(self.cycle, self.pod_cycle, self.groups, self.podgroups,
+                                         release=self.kubernetes_release)
         self.queue.on_gated = self.pod_cycle.pod_gated
+        if self.composites is not None:
+            self.group_cycle.composite = CompositeGroupCycle(self.group_cycle)
+            self.queue.group_of = self.groups.forest.root_key  # a tree's leaves queue as its root
         self.queue.group_ready = self._group_ready
         self._wire()
         self._task: asyncio.Task | None = None
@@ -110,6 +124,8 @@ class Scheduler:
             enabled=bool(self.group_aware and self.gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE)),
             pod_by_pod=self.group_aware)
         self.group_cycle.preemption = self.group_preemption
+        if self.group_preemption.whole_group_victims:
+            self.pod_cycle.whole_group_eviction = self.group_preemption.evict_whole_groups
 
     # -- construction ------------------------------------------------------------------------------
     def _build_frameworks(self, reg: Registry, permit_timeout: Optional[float]) -> dict[str, Framework]:
@@ -153,6 +169,9 @@ class Scheduler:
         self.node_topology.watch(self.nodes)
         if self.podgroups is not None:
             self.podgroups.add_event_handler(on_add=self._pg_add, on_update=self._pg_update, on_delete=self._pg_delete)
+        if self.composites is not None:
+            self.composites.add_event_handler(on_add=self._cpg_add, on_update=self._cpg_update,
+                                              on_delete=self.groups.remove_composite)
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every
@@ -250,6 +269,14 @@ class Scheduler:
         self.groups.set_group(new)
         self.queue.on_event(ClusterEvent(gangscheduling.POD_GROUP, ActionType.Update), old, new)
 
+    def _cpg_add(self, cpg: Obj) -> None:
+        self.groups.set_composite(cpg)
+        self.queue.on_event(ClusterEvent(gangscheduling.COMPOSITE_POD_GROUP, ActionType.Add), None, cpg)
+
+    def _cpg_update(self, old: Obj, new: Obj) -> None:
+        self.groups.set_composite(new)
+        self.queue.on_event(ClusterEvent(gangscheduling.COMPOSITE_POD_GROUP, ActionType.Update), old, new)
+
     def _pg_delete(self, pg: Obj) -> None:
         self.groups.remove_group(pg)
         self.group_cycle.forget_group(pg)
@@ -273,7 +300,8 @@ class Scheduler:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _informers_to_sync(self) -> list[Informer]:
-        own = [i for i in (self.pods, self.nodes, self.namespaces, self.pdb_informer, self.podgroups) if i is not None]
+        own = [i for i in (self.pods, self.nodes, self.namespaces, self.pdb_informer, self.podgroups, self.composites)
+               if i is not None]
         return own + self._dra_informers + [i for i in self._plugin_informers if i not in own]
 
     async def run(self) -> None:

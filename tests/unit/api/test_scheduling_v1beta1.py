@@ -334,17 +334,12 @@ def test_pod_group_priority_and_preemption_policy_from_class():
     assert "preemptionPolicy" not in obj["spec"]
 
 
-def test_pod_group_workload_must_exist_with_template():
-    with pytest.raises(StatusError) as e:
-        create(PG, with_spec(POD_GROUP, workloadRef={"workloadName": "nope", "templateName": "workers"}))
-    assert e.value.code == 403
-    assert e.value.message.endswith('PodGroup rejected: Workload "nope" not found')
-    with pytest.raises(StatusError) as e:
-        create(PG, with_spec(POD_GROUP, workloadRef={"workloadName": "training", "templateName": "other"}))
-    assert e.value.message.endswith(
-        'PodGroup rejected: PodGroupTemplate "other" not found in Workload "training"')
-    nested_ref = {"workloadName": "lws", "templateName": "workers"}
-    assert create(PG, with_spec(POD_GROUP, workloadRef=nested_ref, parentCompositePodGroupName="replica-0"))[1] == []
+def test_pod_group_may_name_a_workload_or_template_that_does_not_exist():
+    """1.37 removed the PodGroupWorkloadExists admission plugin (kubernetes/kubernetes#139008)."""
+    for ref in ({"workloadName": "nope", "templateName": "workers"},
+                {"workloadName": "training", "templateName": "other"}):
+        obj, errs = create(PG, with_spec(POD_GROUP, workloadRef=ref))
+        assert errs == [] and obj["spec"]["workloadRef"] == ref
 
 
 def test_pod_group_validation_messages():

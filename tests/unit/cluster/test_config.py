@@ -504,3 +504,50 @@ def test_phalanx_kubelet_delays_and_scheduler_settings():
 ])
 def test_phalanx_kubelet_and_scheduler_errors(body, expected):
     assert f"c.yaml: {expected}" in problems(PHALANX_HEAD + body, "c.yaml")
+
+
+# -- the cluster's Kubernetes version ------------------------------------------------------------
+
+def test_no_config_gives_the_newest_release_and_says_why():
+    from phalanx.cluster.config import load_cluster_config
+    spec = load_cluster_config(None, "dev")
+    assert (spec.kubernetes_version, spec.release) == ("v1.37.1", "1.37")
+    assert spec.version_reason == "the newest release phalanx serves"
+    assert load_cluster_config(None, "dev", image="kindest/node:v1.36.4").kubernetes_version == "v1.36.4"
+
+
+def test_a_config_with_a_gate_1_37_merged_is_a_1_36_cluster():
+    spec = parse_cluster_config(KIND_HEAD + "featureGates:\n  GangScheduling: true\n", "kind.yaml")
+    assert spec.release == "1.36"
+    assert spec.version_reason == "the config sets GangScheduling, which Kubernetes 1.37 merged into GenericWorkload"
+
+
+def test_a_1_37_image_with_a_merged_gate_names_the_replacement():
+    text = KIND_HEAD + "featureGates:\n  WorkloadAwarePreemption: true\nnodes:\n- role: control-plane\n  image: kindest/node:v1.37.1\n"
+    with pytest.raises(ConfigFileError) as e:
+        parse_cluster_config(text, "kind.yaml")
+    assert str(e.value) == ("kind.yaml: featureGates.WorkloadAwarePreemption: feature gate WorkloadAwarePreemption "
+                            "was removed in Kubernetes 1.37: it was merged into GenericWorkload; set "
+                            "GenericWorkload instead")
+
+
+def test_node_images_must_agree_on_the_release():
+    text = KIND_HEAD + ("nodes:\n- role: control-plane\n  image: kindest/node:v1.37.1\n"
+                        "- role: worker\n  image: kindest/node:v1.36.4@sha256:abc\n")
+    with pytest.raises(ConfigFileError) as e:
+        parse_cluster_config(text, "kind.yaml")
+    assert str(e.value) == ("kind.yaml: nodes[1].image: Kubernetes 1.36 differs from nodes[0].image (Kubernetes "
+                            "1.37): a phalanx cluster runs one Kubernetes release")
+
+
+def test_image_flag_wins_over_the_config():
+    text = KIND_HEAD + "nodes:\n- role: control-plane\n  image: kindest/node:v1.37.1\n"
+    assert parse_cluster_config(text, "kind.yaml", image="kindest/node:v1.36.4").release == "1.36"
+
+
+def test_phalanx_config_kubernetes_version():
+    head = "apiVersion: phalanx.dev/v1alpha1\nkind: Cluster\n"
+    assert parse_cluster_config(head + "kubernetesVersion: v1.36\n", "c.yaml").kubernetes_version == "v1.36.4"
+    with pytest.raises(ConfigFileError) as e:
+        parse_cluster_config(head + "kubernetesVersion: v1.38.0\n", "c.yaml")
+    assert str(e.value) == "c.yaml: kubernetesVersion: Kubernetes 1.38 is not supported: phalanx serves 1.36 and 1.37"

@@ -82,17 +82,19 @@ def use_gates(env, **gates):
 
 
 class Cluster(Running):
-    def __init__(self, env, gc=False, protection=False):
+    def __init__(self, env, gc=False, protection=False, gates=None):
         self.env = env
         self.factory = shared_factory(env)
-        self.controllers = [ResourceClaimController(env.client, self.factory, gates=env.api.gates, clock=env.clock)]
+        self.controllers = [ResourceClaimController(env.client, self.factory, gates=gates or env.api.gates,
+                                                    clock=env.clock)]
         if gc:
             self.controllers.append(GarbageCollector(env.client, self.factory, clock=env.clock))
         if protection:
             self.controllers.append(PodGroupProtectionController(env.client, self.factory, clock=env.clock))
 
     async def __aenter__(self):
-        await self.env.namespace(NS)
+        if self.env.store.get("core/namespaces", "", NS) is None:
+            await self.env.namespace(NS)
         return await super().__aenter__()
 
     # reads straight from the store: what a user would see with kubectl
@@ -515,3 +517,56 @@ async def test_gate_off_leaves_pod_group_reservations_alone(env):
         await allocate(env, "team-gpu", stale)
         await env.clock.advance(60)
         assert cl.claim("team-gpu")["status"]["reservedFor"] == [stale]
+
+
+# -- Kubernetes 1.37 -----------------------------------------------------------------------------------
+
+def v1beta1(obj):
+    """The same object as Kubernetes 1.37 spells it (`v1beta1`; the PodGroup has no template ref here)."""
+    return dict(obj, apiVersion="scheduling.k8s.io/v1beta1")
+
+
+def use_release_137(env, **gates):
+    env.api = build_api(env.store, FeatureGates.from_config(gates, release="1.37"), now=env.clock.datetime,
+                        release="1.37")
+    env.client = InProcessClient(env.api, clock=env.clock, field_manager="unit-test")
+
+
+async def test_1_37_one_claim_owned_by_the_v1beta1_pod_group(env):
+    use_release_137(env, DRAWorkloadResourceClaims=True)
+    async with Cluster(env) as cl:
+        c = env.client
+        await c.create(template())
+        await c.create(v1beta1(pod_group()))
+        names = [f"w-{i}" for i in range(3)]
+        for n in names:
+            await c.create(pod(n))
+        assert await cl.run_until(lambda: all(pod_claim_status(cl.pod(n)) for n in names))
+        [claim] = cl.claims()
+        assert {pod_claim_status(cl.pod(n)) for n in names} == {claim["metadata"]["name"]}
+        [ref] = claim["metadata"]["ownerReferences"]
+        assert (ref["apiVersion"], ref["kind"], ref["name"]) == \
+            ("scheduling.k8s.io/v1beta1", "PodGroup", "training-workers")
+        assert group_claim_status(cl.pod_group()) == claim["metadata"]["name"]
+
+
+async def test_1_37_gate_off_a_pod_claim_matching_its_pod_group_gets_no_claim(env):
+    """KEP-5729 in 1.37: with DRAWorkloadResourceClaims off in the controller (a PodGroup written
+    while it was on), the pods' claims that match the PodGroup's fail closed; 1.36 made one each."""
+    use_release_137(env, DRAWorkloadResourceClaims=True)
+    c = env.client
+    await env.namespace(NS)
+    await c.create(template())
+    await c.create(v1beta1(pod_group()))
+    await c.create(pod("matching"))
+    await c.create(pod("other-name", claim_name="own-gpu"))  # not the PodGroup's claim: a claim of its own
+    await c.create(pod("waiting", group="not-there-yet"))  # its PodGroup may bring the claim: wait
+    gates_off = FeatureGates.from_config({"DRAWorkloadResourceClaims": False}, release="1.37")
+    async with Cluster(env, gates=gates_off) as cl:
+        assert await cl.run_until(lambda: pod_claim_status(cl.pod("other-name"), "own-gpu"))
+        await env.run_until(lambda: False, within=5)  # let the controller do whatever else it would
+        owners = sorted(cl_["metadata"]["ownerReferences"][0]["name"] for cl_ in cl.claims())
+        assert owners == ["other-name"]
+        assert pod_claim_status(cl.pod("matching")) is None
+        assert pod_claim_status(cl.pod("waiting")) is None
+        assert not (cl.pod_group().get("status") or {}).get("resourceClaimStatuses")

@@ -107,3 +107,19 @@ def parent_composite(pod_group: Obj) -> str | None:
 def scheduled_condition_type(obj: Obj) -> str:
     """The condition a scheduler sets when the group is scheduled, in `obj`'s release."""
     return SCHEDULED_CONDITION_1_36 if is_1_36_shape(obj) else SCHEDULED_CONDITION_1_37
+
+
+# -- Delegation between workload controllers (Kubernetes 1.37, KEP-6089) ---------------------------
+# A parent controller (JobSet, ...) that owns the Workload names, on a child it creates, the template
+# the child's PodGroup is made from; and, when that group sits under a CompositePodGroup instance,
+# the instance's name.
+GROUP_TEMPLATE_NAME_ANNOTATION = f"{GROUP}/group-template-name"
+PARENT_COMPOSITE_POD_GROUP_ANNOTATION = f"{GROUP}/parent-compositepodgroup"
+
+
+def controller_ref(workload: Obj) -> tuple[str, str, str] | None:
+    """(apiGroup, kind, name) of a 1.37 Workload's `spec.controllerRef`, if it names one."""
+    ref = _spec(workload).get("controllerRef")
+    if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
+        return None
+    return ref.get("apiGroup") or "", ref["kind"], ref["name"]

@@ -14,7 +14,8 @@ convert by their apiVersion alone. What the strategies do follows kube-apiserver
   immutable except `schedulingPolicy.gang.minCount`; `parentCompositePodGroupName` needs a
   `workloadRef`. Admission on CREATE runs Priority (`priority`, `priorityClassName` and, with
   PodGroupPreemptionPolicy, `preemptionPolicy` from the class), PodGroupProtection (the
-  `scheduling.k8s.io/podgroup-protection` finalizer) and PodGroupWorkloadExists.
+  `scheduling.k8s.io/podgroup-protection` finalizer); 1.37 removed PodGroupWorkloadExists, so the
+  Workload, template or parent a PodGroup names need not exist.
 - CompositePodGroup (status subresource): `workloadRef` required, the whole spec immutable,
   `disruptionMode` defaulted to `{single: {}}`, Priority admission as for PodGroups.
 
@@ -39,7 +40,7 @@ from ..registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strat
     age_cell, register
 from . import workloadtree
 from .common import GROUP, POD_GROUP_PROTECTION_FINALIZER, PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, \
-    WORKLOADS_KEY, admit_priority, claim_statuses_match_spec, dict_at, duplicates, enabled, immutable, \
+    admit_priority, claim_statuses_match_spec, dict_at, duplicates, enabled, immutable, \
     list_at, long_name_errors, priority_class_name_errors, priority_errors, required_name, set_once, \
     short_name_errors, union, validate_conditions, validate_controller_ref, validate_resource_claim_statuses, \
     validate_resource_claims, validate_scheduling_constraints
@@ -439,24 +440,6 @@ def _dependent_required(spec: dict, old: dict | None, trigger: str, dependent: s
     return []
 
 
-def _check_workload_exists(obj: Obj, ctx: StrategyContext) -> None:
-    """PodGroupWorkloadExists: the Workload a new PodGroup names exists, is not being deleted, and
-    has the template (anywhere in its tree)."""
-    ref = dict_at(obj.get("spec"), "workloadRef")
-    if not ref:
-        return
-    name = obj["metadata"].get("name", "")
-    wname, tname = ref.get("workloadName") or "", ref.get("templateName") or ""
-    workload = ctx.lookup(WORKLOADS_KEY, obj["metadata"].get("namespace", ""), wname)
-    if workload is None:
-        raise errors.forbidden_error("podgroups", GROUP, name, f'PodGroup rejected: Workload "{wname}" not found')
-    if (workload.get("metadata") or {}).get("deletionTimestamp"):
-        raise errors.forbidden_error("podgroups", GROUP, name, f'PodGroup rejected: Workload "{wname}" is being deleted')
-    if tname not in workloadtree.template_names(dict_at(workload, "spec")):
-        raise errors.forbidden_error(
-            "podgroups", GROUP, name, f'PodGroup rejected: PodGroupTemplate "{tname}" not found in Workload "{wname}"')
-
-
 class PodGroupStrategy(Strategy):
     status_is_subresource = True
     columns = [
@@ -506,9 +489,8 @@ class PodGroupStrategy(Strategy):
         finalizers = obj["metadata"].setdefault("finalizers", [])
         if POD_GROUP_PROTECTION_FINALIZER not in finalizers:
             finalizers.append(POD_GROUP_PROTECTION_FINALIZER)
-        # PodGroupWorkloadExists runs after validation upstream: an invalid PodGroup is a 422.
-        if not self.validate(obj, ctx):
-            _check_workload_exists(obj, ctx)
+        # No PodGroupWorkloadExists: Kubernetes 1.37 removed that admission plugin. A PodGroup may
+        # name a Workload, template or parent that does not exist (yet); the scheduler copes.
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return _validate_pod_group_spec(obj.get("spec"), None, ctx) + \

@@ -118,14 +118,6 @@ def composites_have_children(spec: dict) -> list[FieldError]:
     return errs
 
 
-def template_names(holder: dict) -> set[str]:
-    """The names of every template in the tree."""
-    names = {_name(t) for _, t in _templates(holder, PGT, "")}
-    for _, t in _templates(holder, CPGT, ""):
-        names |= {_name(t)} | template_names(t)
-    return names
-
-
 def validate_tree(spec: dict) -> list[FieldError]:
     """Every rule above, in upstream's order."""
     return unique_names(spec) + tree_depth(spec) + one_priority(spec) + composites_have_children(spec)

@@ -15,10 +15,12 @@ It keeps each batch/v1 Job's pods as upstream does and reports what they did:
 - conditions as 1.36 writes them (`conditions.py`): the interim `SuccessCriteriaMet` / `FailureTarget`,
   then `Complete` / `Failed` once no pod is left terminating, `Suspended` (JobSuspended / JobResumed);
   the events SuccessfulCreate, SuccessfulDelete, Completed, Suspended, Resumed and the failure reasons;
-- with the `WorkloadWithJob` gate (alpha, off by default), an Indexed Job with parallelism ==
-  completions > 1 and no `schedulingGroup` in its template gets a Workload and a gang PodGroup
-  (minCount = parallelism) before its first pod; its pods carry `schedulingGroup.podGroupName`
-  (`workload.py`).
+- with the `WorkloadWithJob` gate (alpha, off by default), Workloads and PodGroups, one strategy
+  per release: on 1.36 an Indexed Job with parallelism == completions > 1 and no `schedulingGroup`
+  in its template gets a v1alpha2 Workload and a gang PodGroup (minCount = parallelism) before its
+  first pod (`workload.py`); on 1.37 a Job's `spec.scheduling` (Basic when absent) is compiled into
+  a v1beta1 Workload and PodGroup, or only the PodGroup when a parent delegates it
+  (`workload137.py`); either way its pods carry `schedulingGroup.podGroupName`.
 
 Jobs whose `spec.managedBy` names another controller are left alone.
 """
@@ -56,6 +58,7 @@ from .util import (COMPONENT, JOB_TRACKING_FINALIZER, completion_index, has_back
                    only_replace_failed_pods, uid_of)
 from .workload import (SCHEDULING_API, WORKLOAD_WITH_JOB, compute_pod_group_name, compute_workload_name,
                        gang_scheduling_eligible, pod_group_for_workload, workload_for_job)
+from .workload137 import SCHEDULING_API as SCHEDULING_API_1_37, WorkloadScheduling
 
 Obj = dict[str, Any]
 
@@ -74,6 +77,7 @@ class JobController(Controller[str]):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.gates = feature_gates
         self.workload_with_job = bool(feature_gates is not None and _gate(feature_gates, WORKLOAD_WITH_JOB))
+        self.release = str(getattr(feature_gates, "release", "1.36"))
         self.pod_control = PodControl(client, COMPONENT)
         self.expectations = ControllerExpectations(self.clock)
         self.finalizer_expectations: dict[str, set[str]] = {}
@@ -86,9 +90,15 @@ class JobController(Controller[str]):
                                     on_delete=lambda p: self._delete_pod(p, final=True))
         self.workloads: Informer | None = None
         self.pod_groups: Informer | None = None
+        # Kubernetes 1.37 compiles `spec.scheduling` into v1beta1 objects (workload137.py); 1.36
+        # infers a gang from the Job's shape (workload.py).
+        self.scheduling_1_37: WorkloadScheduling | None = None
         if self.workload_with_job:
-            self.workloads = self.informer(SCHEDULING_API, "Workload")
-            self.pod_groups = self.informer(SCHEDULING_API, "PodGroup")
+            api = SCHEDULING_API_1_37 if self.release == "1.37" else SCHEDULING_API
+            self.workloads = self.informer(api, "Workload")
+            self.pod_groups = self.informer(api, "PodGroup")
+            if self.release == "1.37":
+                self.scheduling_1_37 = WorkloadScheduling(client, self.workloads, self.pod_groups, self._event)
             for inf in (self.workloads, self.pod_groups):
                 inf.add_event_handler(on_add=self._scheduling_object_changed,
                                       on_update=lambda o, n: self._scheduling_object_changed(n),
@@ -280,6 +290,8 @@ class JobController(Controller[str]):
         satisfied = self.expectations.satisfied(key)
         ctx = await self._new_context(key, job)
         status = job["status"]
+        if self.scheduling_1_37 is not None and not is_job_finished(job):
+            ctx.pod_group = await self.scheduling_1_37.pod_group(job, ctx.pods)  # before startTime is set
         now = self.clock.now()
         if not status.get("startTime") and not job_suspended(job):
             status["startTime"] = rfc3339(self.clock)
@@ -550,7 +562,10 @@ class JobController(Controller[str]):
         finalizers = tmd.setdefault("finalizers", [])
         if JOB_TRACKING_FINALIZER not in finalizers:
             finalizers.append(JOB_TRACKING_FINALIZER)
-        if self.workload_with_job:
+        if self.scheduling_1_37 is not None:
+            if ctx.pod_group is not None:
+                template.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": ctx.pod_group}
+        elif self.workload_with_job:
             pod_group = await self._ensure_workload_and_pod_group(job, ctx.pods)
             if pod_group is not None:
                 template.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": pod_group["metadata"]["name"]}

@@ -48,6 +48,7 @@ class SyncContext:
     failed_indexes: Intervals | None = None
     new_backoff: BackoffRecord | None = None
     delayed_deletion: dict[int, Obj] = field(default_factory=dict)
+    pod_group: str | None = None  # the PodGroup the pods join (Kubernetes 1.37 WorkloadWithJob)
 
 
 @dataclass

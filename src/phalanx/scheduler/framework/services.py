@@ -49,6 +49,14 @@ class PodGroupLister(Protocol):
         """The group's pods assumed or bound."""
         ...
 
+    def tree_wait_reason(self, key: str) -> Optional[str]:
+        """Why pods of a PodGroup in a CompositePodGroup tree wait before a cycle (1.37), or None."""
+        ...
+
+    def same_tree(self, key: str, other_key: str) -> bool:
+        """Whether two PodGroups are leaves of one CompositePodGroup tree."""
+        ...
+
 
 def run_detached(call: ApiCall) -> None:
     """Run an API call as a task of the running loop; without a loop (a synchronous unit test)

@@ -10,6 +10,11 @@
   the wait times out after `permitWaitingTimeoutSeconds` (upstream's fixed 5 minutes by default,
   configurable here through the plugin's args).
 - Basic-policy groups pass everything (effective minCount 1).
+
+Kubernetes 1.37 (the Handle's gates are of release 1.37): the plugin is PreEnqueue and
+PlacementFeasible only. There is no Permit barrier, so no gang timeout (a failed group cycle backs
+off as a pod does), and pods of one group with different schedulers are not held here: the group
+cycle rejects the group with SchedulerError (`PodGroupCycle`).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from phalanx.scheduler.framework.types import PodInfo
 
 from ..cache import pod_group_key
 from ..podgroups import policy_of
+from ..reporting import release_of
 from . import names
 
 DEFAULT_PERMIT_TIMEOUT = 300.0
 POD_GROUP = "PodGroup"
+COMPOSITE_POD_GROUP = "CompositePodGroup"
 
 
 class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, EnqueueExtensions):
@@ -42,6 +49,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
         self.scheduled_count = scheduled_count
         self.handle = handle
         self.permit_timeout = permit_timeout
+        self.release = release_of(getattr(handle, "feature_gates", None))
 
     # -- PreEnqueue ------------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Optional[Status]:
@@ -55,13 +63,16 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
                               f'waiting for pods\'s pod group "{group_name}" to appear in scheduling queue'
                               ).with_plugin(self.NAME)
         names_used = self.manager.scheduler_names(g)
-        if len(names_used) > 1:
+        if len(names_used) > 1 and self.release == "1.36":
             return Status.new(Code.UnschedulableAndUnresolvable,
                               f'pods of pod group "{group_name}" use different schedulers: '
                               f'{", ".join(sorted(names_used))}').with_plugin(self.NAME)
+        waiting = self.manager.tree_wait_reason(g)
+        if waiting is not None:  # 1.37: a leaf of a CompositePodGroup tree waits for the whole tree
+            return Status.new(Code.UnschedulableAndUnresolvable, waiting).with_plugin(self.NAME)
         policy, min_count = policy_of(pg)
-        if policy == "Basic":
-            return None
+        if policy == "Basic" or (pg.get("spec") or {}).get("parentCompositePodGroupName"):
+            return None  # a tree's leaves are counted in its quorum, above
         if self.manager.all_pods_count(g) < min_count:
             # upstream's words; `phalanx explain` adds the live count (n/minCount pods exist)
             return Status.new(Code.UnschedulableAndUnresolvable,
@@ -88,7 +99,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
     # -- Permit ------------------------------------------------------------------------------------
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Optional[Status], float]:
         g = pod_group_key(pod.pod)
-        if g is None:
+        if g is None or self.release != "1.36":  # 1.37: no Permit barrier, no gang timeout
             return None, 0
         pg = self.manager.get(g)
         if pg is None:
@@ -118,13 +129,18 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
             ClusterEventWithHint(ClusterEvent(EventResource.AssignedPod, ActionType.Add), self._same_group_pod),
             ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Add), self._own_group),
             ClusterEventWithHint(ClusterEvent(POD_GROUP, ActionType.Update), self._min_count_decreased),
+            ClusterEventWithHint(ClusterEvent(COMPOSITE_POD_GROUP, ActionType.Add), self._in_a_tree),
+            ClusterEventWithHint(ClusterEvent(COMPOSITE_POD_GROUP, ActionType.Update), self._in_a_tree),
         ]
 
     def _same_group_pod(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         """A new pod of the group helps a gated member only once the group has minCount pods
         (otherwise every arrival would re-run PreEnqueue for every waiting member)."""
         g = pod_group_key(pod)
-        if g is None or new is None or pod_group_key(new) != g:
+        other = pod_group_key(new) if new is not None else None
+        if g is not None and other is not None and other != g and self.manager.same_tree(g, other):
+            return QueueingHint.Queue  # a pod of a sibling leaf: the tree's quorum may be met now
+        if g is None or new is None or other != g:
             return QueueingHint.QueueSkip
         pg = self.manager.get(g)
         if pg is not None:
@@ -133,15 +149,24 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, PlacementFeasiblePlugin, En
                 return QueueingHint.QueueSkip
         return QueueingHint.Queue
 
-    @staticmethod
-    def _own_group(pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+    def _own_group(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
         g = pod_group_key(pod)
         md = (new or {}).get("metadata") or {}
-        return QueueingHint.Queue if g == f"{md.get('namespace', '')}/{md.get('name')}" else QueueingHint.QueueSkip
+        added = f"{md.get('namespace', '')}/{md.get('name')}"
+        if g == added or (g is not None and self.manager.same_tree(g, added)):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
 
-    @classmethod
-    def _min_count_decreased(cls, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
-        if cls._own_group(pod, old, new) != QueueingHint.Queue:
+    def _in_a_tree(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        """A CompositePodGroup appeared or changed: pods of a PodGroup with a parent may have a
+        complete tree now."""
+        g = pod_group_key(pod)
+        pg = self.manager.get(g) if g is not None else None
+        has_parent = bool(((pg or {}).get("spec") or {}).get("parentCompositePodGroupName"))
+        return QueueingHint.Queue if has_parent else QueueingHint.QueueSkip
+
+    def _min_count_decreased(self, pod: Obj, old: Optional[Obj], new: Optional[Obj]) -> QueueingHint:
+        if self._own_group(pod, old, new) != QueueingHint.Queue:
             return QueueingHint.QueueSkip
         return QueueingHint.Queue if policy_of(new or {})[1] < policy_of(old or {})[1] else QueueingHint.QueueSkip
 
