@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not KUBECTL_137.exists(), reason="kubectl 1.37.1
 @pytest.fixture(scope="module")
 def composite(tmp_path_factory) -> Cluster:
     tmp = tmp_path_factory.mktemp("composite")
-    c = create_cluster(tmp, "composite", config=(EXAMPLE / "cluster.yaml").read_text(), kubernetes=None)
+    c = create_cluster(tmp, "composite", config=(EXAMPLE.parent / "clusters" / "phalanx-composite-1.37.yaml").read_text(), kubernetes=None)
     yield c
     c.phalanx("delete", "cluster", "--name", "composite")
 
@@ -35,8 +35,7 @@ def test_a_tree_binds_in_one_zone_and_an_infeasible_leaf_blocks_its_sibling(comp
     def k(*args: str, **kw):
         return composite.kubectl(*args, binary=KUBECTL_137, **kw)
 
-    for f in ("workload.yaml", "compositepodgroup.yaml", "podgroups.yaml", "jobset.yaml"):
-        k("apply", "-f", str(EXAMPLE / f)).check()
+    k("apply", "-f", str(EXAMPLE)).check()  # the directory, as the README says
 
     def five_running():
         pods = pods_of(k, "trainer")
