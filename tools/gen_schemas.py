@@ -29,6 +29,9 @@ Descriptions are our own one-liners, written for the top-level kinds and their s
 The script refuses to run if a list field of a served kind has no entry in `LIST_FACTS`: every list
 must say how it merges.
 
+Kubernetes 1.37's additions (scheduling.k8s.io v1beta1/v1alpha3) are generated separately, from the
+37.x client, by `tools/gen_schemas_137.py` into `components-1.37.json`, laid over this file.
+
 A second file, `gotypes.json`, maps schema -> field -> Go type name for the fields whose Go type is
 a named type (`v1.RestartPolicy`, `v1.ResourceList`, ...); `phalanx.api.openapi` uses it to word
 decoding errors the way the Go JSON decoder does. It is not served.

@@ -120,6 +120,18 @@ def test_workload_and_pod_group_lifecycle(cluster137: Cluster, ns137: str):
     assert wl["apiVersion"] == "scheduling.k8s.io/v1alpha3"
     assert wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 3}}
 
+    condition = {"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/1 nodes are available", "lastTransitionTime": "2026-10-01T12:00:00Z"}
+    kubectl(cluster137, "patch", "-n", ns137, "podgroup", "training-workers", "--subresource=status",
+            "--type=merge", "-p", json.dumps({"status": {"conditions": [condition]}})).check()
+    row = kubectl(cluster137, "get", "-n", ns137, "podgroup", "training-workers", "--no-headers").check().out
+    assert row.split()[:4] == ["training-workers", "Gang", "training", "Unschedulable"]
+    bad = {**condition, "reason": ""}
+    r = kubectl(cluster137, "patch", "-n", ns137, "podgroup", "training-workers", "--subresource=status",
+                "--type=merge", "-p", json.dumps({"status": {"conditions": [bad]}}))
+    assert r.returncode == 1
+    assert 'status.conditions[0].reason: Required value: must be set' in r.stderr
+
     kubectl(cluster137, "delete", "-n", ns137, "workload", "training", "--timeout=60s").check()
     assert kubectl(cluster137, "get", "-n", ns137, "workloads", "-o", "name").check().out == ""
 
@@ -133,7 +145,14 @@ def test_pod_group_delete_releases_the_protection_finalizer(cluster137: Cluster,
 
 
 def test_composite_pod_group_create_get(cluster137: Cluster, ns137: str):
-    kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=COMPOSITE_WORKLOAD).check()
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-", input=COMPOSITE_WORKLOAD).check()
+    wl = kubectl(cluster137, "get", "-n", ns137, "workload", "lws", "-o", "json").check().json()
+    assert wl["spec"]["podGroupTemplates"] is None  # no omitempty upstream
+    assert wl["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"][0]["schedulingConstraints"] is None
+    relabelled = COMPOSITE_WORKLOAD.replace("  name: lws\n", "  name: lws\n  labels: {app: lws}\n")
+    kubectl(cluster137, "apply", "--server-side", "-n", ns137, "-f", "-", input=relabelled).check()
+    labels = kubectl(cluster137, "get", "-n", ns137, "workload", "lws", "-o", "jsonpath={.metadata.labels}")
+    assert json.loads(labels.check().out) == {"app": "lws"}
     kubectl(cluster137, "create", "-n", ns137, "-f", "-", input=COMPOSITE).check()
     cpg = kubectl(cluster137, "get", "-n", ns137, "compositepodgroup", "replica-0", "-o", "json").check().json()
     assert cpg["apiVersion"] == "scheduling.k8s.io/v1alpha3"

@@ -33,6 +33,11 @@ for `Warn`)::
     type_errors("", "v1", "Pod", obj)
         # ['json: cannot unmarshal number into Go struct field EnvVar.spec.containers.env.value of type string']
 
+Every function takes the Kubernetes release (`release="1.37"`; default "1.36"): 1.36's schemas are
+`components.json`, and a later release lays its own file over them (`components-1.37.json`, from
+`tools/gen_schemas_137.py`: scheduling.k8s.io v1beta1/v1alpha3). `rest.API` and the server pass their
+cluster's release, so a 1.36 cluster serves exactly 1.36's documents.
+
 Each kind's schema is compiled once into a tree of `_Node`s, so a pod with three containers is
 checked in a few tens of microseconds. `x-kubernetes-preserve-unknown-fields` and
 `additionalProperties` are honoured; `apiVersion`, `kind` and `metadata` are always known at the top

@@ -194,9 +194,9 @@ def test_workload_composite_template_rules():
     cpt["schedulingPolicy"] = {"gang": {"minGroupCount": 0}}
     cpt["podGroupTemplates"] = []
     assert create(WL, tree)[1] == [
-        "spec.compositePodGroupTemplates[0].schedulingPolicy.gang.minGroupCount: Required value",
-        "spec.compositePodGroupTemplates[0]: Required value: must specify at least one of: `podGroupTemplates`, "
-        "`compositePodGroupTemplates`"]
+        'spec.compositePodGroupTemplates[0]: Invalid value: "replicas": must have at least one child '
+        "PodGroupTemplate or CompositePodGroupTemplate",
+        "spec.compositePodGroupTemplates[0].schedulingPolicy.gang.minGroupCount: Required value"]
 
 
 def nested(depth: int) -> dict:
@@ -211,9 +211,9 @@ def nested(depth: int) -> dict:
 
 
 def test_workload_tree_at_most_four_levels_deep():
-    assert create(WL, nested(4))[1] == []
-    path = "spec" + ".compositePodGroupTemplates[0]" * 4 + ".podGroupTemplates"
-    assert create(WL, nested(5))[1] == [f"{path}: Forbidden: templates may be nested at most 4 levels deep"]
+    assert create(WL, nested(4))[1] == []  # three composite levels, pod group templates at the fourth
+    assert create(WL, nested(5))[1] == ["spec.compositePodGroupTemplates[0]: Invalid value: null: "
+                                        "maximum tree depth is 4"]
 
 
 def test_workload_template_names_unique_across_the_tree():
@@ -253,21 +253,32 @@ def test_workload_policy_cannot_switch_between_basic_and_gang():
 def test_workload_templates_cannot_be_added_or_removed():
     stored, _ = create(WL, WORKLOAD)
     extra = {"name": "extra", "schedulingPolicy": {"basic": {}}}
-    _, errs = update(WL, stored, lambda o: o["spec"]["podGroupTemplates"].append(extra))
-    assert errs == ["spec.podGroupTemplates[1]: Forbidden: cannot add new items"]
+    _, errs = update(WL, stored, lambda o: o["spec"]["podGroupTemplates"].extend([extra, {**extra, "name": "x"}]))
+    assert errs == ["spec.podGroupTemplates[1]: Forbidden: item may not be added",
+                    "spec.podGroupTemplates[2]: Forbidden: item may not be added"]
     renamed, errs = update(WL, stored, lambda o: o["spec"]["podGroupTemplates"][0].update(name="renamed"))
-    assert errs == ["spec.podGroupTemplates[0]: Forbidden: cannot add new items",
-                    "spec.podGroupTemplates: Forbidden: cannot remove items"]
+    assert errs == ["spec.podGroupTemplates[0]: Forbidden: item may not be added",
+                    "spec.podGroupTemplates: Forbidden: may not be removed"]
+    _, errs = update(WL, stored, lambda o: o["spec"].update(podGroupTemplates=[]))
+    assert errs == ['spec: Invalid value: "": must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`',
+                    "spec.podGroupTemplates: Forbidden: may not be removed"]
 
 
-def test_workload_composite_min_group_count_is_immutable():
+def test_workload_composite_templates_follow_the_same_update_rules():
     stored, _ = create(WL, COMPOSITE_WORKLOAD)
     _, errs = update(WL, stored, lambda o: o["spec"]["compositePodGroupTemplates"][0]["schedulingPolicy"]["gang"]
                      .update(minGroupCount=3))
-    assert errs == ["spec.compositePodGroupTemplates[0].schedulingPolicy: Invalid value: null: field is immutable"]
+    assert errs == []
     _, errs = update(WL, stored, lambda o: o["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"][1]
                      ["schedulingPolicy"]["gang"].update(minCount=5))
     assert errs == []
+    _, errs = update(WL, stored, lambda o: o["spec"]["compositePodGroupTemplates"][0].update(schedulingPolicy={}))
+    assert errs == ['spec.compositePodGroupTemplates[0].schedulingPolicy: Invalid value: "": must specify one of: '
+                    "`basic`, `gang`",
+                    "spec.compositePodGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: "
+                    "field cannot be cleared once set"]
+    _, errs = update(WL, stored, lambda o: o["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"].pop())
+    assert errs == ["spec.compositePodGroupTemplates[0].podGroupTemplates: Forbidden: may not be removed"]
 
 
 def test_workload_gated_fields_dropped_when_gates_are_off():
@@ -281,7 +292,7 @@ def test_workload_gated_fields_dropped_when_gates_are_off():
                                                    "schedulingConstraints": None}
     obj, errs = create(WL, COMPOSITE_WORKLOAD, off)
     assert "compositePodGroupTemplates" not in obj["spec"]
-    assert errs == ['spec: Invalid value: "": must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`']
+    assert errs == ['spec: Invalid value: "": must specify one of: `podGroupTemplates`']
 
 
 def test_workload_gated_field_kept_on_update_when_stored():
@@ -435,3 +446,36 @@ def test_composite_pod_group_status_conditions():
     CPG.prepare_for_status_update(new, stored, ctx())
     assert [e.message() for e in CPG.validate_status_update(new, stored, ctx())] == [
         'status.conditions[1].type: Duplicate value: "CompositePodGroupInitiallyScheduled"']
+
+
+def test_a_gated_field_changed_while_its_gate_is_off_is_forbidden():
+    stored, _ = create(WL, with_template(preemptionPolicy="Never"))
+    _, errs = update(WL, stored, lambda o: o["spec"]["podGroupTemplates"][0].update(
+        preemptionPolicy="PreemptLowerPriority"), ctx({"PodGroupPreemptionPolicy": False}))
+    assert errs == ["spec.podGroupTemplates[0].preemptionPolicy: Forbidden",
+                    "spec.podGroupTemplates[0].preemptionPolicy: Invalid value: null: field is immutable"]
+    claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    stored, _ = create(PG, with_spec(POD_GROUP, resourceClaims=claims))
+    _, errs = update(PG, stored, lambda o: o["spec"]["resourceClaims"][0].update(resourceClaimName="other"),
+                     ctx({"DRAWorkloadResourceClaims": False}))
+    assert errs == ["spec.resourceClaims: Invalid value: null: field is immutable"]
+
+
+def test_workload_templates_share_one_priority():
+    two = with_spec(WORKLOAD, podGroupTemplates=[
+        {"name": "a", "schedulingPolicy": {"basic": {}}, "priorityClassName": "high"},
+        {"name": "b", "schedulingPolicy": {"basic": {}}, "priorityClassName": "low"}])
+    assert create(WL, two)[1] == ["spec: Invalid value: null: detected multiple priority configurations"]
+    tree = copy.deepcopy(COMPOSITE_WORKLOAD)
+    tree["spec"]["compositePodGroupTemplates"][0]["priority"] = 100
+    assert create(WL, tree)[1] == ["spec: Invalid value: null: detected multiple priority configurations"]
+    for t in tree["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"]:
+        t["priority"] = 100
+    assert create(WL, tree)[1] == []
+
+
+def test_workload_composite_templates_forbidden_while_their_gate_is_off():
+    obj = copy.deepcopy(COMPOSITE_WORKLOAD)
+    c = ctx({"CompositePodGroup": False})
+    WL.default(obj, c)  # as if stored before: prepare_for_create would drop the list
+    assert [e.message() for e in WL.validate(obj, c)] == ["spec.compositePodGroupTemplates: Forbidden"]

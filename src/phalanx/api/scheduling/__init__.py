@@ -4,6 +4,8 @@
 - `v1beta1`: Workload/PodGroup (`v1beta1`, and the same shapes at `v1alpha3`) and CompositePodGroup
   (`v1alpha3`) as Kubernetes 1.37 serves them.
 - `fields`: reading a Workload or PodGroup of either release without caring which one it is.
+- `common`: what the strategies of both releases share (declarative-validation words, formats,
+  conditions, resource claims, the Priority admission plugin's class lookup).
 
 Importing the package registers every kind; `build_api(release=...)` serves the ones of its release.
 """

@@ -5,10 +5,11 @@ v1beta1 is the storage version of Workload and PodGroup; `v1alpha3` has the same
 convert by their apiVersion alone. What the strategies do follows kube-apiserver 1.37:
 
 - Workload: exactly one of `podGroupTemplates` / `compositePodGroupTemplates` (each at most 8
-  templates with unique DNS-label names); a CompositePodGroupTemplate holds at least one list of
-  child templates; the tree is at most 4 levels deep and its template names are unique across the
-  whole tree. On update, templates can't be added or removed, and every template field is immutable
-  except `schedulingPolicy.gang.minCount` (`basic` and `gang` can't be swapped).
+  templates with unique DNS-label names). The hand-written tree rules are in `workloadtree`
+  (names unique across the tree, at most 4 levels, one priority, no childless composite). On
+  update, templates can't be added or removed (`item may not be added`, `may not be removed`), and
+  every template field is immutable except the count inside `schedulingPolicy.gang`
+  (`basic` and `gang` can't be swapped).
 - PodGroup (status subresource): `disruptionMode` defaults to `{single: {}}`; every spec field is
   immutable except `schedulingPolicy.gang.minCount`; `parentCompositePodGroupName` needs a
   `workloadRef`. Admission on CREATE runs Priority (`priority`, `priorityClassName` and, with
@@ -21,9 +22,10 @@ convert by their apiVersion alone. What the strategies do follows kube-apiserver
 Fields behind a gate that is off (schedulingConstraints: TopologyAwareWorkloadScheduling;
 resourceClaims: DRAWorkloadResourceClaims; preemptionPolicy: PodGroupPreemptionPolicy;
 compositePodGroupTemplates and parentCompositePodGroupName: CompositePodGroup) are dropped on write
-unless the stored object already uses them, and forbidden if they get through. Errors use the
+unless the stored object already uses them; one that gets through (a stored value changed while
+the gate is off) is Forbidden, except resourceClaims, whose gate upstream only drops. Errors use the
 declarative validators' words (`must specify exactly one of: ...`, `field is immutable`, `field
-cannot be set once created`, `cannot add new items`). JSON shape quirks kept: a Workload's
+cannot be set once created`). JSON shape quirks kept: a Workload's
 `podGroupTemplates` and a template's `schedulingConstraints` have no `omitempty` (null when unset),
 and PodGroups and CompositePodGroups always carry a `status` object.
 """
@@ -36,6 +38,7 @@ from ...machinery import errors
 from ...machinery.errors import FieldError
 from ..registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, \
     age_cell, register
+from . import workloadtree
 from .common import GROUP, POD_GROUP_PROTECTION_FINALIZER, PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, \
     admit_priority, claim_statuses_match_spec, dict_at, duplicates, enabled, immutable, \
     list_at, long_name_errors, priority_class_name_errors, priority_errors, required_name, set_once, \
@@ -50,7 +53,6 @@ GATE_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
 RELEASE = ("1.37",)
 
 WORKLOAD_MAX_TEMPLATES = 8
-WORKLOAD_MAX_TREE_DEPTH = 4
 POD_GROUP_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -96,18 +98,20 @@ def _policy_update_errors(policy: dict, old: dict, path: str) -> list[FieldError
     return errs
 
 
-def _validate_policy(policy: Any, old: Any, path: str, composite: bool) -> list[FieldError]:
-    """A scheduling policy union. A pod group's `gang.minCount` may change; a composite policy is
-    immutable as a whole (its `minGroupCount` included)."""
+def _validate_policy(policy: Any, old: Any, path: str, composite: bool, frozen: bool = False) -> list[FieldError]:
+    """A scheduling policy union: `basic` and `gang` can't be swapped, the count inside `gang`
+    (`minCount`, or `minGroupCount` for a composite) may change. `frozen`: the whole policy is
+    immutable (a CompositePodGroup's)."""
     policy = policy if isinstance(policy, dict) else {}
     updating = old is not None
     old = old if isinstance(old, dict) else {}
     if updating and policy == old:
         return []
-    if updating and composite:
+    if updating and frozen:
         return [immutable(path)]
-    errs = _policy_update_errors(policy, old, path) if updating else []
-    errs += union(path, policy, ("basic", "gang"))
+    errs = union(path, policy, ("basic", "gang"))
+    if updating:
+        errs += _policy_update_errors(policy, old, path)
     return errs + _min_count_errors(policy, path, "minGroupCount" if composite else "minCount")
 
 
@@ -123,10 +127,12 @@ def _resource_claims_errors(v: Any, p: str) -> list[FieldError]:
     return validate_resource_claims(v, p)
 
 
-# (field, gate that must be on, format check) for the immutable optional fields of a group.
+# (field, gate that must be on, format check) for the immutable optional fields of a group. A field
+# forbidden while its gate is off names the gate; resourceClaims is only dropped (its gate has no
+# declarative `ifDisabled` rule upstream).
 _GROUP_FIELDS: list[tuple[str, str | None, Callable[[Any, str], list[FieldError]]]] = [
     ("schedulingConstraints", GATE_TAS, validate_scheduling_constraints),
-    ("resourceClaims", GATE_DRA_WORKLOAD_CLAIMS, _resource_claims_errors),
+    ("resourceClaims", None, _resource_claims_errors),
     ("disruptionMode", None, _disruption_mode_errors),
     ("priorityClassName", None, priority_class_name_errors),
     ("priority", None, priority_errors),
@@ -144,18 +150,21 @@ def _optional_field(spec: dict, old: dict | None, fname: str, gate: str | None, 
     if old is not None and (v == ov or (_unset(v) and _unset(ov))):
         return []
     p = f"{path}.{fname}"
-    if gate is not None and not enabled(ctx, gate):
-        return [errors.forbidden(p, "")] if not _unset(v) else []
+    errs: list[FieldError] = []
+    if gate is not None and not enabled(ctx, gate) and not _unset(v):
+        errs.append(errors.forbidden(p, ""))
     if old is not None:
-        return [immutable(p)]
-    return check(v, p) if not _unset(v) else []
+        return errs + [immutable(p)]
+    if errs or _unset(v):
+        return errs
+    return check(v, p)
 
 
 def _validate_group_fields(spec: dict, old: dict | None, path: str, ctx: StrategyContext,
-                           composite: bool) -> list[FieldError]:
+                           composite: bool, frozen_policy: bool = False) -> list[FieldError]:
     """schedulingPolicy and the optional fields of a PodGroup(Template) or CompositePodGroup(Template)."""
     errs = _validate_policy(spec.get("schedulingPolicy"), None if old is None else old.get("schedulingPolicy"),
-                            f"{path}.schedulingPolicy", composite)
+                            f"{path}.schedulingPolicy", composite, frozen_policy)
     for fname, gate, check in _GROUP_FIELDS:
         if composite and fname in _COMPOSITE_SKIPS:
             continue
@@ -242,98 +251,63 @@ def workload_name(spec: Any) -> str:
 # Workload
 # ===================================================================================================
 
-def _validate_pod_group_template(t: Any, old: dict | None, path: str, ctx: StrategyContext,
-                                 depth: int) -> list[FieldError]:
+def _validate_pod_group_template(t: Any, old: dict | None, path: str, ctx: StrategyContext) -> list[FieldError]:
     t = t if isinstance(t, dict) else {}
     errs = [] if old is not None else required_name(t.get("name"), f"{path}.name", short_name_errors)
     return errs + _validate_group_fields(t, old, path, ctx, composite=False)
 
 
-def _validate_composite_template(t: Any, old: dict | None, path: str, ctx: StrategyContext,
-                                 depth: int) -> list[FieldError]:
+def _validate_composite_template(t: Any, old: dict | None, path: str, ctx: StrategyContext) -> list[FieldError]:
     t = t if isinstance(t, dict) else {}
     errs = [] if old is not None else required_name(t.get("name"), f"{path}.name", short_name_errors)
     errs += _validate_group_fields(t, old, path, ctx, composite=True)
-    if not any(_non_empty(t, k) for k in TEMPLATE_LISTS):
-        errs.append(errors.required(path, "must specify at least one of: `podGroupTemplates`, "
-                                          "`compositePodGroupTemplates`"))
-    return errs + _validate_children(t, old, path, ctx, depth + 1)
+    return errs + _validate_children(t, old, path, ctx)
 
 
-def _validate_children(holder: dict, old: dict | None, path: str, ctx: StrategyContext,
-                       depth: int) -> list[FieldError]:
-    """Both template lists of a Workload spec (depth 1) or of a CompositePodGroupTemplate."""
+def _validate_children(holder: dict, old: dict | None, path: str, ctx: StrategyContext) -> list[FieldError]:
+    """Both template lists of a CompositePodGroupTemplate (or of a Workload spec)."""
     errs: list[FieldError] = []
     for key, check in (("podGroupTemplates", _validate_pod_group_template),
                        ("compositePodGroupTemplates", _validate_composite_template)):
         old_items = None if old is None else list_at(old, key)
-        errs += _validate_template_list(list_at(holder, key), old_items, f"{path}.{key}", ctx, depth, check)
+        errs += _validate_template_list(list_at(holder, key), old_items, f"{path}.{key}", ctx, check)
     return errs
 
 
-_ItemCheck = Callable[[Any, "dict | None", str, StrategyContext, int], list[FieldError]]
+_ItemCheck = Callable[[Any, "dict | None", str, StrategyContext], list[FieldError]]
 
 
-def _added_or_removed(items: list, old_items: list, path: str) -> tuple[list[FieldError], dict[Any, dict]]:
-    """`+k8s:update=NoAddItem,NoRemoveItem` on a list keyed by name; the old items by name."""
-    old_by_name = {t.get("name"): t for t in old_items if isinstance(t, dict)}
+def _added_or_removed(items: list, old_items: list, path: str) -> list[FieldError]:
+    """`+k8s:update=NoAddItem,NoRemoveItem` on a list keyed by name: each new item, and the list
+    once if any old item is gone."""
+    old_names = {t.get("name") for t in old_items if isinstance(t, dict)}
     names = {t.get("name") for t in items if isinstance(t, dict)}
-    errs: list[FieldError] = []
-    for i, t in enumerate(items):
-        if not isinstance(t, dict) or t.get("name") not in old_by_name:
-            errs.append(errors.forbidden(f"{path}[{i}]", "cannot add new items"))
-            break
-    if any(n not in names for n in old_by_name):
-        errs.append(errors.forbidden(path, "cannot remove items"))
-    return errs, old_by_name
+    errs = [errors.forbidden(f"{path}[{i}]", "item may not be added") for i, t in enumerate(items)
+            if not isinstance(t, dict) or t.get("name") not in old_names]
+    if old_names - names:
+        errs.append(errors.forbidden(path, "may not be removed"))
+    return errs
 
 
-def _validate_template_list(items: list, old_items: list | None, path: str, ctx: StrategyContext, depth: int,
+def _validate_template_list(items: list, old_items: list | None, path: str, ctx: StrategyContext,
                             check: _ItemCheck) -> list[FieldError]:
+    """At most 8 templates with unique names; on update none added or removed, and each one
+    checked against the old template of its name (a new one as on create)."""
     updating = old_items is not None
     if updating and items == old_items:
         return []
-    if not items:
-        return _added_or_removed(items, old_items or [], path)[0] if updating else []
-    if depth > WORKLOAD_MAX_TREE_DEPTH:
-        return [errors.forbidden(path, f"templates may be nested at most {WORKLOAD_MAX_TREE_DEPTH} levels deep")]
+    errs: list[FieldError] = []
     if len(items) > WORKLOAD_MAX_TEMPLATES:
-        return [errors.too_many(path, len(items), WORKLOAD_MAX_TEMPLATES)]
-    errs = duplicates(path, items, "name")
-    old_by_name: dict[Any, dict] = {}
+        errs.append(errors.too_many(path, len(items), WORKLOAD_MAX_TEMPLATES))
     if updating:
-        changes, old_by_name = _added_or_removed(items, old_items or [], path)
-        errs += changes
+        errs += _added_or_removed(items, old_items or [], path)
+    if len(items) > WORKLOAD_MAX_TEMPLATES:
+        return errs
+    errs += duplicates(path, items, "name")
+    old_by_name = {t.get("name"): t for t in old_items or [] if isinstance(t, dict)}
     for i, t in enumerate(items):
         name = t.get("name") if isinstance(t, dict) else None
-        if updating and name not in old_by_name:
-            continue
-        errs += check(t, old_by_name.get(name) if updating else None, f"{path}[{i}]", ctx, depth)
-    return errs
-
-
-def _tree_names(holder: dict, path: str, out: list[tuple[str, str, str]]) -> None:
-    """(list path, item path, name) of every template in the tree, depth first."""
-    for key in TEMPLATE_LISTS:
-        for i, t in enumerate(list_at(holder, key)):
-            if isinstance(t, dict):
-                out.append((f"{path}.{key}", f"{path}.{key}[{i}]", t.get("name") or ""))
-                if key == "compositePodGroupTemplates":
-                    _tree_names(t, f"{path}.{key}[{i}]", out)
-
-
-def _tree_duplicates(spec: dict) -> list[FieldError]:
-    """Template names are unique across the whole tree (repeats within one list are reported there)."""
-    seen: dict[str, str] = {}
-    errs: list[FieldError] = []
-    entries: list[tuple[str, str, str]] = []
-    _tree_names(spec, "spec", entries)
-    for list_path, item_path, name in entries:
-        if not name:
-            continue
-        if name in seen and seen[name] != list_path:
-            errs.append(errors.duplicate(f"{item_path}.name", name))
-        seen.setdefault(name, list_path)
+        errs += check(t, old_by_name.get(name), f"{path}[{i}]", ctx)
     return errs
 
 
@@ -349,6 +323,15 @@ def _for_each_template(spec: dict, old: dict | None,
             visit(t, ot, key == "compositePodGroupTemplates")
             if key == "compositePodGroupTemplates":
                 _for_each_template(t, ot, visit)
+
+
+def _template_lists_union(spec: dict, cpg_on: bool) -> list[FieldError]:
+    """Exactly one of the two lists; while CompositePodGroup is off, "must specify one of" names
+    podGroupTemplates alone."""
+    errs = union("spec", spec, TEMPLATE_LISTS, _non_empty)
+    if errs and not any(_non_empty(spec, k) for k in TEMPLATE_LISTS) and not cpg_on:
+        return union("spec", spec, TEMPLATE_LISTS[:1], _non_empty)
+    return errs
 
 
 class WorkloadStrategy(Strategy):
@@ -386,22 +369,36 @@ class WorkloadStrategy(Strategy):
         new.pop("status", None)
         self._drop(new.get("spec"), old.get("spec"), ctx)
 
+    @staticmethod
+    def _validate_lists(spec: dict, old_spec: dict | None, ctx: StrategyContext) -> list[FieldError]:
+        """The union of the two template lists, and each list (compositePodGroupTemplates only
+        while CompositePodGroup is on, or as stored)."""
+        old = old_spec or {}
+        errs: list[FieldError] = []
+        cpg_on = enabled(ctx, GATE_COMPOSITE_POD_GROUP)
+        if old_spec is None or [_non_empty(spec, k) for k in TEMPLATE_LISTS] != \
+                [_non_empty(old, k) for k in TEMPLATE_LISTS]:
+            errs += _template_lists_union(spec, cpg_on)
+        old_items = None if old_spec is None else list_at(old, "podGroupTemplates")
+        errs += _validate_template_list(list_at(spec, "podGroupTemplates"), old_items, "spec.podGroupTemplates", ctx,
+                                        _validate_pod_group_template)
+        composite, old_composite = list_at(spec, "compositePodGroupTemplates"), list_at(old, "compositePodGroupTemplates")
+        if old_spec is not None and composite == old_composite:
+            return errs
+        if composite and not cpg_on:
+            return errs + [errors.forbidden("spec.compositePodGroupTemplates", "")]
+        return errs + _validate_template_list(composite, None if old_spec is None else old_composite,
+                                              "spec.compositePodGroupTemplates", ctx, _validate_composite_template)
+
     def _validate_spec(self, spec: Any, old_spec: dict | None, ctx: StrategyContext) -> list[FieldError]:
+        """The hand-written tree rules (every time), then the declarative ones (changed fields only)."""
         spec = spec if isinstance(spec, dict) else {}
         updating = old_spec is not None
-        old = old_spec or {}
-        errs = set_once(spec.get("controllerRef"), old.get("controllerRef"), updating, "spec.controllerRef",
-                        lambda v, p: validate_controller_ref(v, p) if isinstance(v, dict) else [])
-        composite, old_composite = spec.get("compositePodGroupTemplates"), old.get("compositePodGroupTemplates")
-        if not _unset(composite) and not enabled(ctx, GATE_COMPOSITE_POD_GROUP) and \
-                not (updating and composite == old_composite):
-            errs.append(errors.forbidden("spec.compositePodGroupTemplates", ""))
-        if not updating or [spec.get(k) or [] for k in TEMPLATE_LISTS] != [old.get(k) or [] for k in TEMPLATE_LISTS]:
-            errs += union("spec", spec, TEMPLATE_LISTS, _non_empty)
-        errs += _validate_children(spec, old_spec, "spec", ctx, 1)
-        if not updating:
-            errs += _tree_duplicates(spec)
-        return errs
+        errs = workloadtree.validate_tree(spec)
+        errs += set_once(spec.get("controllerRef"), (old_spec or {}).get("controllerRef"), updating,
+                         "spec.controllerRef",
+                         lambda v, p: validate_controller_ref(v, p) if isinstance(v, dict) else [])
+        return errs + self._validate_lists(spec, old_spec, ctx)
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return self._validate_spec(obj.get("spec"), None, ctx)
@@ -531,7 +528,7 @@ def _validate_composite_spec(spec: Any, old_spec: dict | None, ctx: StrategyCont
     else:
         errs = set_once(ref, old.get("workloadRef"), updating, "spec.workloadRef", _validate_workload_ref)
     errs += _optional_field(spec, old_spec, "parentCompositePodGroupName", None, "spec", ctx, _validate_parent)
-    return errs + _validate_group_fields(spec, old_spec, "spec", ctx, composite=True)
+    return errs + _validate_group_fields(spec, old_spec, "spec", ctx, composite=True, frozen_policy=True)
 
 
 class CompositePodGroupStrategy(Strategy):
