@@ -35,6 +35,7 @@ from typing import Any
 
 from ..machinery import errors
 from ..machinery.errors import FieldError, StatusError, go_repr
+from ..machinery.meta import dict_at as _dict, items_at as _items, list_at as _list
 from ..machinery.names import dns1123_subdomain_errors, label_value_errors
 from . import jobset_scheduling, podspec
 from .jobset_scheduling_validation import schema_errors as scheduling_schema_errors
@@ -87,18 +88,6 @@ POD_NAME_TOO_LONG = "JobSet name is too long, pod names generated for this JobSe
 SUBDOMAIN_TOO_LONG = ".spec.network.subdomain is too long, must be less than 63 characters"
 
 
-def _dict(d: Any, key: str) -> dict:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def _list(d: Any, key: str) -> list:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
-
-
-def _items(d: Any, key: str) -> list[dict]:
-    return [x if isinstance(x, dict) else {} for x in _list(d, key)]
 
 
 def dns1035_label_errors(value: str) -> list[str]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..machinery.featuregates import JOBSET_WAS_GATE, gate_on
+from ..machinery.meta import dict_at as _dict, items_at as _items, list_at as _list
 from .scheduling.fields import GROUP_TEMPLATE_NAME_ANNOTATION
 
 GATE = JOBSET_WAS_GATE
@@ -67,18 +68,6 @@ IMMUTABLE = "field is immutable"
 Obj = dict[str, Any]
 
 
-def _dict(d: Any, key: str) -> dict:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def _list(d: Any, key: str) -> list:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
-
-
-def _items(d: Any, key: str) -> list[dict]:
-    return [x if isinstance(x, dict) else {} for x in _list(d, key)]
 
 
 def _int(value: Any, default: int = 0) -> int:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NotRequired, TypedDict
 
+from ..machinery.meta import list_at as _list
+
 Obj = dict[str, Any]
 
 # -- constants (k8s.io/api resource/v1, scheduling/v1alpha2) ---------------------------------------
@@ -78,9 +80,6 @@ def _ref(obj: Obj | None) -> str:
     return f"{md.get('namespace', '')}/{md.get('name', '')}"
 
 
-def _list(d: Any, key: str) -> list[Any]:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
 
 
 def pod_group_name(pod: Obj) -> str | None:

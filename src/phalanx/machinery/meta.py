@@ -1,4 +1,5 @@
-"""Small helpers on object metadata shared by the API server, clients and controllers."""
+"""Small helpers on objects shared by the API server, clients and controllers: metadata, and reading
+a field as a dict or list whatever the JSON holds (`dict_at`, `list_at`, `items_at`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,23 @@ from typing import Any, TypedDict
 import orjson
 
 Obj = dict[str, Any]
+
+
+def dict_at(d: Any, key: str) -> dict[str, Any]:
+    """`d[key]` when `d` is a dict and that is a dict, else an empty dict (never raises)."""
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def list_at(d: Any, key: str) -> list[Any]:
+    """`d[key]` when `d` is a dict and that is a list, else an empty list (never raises)."""
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, list) else []
+
+
+def items_at(d: Any, key: str) -> list[dict[str, Any]]:
+    """The list at `d[key]` with every item that is not a dict read as an empty one."""
+    return [x if isinstance(x, dict) else {} for x in list_at(d, key)]
 
 
 def new_uid() -> str:

@@ -12,23 +12,12 @@ import orjson
 
 from ...machinery import errors, quantity
 from ...machinery.errors import FieldError
+from ...machinery.meta import dict_at as field_dict, items_at as field_items, list_at as field_list  # noqa: F401
 from ...machinery.names import (dns1123_label_errors, dns1123_subdomain_errors, is_c_identifier, qualified_name_errors,
                                 regex_error)
 from .constants import DEVICE_MAX_ID_LENGTH, DRIVER_NAME_MAX_LENGTH, POOL_NAME_MAX_LENGTH
 
 
-def field_dict(d: Any, key: str) -> dict:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def field_list(d: Any, key: str) -> list:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
-
-
-def field_items(d: Any, key: str) -> list[dict]:
-    return [x if isinstance(x, dict) else {} for x in field_list(d, key)]
 
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
+from ...machinery.meta import dict_at, list_at  # noqa: F401  (the scheduling modules read fields through these)
 from ...machinery.names import regex_error, SUBDOMAIN_MSG, qualified_name_errors
 from ..registry import Obj, StrategyContext
 
@@ -44,14 +45,6 @@ def is_set(d: Any, key: str) -> bool:
     return isinstance(d, dict) and d.get(key) is not None
 
 
-def dict_at(d: Any, key: str) -> dict:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, dict) else {}
-
-
-def list_at(d: Any, key: str) -> list:
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, list) else []
 
 
 # -- formats -------------------------------------------------------------------------------------------
