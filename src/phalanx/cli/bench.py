@@ -11,6 +11,11 @@ this one), so runs do not inherit each other's heap and peak RSS is per run; the
 stdout, progress to stderr. The exit code is 0 when every run completed and passed its correctness
 checks, 1 otherwise (thresholds are reported, not enforced). `--profile` profiles only the measured ops (cProfile) and prints the top
 costs; profiled runs are slower, so read their timings as relative.
+
+`--kubernetes-version v1.37.1` (or `1.37`) runs the workloads on a Kubernetes 1.37 cluster (default:
+v1.36.4, the release the workload files are written for): 1.37's gates and API, GangScheduling and
+WorkloadAwarePreemption mapped to GenericWorkload, the templates' v1alpha2 Workloads and PodGroups
+created as v1beta1. The JSON records the version of every run.
 """
 
 from __future__ import annotations
@@ -19,6 +24,15 @@ import sys
 from typing import Any, Callable
 
 import click
+
+
+def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The full version (`v1.37.1`) of what the user typed (`1.37`, `v1.37`, `v1.37.1`)."""
+    from ..machinery.releases import UnsupportedVersion, parse_version
+    try:
+        return parse_version(value)[1]
+    except UnsupportedVersion as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _top_costs(profile_path: str, limit: int = 25) -> str:
@@ -54,10 +68,15 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
 @click.option("--in-process", is_flag=True,
               help="run every run in this process (default: each run in a forked process of its own, so "
                    "runs do not inherit each other's heap and peak RSS is per run)")
+@click.option("--kubernetes-version", default="v1.36.4", show_default=True, metavar="VERSION",
+              callback=_kubernetes_version,
+              help="the cluster's Kubernetes version: v1.36.x or v1.37.x (1.36, 1.37 accepted); on 1.37 "
+                   "GangScheduling and WorkloadAwarePreemption become GenericWorkload and v1alpha2 "
+                   "Workloads/PodGroups are created as v1beta1")
 @click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
 @click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
 def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_out, timeout, stall_timeout,
-          kubelets, overlap_create, no_store_limit, in_process, list_only, quiet) -> None:
+          kubelets, overlap_create, no_store_limit, in_process, kubernetes_version, list_only, quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
     SchedulingThroughput, attempt durations, extension points, peak RSS and wall time."""
     from ..sim.harness import RunOptions, stderr_progress
@@ -71,10 +90,10 @@ def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_
     def options_for(run_index: int) -> RunOptions:
         return RunOptions(timeout=timeout, stall=stall_timeout, kubelets=kubelets, profiler=None,
                           store_limit=not no_store_limit, overlap_create=overlap_create, seed=run_index,
-                          progress=progress)
+                          kubernetes_version=kubernetes_version, progress=progress)
 
     results = _run_all(chosen, runs, options_for, in_process, profile_out)
-    _report(summarize(results), results, json_out, plot_out, profile_out)
+    _report(summarize(results), results, json_out, plot_out, profile_out, kubernetes_version)
     ok = all(r["status"] == "completed" and all(c["ok"] for c in r.get("checks") or []) for r in results)
     sys.exit(0 if ok else 1)
 
@@ -153,14 +172,17 @@ def _write_profile(profile_out: str, profiler: Any, profile_parts: list[str]) ->
 
 
 def _report(summary: dict[str, Any], results: list[dict[str, Any]], json_out: str | None, plot_out: str | None,
-            profile_out: str | None) -> None:
+            profile_out: str | None, kubernetes_version: str) -> None:
     """The table on stdout; the profile's top costs, the plot and the JSON as asked for."""
     import os
 
     from ..sim.report import format_table, plot_throughput, write_json
 
+    click.echo(f"Kubernetes {kubernetes_version}")
+    for gates in sorted({tuple(sorted(r.get("mappedFeatureGates", {}).items())) for r in results} - {()}):
+        click.echo("  feature gates mapped: " + ", ".join(f"{old} -> {new}" for old, new in gates))
     click.echo(format_table(summary))
-    extra = {}
+    extra: dict[str, Any] = {"kubernetesVersion": kubernetes_version}
     if profile_out and os.path.exists(profile_out):
         top = _top_costs(profile_out)
         extra["profileTop"] = top

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.scheduling.fields import WORKLOAD_API_BY_RELEASE
 from ..dra import claims as dra
 from ..machinery.quantity import milli_value, value
 from ..machinery.selectors import node_selector_matches
@@ -50,6 +51,12 @@ def _list(api: Any, group: str, version: str, plural: str) -> list[dict]:
     except Exception:  # not served (gate off)
         return []
     return api.list(rt, None)["items"]
+
+
+def _pod_group_version(gates: Any) -> tuple[str, str]:
+    """(group, version) of PodGroups in the gates' release (v1alpha2 in 1.36, v1beta1 in 1.37)."""
+    group, version = WORKLOAD_API_BY_RELEASE[getattr(gates, "release", "1.36")].split("/")
+    return group, version
 
 
 def _requests(pod: dict) -> tuple[int, int]:
@@ -84,7 +91,7 @@ def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -
         bound=[p for p in pods if (p.get("spec") or {}).get("nodeName")],
         nodes={n["metadata"]["name"]: n for n in _list(api, "", "v1", "nodes")},
         groups={f"{g['metadata']['namespace']}/{g['metadata']['name']}": g
-                for g in _list(api, "scheduling.k8s.io", "v1alpha2", "podgroups")},
+                for g in _list(api, *_pod_group_version(gates), "podgroups")},
         claims={f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
                 for c in _list(api, "resource.k8s.io", "v1", "resourceclaims")},
         workload_claims=bool(gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE)))

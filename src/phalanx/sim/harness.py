@@ -12,6 +12,12 @@ of in-process clients, the ResourceClaim controller when the test case uses DRA,
 kubelets only when the test case asks for them (`kubelets: true`; scheduler_perf runs none). Nodes
 are plain API objects.
 
+Release: the cluster is Kubernetes 1.36 unless `RunOptions(kubernetes_version="v1.37.1")` says
+otherwise; then its gates and API are 1.37's, the gates 1.37 merged into GenericWorkload
+(GangScheduling, WorkloadAwarePreemption) set GenericWorkload instead (`mappedFeatureGates` in the
+result), and the `v1alpha2` Workloads and PodGroups the templates write are created as `v1beta1`
+(`phalanx.api.scheduling.fields.to_release`). The result's `kubernetesVersion` says which it was.
+
 Time: by default every component runs on the real clock and everything is measured in wall time
 (`RunOptions(clock=None)`). A `VirtualClock` can be given instead (the CI smoke test does): waits
 then move virtual time and backoffs cost nothing, but throughput samples are meaningless.
@@ -36,11 +42,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
+from ..api.scheduling.fields import to_release
 from ..apiserver import build_api
 from ..apiserver.rest import API
 from ..client import InformerFactory, InProcessClient
 from ..client.clock import REAL_CLOCK
-from ..machinery.featuregates import KNOWN_GATES, FeatureGates
+from ..machinery.featuregates import GATES_BY_RELEASE, MERGED_GATES, FeatureGates
+from ..machinery.releases import PATCH_VERSIONS, UnsupportedVersion, parse_version
 from ..machinery.errors import StatusError
 from ..store import MemoryStore
 from . import checks as checks_mod
@@ -75,6 +83,8 @@ class RunOptions:
     store_limit: bool = True  # measure the physical limit after the run
     overlap_create: bool = False  # create measured pods while the scheduler runs (default: held)
     seed: int = 0
+    # the cluster's Kubernetes version (`v1.37.1`, `1.37`): its API, gates and object versions
+    kubernetes_version: str = PATCH_VERSIONS["1.36"]
     progress: Callable[[str], None] | None = None
 
 
@@ -244,6 +254,7 @@ class RunContext:
                  clock: Any, api: API, client: InProcessClient, scheduler: InstrumentedScheduler):
         self.case, self.workload, self.gates, self.options = case, workload, gates, options
         self.clock, self.api, self.client, self.scheduler = clock, api, client, scheduler
+        self.release: str = gates.release
         self.virtual = hasattr(clock, "run_until")
         self.tracker = PodTracker()
         self.tracker.attach(scheduler.pods)
@@ -318,6 +329,7 @@ class RunContext:
         the objects themselves, so the harness holds no copy of what the cluster stores."""
         created = []
         for i, obj in enumerate(objs):
+            obj = to_release(obj, self.release)  # a template's v1alpha2 Workload or PodGroup on 1.37
             try:
                 rt = self.api.resource_for_kind(obj.get("apiVersion", ""), obj["kind"])
             except StatusError as e:
@@ -440,22 +452,42 @@ class RunContext:
 
 # -- the cluster and the run --------------------------------------------------------------------------
 
-def effective_gates(case: TestCase, workload: Workload) -> tuple[FeatureGates, dict[str, bool], list[str]]:
-    """Upstream 1.36 defaults plus the test case's and workload's gates; gates phalanx does not know
-    (scheduler_perf's SchedulerQueueingHints, CompositePodGroup, ...) are ignored and listed."""
-    wanted = case.gates_for(workload)
-    known = {k: v for k, v in wanted.items() if k in KNOWN_GATES}
-    ignored = sorted(k for k in wanted if k not in KNOWN_GATES)
-    gates = FeatureGates(was_defaults=False)
+def effective_gates(case: TestCase, workload: Workload, release: str = "1.36") \
+        -> tuple[FeatureGates, dict[str, bool], list[str], dict[str, str]]:
+    """Upstream defaults of `release` plus the test case's and workload's gates; gates phalanx does
+    not know (scheduler_perf's SchedulerQueueingHints, ...) are ignored and listed. Gates `release`
+    merged into another (1.37: GangScheduling and WorkloadAwarePreemption into GenericWorkload) set
+    the gate they joined; the last value is {merged gate: gate it set}."""
+    wanted, mapped = _map_merged_gates(case, workload, release)
+    specs = GATES_BY_RELEASE[release]
+    known = {k: v for k, v in wanted.items() if k in specs}
+    ignored = sorted(k for k in wanted if k not in specs)
+    gates = FeatureGates(was_defaults=False, release=release)
     for name, value in known.items():
-        if KNOWN_GATES[name].locked and value != KNOWN_GATES[name].default:
+        if specs[name].locked and value != specs[name].default:
             ignored.append(name)
             continue
         gates.set(name, value)
     errs = gates.validate()
     if errs:
         raise WorkloadError(f"{case.name}/{workload.name}: " + "; ".join(errs))
-    return gates, known, ignored
+    return gates, known, ignored, mapped
+
+
+def _map_merged_gates(case: TestCase, workload: Workload, release: str) -> tuple[dict[str, bool], dict[str, str]]:
+    """The wanted gates with those `release` merged replaced by the gate they joined. A merged gate
+    whose value differs from its target's (or another gate merged into it) cannot be expressed in
+    `release`: that is an error, not a silent choice."""
+    wanted = case.gates_for(workload)
+    merged = MERGED_GATES[release]
+    mapped = {name: merged[name] for name in wanted if name in merged}
+    out = {k: v for k, v in wanted.items() if k not in merged}
+    for name, into in mapped.items():
+        if out.setdefault(into, wanted[name]) != wanted[name]:
+            settings = ", ".join(f"{n}={str(wanted[n]).lower()}" for n in [*mapped, into] if n in wanted)
+            raise WorkloadError(f"{case.name}/{workload.name}: feature gates {settings} cannot be expressed in "
+                                f"Kubernetes {release}: {name} was merged into {into}")
+    return out, mapped
 
 
 def uses_dra(case: TestCase, workload: Workload, ops: list[dict]) -> bool:
@@ -473,19 +505,20 @@ async def run_workload_async(case: TestCase, workload: Workload, options: RunOpt
                               "labels": case.labels + workload.labels, "params": workload.params,
                               "source": case.source, "status": "error"}
     try:
+        release, result["kubernetesVersion"] = parse_version(options.kubernetes_version)
         resolved = resolve_ops(case, workload)
         ops: list[Op] = [make_op(spec, case) for spec in resolved]
-        gates, explicit, ignored = effective_gates(case, workload)
-    except WorkloadError as e:
+        gates, explicit, ignored, mapped = effective_gates(case, workload, release)
+    except (WorkloadError, UnsupportedVersion) as e:
         result["error"] = str(e)
         return result
-    result.update(featureGates=explicit, ignoredFeatureGates=ignored)
+    result.update(featureGates=explicit, ignoredFeatureGates=ignored, mappedFeatureGates=mapped)
     if case.scheduler_config_path:
         result["notes"] = [f"schedulerConfigPath {case.scheduler_config_path} is not supported: default profile used"]
 
     clock = options.clock or REAL_CLOCK
     virtual = hasattr(clock, "run_until")
-    api = build_api(MemoryStore(), gates, now=getattr(clock, "datetime") if virtual else None)
+    api = build_api(MemoryStore(), gates, now=getattr(clock, "datetime") if virtual else None, release=release)
     bootstrap(api, ClusterSpec(nodes=[]))
     factory = InformerFactory(InProcessClient(api, clock=clock, shared_reads=True), clock=clock)
     scheduler = InstrumentedScheduler(InProcessClient(api, clock=clock, field_manager="default-scheduler"), factory,

@@ -123,3 +123,87 @@ def controller_ref(workload: Obj) -> tuple[str, str, str] | None:
     if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
         return None
     return ref.get("apiGroup") or "", ref["kind"], ref["name"]
+
+
+# -- converting a Workload or PodGroup between the releases' shapes ---------------------------------
+
+_CONVERTED_KINDS = ("Workload", "PodGroup")
+_DISRUPTION_1_36 = {"Pod": DISRUPTION_SINGLE, "PodGroup": DISRUPTION_ALL}
+
+
+def to_release(obj: Obj, release: str) -> Obj:
+    """`obj` as a cluster of `release` takes it: a Workload or PodGroup written for the other
+    release comes back converted (a new object; `obj` is not changed), anything else as it is.
+
+    1.36 -> 1.37 (`v1alpha2` -> `v1beta1`): a PodGroup's `podGroupTemplateRef.workload.{workloadName,
+    podGroupTemplateName}` becomes `workloadRef.{workloadName, templateName}`, and `disruptionMode`
+    `"Pod"`/`"PodGroup"` (PodGroup spec, each of a Workload's `podGroupTemplates`) becomes
+    `{single: {}}`/`{all: {}}`. 1.37 -> 1.36 (`v1beta1` or `v1alpha3` -> `v1alpha2`) is the reverse;
+    fields 1.36 has no word for (`preemptionPolicy`, composite groups) are left for its API to
+    refuse. A value neither release spells is kept as it is, for the API to reject in its words."""
+    target = WORKLOAD_API_BY_RELEASE.get(release)
+    if target is None:
+        raise ValueError(f"unsupported Kubernetes release {release!r}")
+    version = obj.get("apiVersion")
+    if obj.get("kind") not in _CONVERTED_KINDS or version == target:
+        return obj
+    if target == V1BETA1 and version == V1ALPHA2:
+        return _convert(obj, V1BETA1, _ref_to_1_37, _mode_to_1_37)
+    if target == V1ALPHA2 and version in (V1BETA1, V1ALPHA3):
+        return _convert(obj, V1ALPHA2, _ref_to_1_36, _mode_to_1_36)
+    return obj
+
+
+def _convert(obj: Obj, api_version: str, convert_ref: Any, convert_mode: Any) -> Obj:
+    out = {**obj, "apiVersion": api_version}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    spec = convert_mode(dict(spec))
+    if obj["kind"] == "PodGroup":
+        spec = convert_ref(spec)
+    elif isinstance(spec.get("podGroupTemplates"), list):
+        spec["podGroupTemplates"] = [convert_mode(dict(t)) if isinstance(t, dict) else t
+                                     for t in spec["podGroupTemplates"]]
+    out["spec"] = spec
+    return out
+
+
+def _mode_to_1_37(holder: dict) -> dict:
+    value = holder.get("disruptionMode")
+    mode = _DISRUPTION_1_36.get(value) if isinstance(value, str) else None
+    if mode is not None:
+        holder["disruptionMode"] = {mode: {}}
+    return holder
+
+
+def _mode_to_1_36(holder: dict) -> dict:
+    mode = holder.get("disruptionMode")
+    if isinstance(mode, dict) and len(mode) == 1 and next(iter(mode)) in (DISRUPTION_SINGLE, DISRUPTION_ALL):
+        holder["disruptionMode"] = disruption_mode_value(next(iter(mode)), V1ALPHA2)
+    return holder
+
+
+_REF_NAMES_1_37 = {"podGroupTemplateName": "templateName"}
+_REF_NAMES_1_36 = {"templateName": "podGroupTemplateName"}
+
+
+def _ref_to_1_37(spec: dict) -> dict:
+    old = spec.get("podGroupTemplateRef")
+    if not isinstance(old, dict) or set(old) != {"workload"} or not isinstance(old["workload"], dict):
+        return spec
+    ref = {_REF_NAMES_1_37.get(k, k): v for k, v in old["workload"].items()}
+    return _replace_key(spec, "podGroupTemplateRef", "workloadRef", ref)
+
+
+def _ref_to_1_36(spec: dict) -> dict:
+    ref = spec.get("workloadRef")
+    if not isinstance(ref, dict):
+        return spec
+    old = {"workload": {_REF_NAMES_1_36.get(k, k): v for k, v in ref.items()}}
+    return _replace_key(spec, "workloadRef", "podGroupTemplateRef", old)
+
+
+def _replace_key(d: dict, key: str, new_key: str, value: Any) -> dict:
+    """`d` with `key` renamed to `new_key` and given `value`, in the same place among the keys."""
+    return {(new_key if k == key else k): (value if k == key else v) for k, v in d.items()}
