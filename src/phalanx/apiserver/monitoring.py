@@ -102,10 +102,10 @@ def _text(body: str, status: int = 200) -> web.Response:
 
 
 def register_storage_source(store: Store) -> None:
-    """`apiserver_storage_objects` reads this store's counts when scraped."""
+    """`apiserver_storage_objects` reads this store's counts when scraped (the latest server's store)."""
     def counts(s: Store) -> dict[tuple[str, ...], float]:
         return {(apimetrics.storage_resource_label(key),): float(s.count(key)) for key in s.keys()}
-    apimetrics.STORAGE_OBJECTS.add_source(store, counts)
+    apimetrics.STORAGE_OBJECTS.set_source(store, counts)
 
 
 async def serve_metrics(request: web.Request) -> web.Response:

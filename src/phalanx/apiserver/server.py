@@ -9,6 +9,7 @@
 - for every served resource: list / watch / create / deletecollection on collections, and
   get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
   namespace `finalize` subresources;
+- the Metrics API `metrics.k8s.io/v1beta1` (`metricsapi.py`: simulated usage for `kubectl top`);
 - Tables for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 
 Every request but the anonymous ones must carry `Authorization: Bearer <token>`; `auth.filters`
@@ -35,7 +36,7 @@ from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from ..metrics import apiserver as apimetrics
-from . import discovery, listing, monitoring, protobuf, tables
+from . import discovery, listing, metricsapi, monitoring, protobuf, tables
 from .auth.filters import RequestAuth
 from .listener import ServingLimits
 from .rest import API, WatchStream
@@ -246,6 +247,8 @@ class Server:
             return self._resource_list(request, group, version)
         target = self._target(group, version, rest)
         handler = _ROUTES.get((target.kind, request.method))
+        if group == metricsapi.GROUP:  # the Metrics API: computed, read-only
+            handler = metricsapi.handler(target.kind, request.method, _qbool(request, "watch"))
         if handler is None:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
         labels = monitoring.request_labels(request.method, request.query, request.headers.get("Content-Type", ""),

@@ -55,6 +55,10 @@ class ScrapeGauge(Collector):
     def add_source(self, obj: Any, fn: Source) -> None:
         self._sources.append((weakref.ref(obj), fn))
 
+    def set_source(self, obj: Any, fn: Source) -> None:
+        """The one source from now on (the API server's store: one per process)."""
+        self._sources = [(weakref.ref(obj), fn)]
+
     def values(self) -> dict[LabelValues, float]:
         out: dict[LabelValues, float] = {labels: 0.0 for labels in self.always}
         live = []
