@@ -121,7 +121,7 @@ class WorkQueue:
         self._delayed: dict[Hashable, tuple[float, asyncio.Task]] = {}
         self._shutting_down = False
         self._drained: asyncio.Event | None = None
-        self._metrics = QueueMetrics(name) if name else None
+        self._metrics = QueueMetrics(self) if name else None
         self._added_at: dict[Hashable, float] = {}  # queued keys: when they were added (metrics)
         self._started_at: dict[Hashable, float] = {}  # keys being processed: since when (metrics)
 
@@ -137,8 +137,6 @@ class WorkQueue:
         if item in self._processing:
             return
         self._queue.append(item)
-        if m is not None:
-            m.depth.inc()
         self._wake_one()
 
     def _wake_one(self) -> None:
@@ -167,8 +165,6 @@ class WorkQueue:
         m = self._metrics
         if m is not None:
             now = time.perf_counter()
-            if not self._shutting_down:  # at shutdown the queue's depth was taken off at once
-                m.depth.dec()
             m.queue_duration.observe(now - self._added_at.pop(item, now))
             self._started_at[item] = now
         return item
@@ -182,8 +178,6 @@ class WorkQueue:
                 m.work_duration.observe(time.perf_counter() - started)
         if item in self._dirty:
             self._queue.append(item)
-            if m is not None and not self._shutting_down:
-                m.depth.inc()
             self._wake_one()
         elif not self._processing and self._drained is not None:
             self._drained.set()
@@ -196,8 +190,6 @@ class WorkQueue:
         return self._shutting_down
 
     def shutdown(self) -> None:
-        if self._metrics is not None and not self._shutting_down:
-            self._metrics.depth.dec(len(self._queue))
         self._shutting_down = True
         for _, task in self._delayed.values():
             task.cancel()

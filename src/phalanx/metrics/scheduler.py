@@ -16,15 +16,15 @@ Workload-aware scheduling (gate GenericWorkload): `scheduler_podgroup_schedule_a
 `scheduler_workload_preemption_attempts_total{result}` and `scheduler_workload_preemption_victims`
 (the KEP's draft names `scheduler_podgroup_preemption_*` were shipped under these).
 
-`ExtensionPointTimer` keeps the label children of one profile so that a cycle's observation is a
-dictionary read and an `observe`.
+The counters and histograms are `local` ones (plain numbers turned into metric families when
+scraped): a cycle's increment or observation costs a dictionary read and an addition.
+`ExtensionPointTimer` keeps the children of one profile.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
-
-from .registry import REGISTRY, ScrapeGauge, exponential_buckets
+from .local import CounterFamily, HistogramFamily, LocalHistogram
+from .registry import ScrapeGauge, exponential_buckets
 
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
@@ -34,41 +34,40 @@ PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 
 _ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
 
-SCHEDULE_ATTEMPTS = Counter(
+SCHEDULE_ATTEMPTS = CounterFamily(
     "scheduler_schedule_attempts_total",
     "[STABLE] Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
     "scheduled, while 'error' means an internal scheduler problem.",
-    ("result", "profile"), registry=REGISTRY)
-SCHEDULING_ATTEMPT_DURATION = Histogram(
+    ("result", "profile"))
+SCHEDULING_ATTEMPT_DURATION = HistogramFamily(
     "scheduler_scheduling_attempt_duration_seconds",
     "[STABLE] Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-    ("result", "profile"), buckets=_ATTEMPT_BUCKETS, registry=REGISTRY)
-SCHEDULING_ALGORITHM_DURATION = Histogram(
+    ("result", "profile"), buckets=_ATTEMPT_BUCKETS)
+SCHEDULING_ALGORITHM_DURATION = HistogramFamily(
     "scheduler_scheduling_algorithm_duration_seconds", "[BETA] Scheduling algorithm latency in seconds",
-    buckets=_ATTEMPT_BUCKETS, registry=REGISTRY)
-POD_SCHEDULING_SLI_DURATION = Histogram(
+    buckets=_ATTEMPT_BUCKETS)
+POD_SCHEDULING_SLI_DURATION = HistogramFamily(
     "scheduler_pod_scheduling_sli_duration_seconds",
     "[BETA] E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
     "might involve multiple scheduling attempts.",
-    ("attempts",), buckets=exponential_buckets(0.01, 2, 20), registry=REGISTRY)
-POD_SCHEDULING_ATTEMPTS = Histogram(
+    ("attempts",), buckets=exponential_buckets(0.01, 2, 20))
+POD_SCHEDULING_ATTEMPTS = HistogramFamily(
     "scheduler_pod_scheduling_attempts", "[STABLE] Number of attempts to successfully schedule a pod.",
-    buckets=exponential_buckets(1, 2, 5), registry=REGISTRY)
-PREEMPTION_ATTEMPTS = Counter(
-    "scheduler_preemption_attempts_total", "[STABLE] Total preemption attempts in the cluster till now",
-    registry=REGISTRY)
-PREEMPTION_VICTIMS = Histogram(
+    buckets=exponential_buckets(1, 2, 5))
+PREEMPTION_ATTEMPTS = CounterFamily(
+    "scheduler_preemption_attempts_total", "[STABLE] Total preemption attempts in the cluster till now")
+PREEMPTION_VICTIMS = HistogramFamily(
     "scheduler_preemption_victims",
     "[STABLE] Number of selected preemption victims for preemption initiated by a single pod",
-    buckets=exponential_buckets(1, 2, 7), registry=REGISTRY)
-EXTENSION_POINT_DURATION = Histogram(
+    buckets=exponential_buckets(1, 2, 7))
+EXTENSION_POINT_DURATION = HistogramFamily(
     "scheduler_framework_extension_point_duration_seconds",
     "[STABLE] Latency for running all plugins of a specific extension point.",
-    ("extension_point", "status", "profile"), buckets=exponential_buckets(0.0001, 2, 12), registry=REGISTRY)
-PLUGIN_EXECUTION_DURATION = Histogram(
+    ("extension_point", "status", "profile"), buckets=exponential_buckets(0.0001, 2, 12))
+PLUGIN_EXECUTION_DURATION = HistogramFamily(
     "scheduler_plugin_execution_duration_seconds",
     "[BETA] Duration for running a plugin at a specific extension point.",
-    ("plugin", "extension_point", "status"), buckets=exponential_buckets(0.00001, 1.5, 20), registry=REGISTRY)
+    ("plugin", "extension_point", "status"), buckets=exponential_buckets(0.00001, 1.5, 20))
 PENDING_PODS = ScrapeGauge(
     "scheduler_pending_pods",
     "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
@@ -77,24 +76,24 @@ PENDING_PODS = ScrapeGauge(
     "scheduler never attempted to schedule because they are gated.",
     ("queue",), always=[(q,) for q in PENDING_QUEUES])
 
-PODGROUP_SCHEDULE_ATTEMPTS = Counter(
+PODGROUP_SCHEDULE_ATTEMPTS = CounterFamily(
     "scheduler_podgroup_schedule_attempts_total",
     "[ALPHA] Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group "
     "could not be scheduled, while 'error' means an internal scheduler problem.",
-    ("result", "profile"), registry=REGISTRY)
-PODGROUP_SCHEDULING_ATTEMPT_DURATION = Histogram(
+    ("result", "profile"))
+PODGROUP_SCHEDULING_ATTEMPT_DURATION = HistogramFamily(
     "scheduler_podgroup_scheduling_attempt_duration_seconds", "[ALPHA] Pod group scheduling attempt latency in seconds",
-    ("result", "profile"), buckets=_ATTEMPT_BUCKETS, registry=REGISTRY)
-PODGROUP_SCHEDULING_ALGORITHM_DURATION = Histogram(
+    ("result", "profile"), buckets=_ATTEMPT_BUCKETS)
+PODGROUP_SCHEDULING_ALGORITHM_DURATION = HistogramFamily(
     "scheduler_podgroup_scheduling_algorithm_duration_seconds",
-    "[ALPHA] Pod group scheduling algorithm latency in seconds", buckets=_ATTEMPT_BUCKETS, registry=REGISTRY)
-WORKLOAD_PREEMPTION_ATTEMPTS = Counter(
+    "[ALPHA] Pod group scheduling algorithm latency in seconds", buckets=_ATTEMPT_BUCKETS)
+WORKLOAD_PREEMPTION_ATTEMPTS = CounterFamily(
     "scheduler_workload_preemption_attempts_total",
     "[ALPHA] Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
-    ("result",), registry=REGISTRY)
-WORKLOAD_PREEMPTION_VICTIMS = Histogram(
+    ("result",))
+WORKLOAD_PREEMPTION_VICTIMS = HistogramFamily(
     "scheduler_workload_preemption_victims", "[ALPHA] Number of pod preemption victims caused by workload preemption.",
-    buckets=exponential_buckets(1, 2, 11), registry=REGISTRY)
+    buckets=exponential_buckets(1, 2, 11))
 
 
 def pod_attempt(result: str, profile: str, seconds: float) -> None:
@@ -141,13 +140,13 @@ class ExtensionPointTimer:
 
     def __init__(self, profile: str):
         self.profile = profile
-        self._children: dict[tuple[str, str], object] = {}
+        self._children: dict[tuple[str, str], LocalHistogram] = {}
 
     def observe(self, point: str, status: str, seconds: float) -> None:
         child = self._children.get((point, status))
         if child is None:
             child = self._children[(point, status)] = EXTENSION_POINT_DURATION.labels(point, status, self.profile)
-        child.observe(seconds)  # type: ignore[attr-defined]
+        child.observe(seconds)
 
 
 def plugin_duration(plugin: str, point: str, status: str, seconds: float) -> None:

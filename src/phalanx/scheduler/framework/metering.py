@@ -9,8 +9,9 @@ times its extension points and, in sampled cycles, its plugins.
 - `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`: each plugin at
   PreFilter, PostFilter, PreScore, Reserve and Permit when the cycle's `CycleState.record_plugin_metrics`
   says so (the pod cycle sets it for `PLUGIN_METRICS_SAMPLE_PERCENT` of its cycles, as upstream).
-  The plugins' own methods are wrapped once, at construction; Filter and Score, which run per
-  node, are not sampled, so that the per-node path stays untouched.
+  A sampled cycle runs timing stand-ins of those plugins (`_Timed`, made once at construction);
+  the other cycles run the plugins themselves. Filter and Score, which run per node, are not
+  sampled, so that the per-node path stays untouched.
 
 A cycle pays one `perf_counter` pair and one `observe` per extension point: the label children
 are resolved once per (point, status).
@@ -29,7 +30,7 @@ from .interface import PostFilterResult, PreFilterResult
 from .results import ScoreResult, SchedulingCycleResult, ScheduleResult
 from .runtime import Framework
 from .snapshot import Snapshot
-from .status import Status
+from .status import Code, Status
 from .types import NodeInfo, PodInfo
 
 Obj = dict[str, Any]
@@ -41,23 +42,35 @@ SAMPLED_POINTS = {"PreFilter": ("pre_filter_plugins", "pre_filter"),
                   "Permit": ("permit_plugins", "permit")}
 
 
+_CODE_NAMES = {code: code.name for code in Code}  # Code.String()
+
+
 def status_label(out: Any) -> str:
-    """The status code a runner's result carries (`Success` for None), as `Code.String()`."""
+    """The status code a runner's or plugin's result carries (`Success` for None)."""
     if isinstance(out, tuple):
         out = next((x for x in out if isinstance(x, Status)), None)
-    return str(out.code) if isinstance(out, Status) else "Success"
+    return _CODE_NAMES[out.code] if isinstance(out, Status) else "Success"
 
 
-def _sampled(plugin: str, point: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    def timed(state: CycleState, *args: Any) -> Any:
-        if not state.record_plugin_metrics:
-            return method(state, *args)
+class _Timed:
+    """A plugin as a sampled cycle runs it: its method at one extension point is timed; every
+    other attribute is the plugin's."""
+
+    def __init__(self, plugin: Any, point: str, method: str):
+        self._plugin = plugin
+        self._name = plugin.name()
+        self._point = point
+        self._method = getattr(plugin, method)
+        setattr(self, method, self._timed)
+
+    def _timed(self, *args: Any) -> Any:
         start = time.perf_counter()
-        out = method(state, *args)
-        sm.plugin_duration(plugin, point, status_label(out), time.perf_counter() - start)
+        out = self._method(*args)
+        sm.plugin_duration(self._name, self._point, status_label(out), time.perf_counter() - start)
         return out
-    timed.phalanx_sampled = True  # type: ignore[attr-defined]
-    return timed
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._plugin, attr)
 
 
 class MeteredFramework(Framework):
@@ -67,24 +80,31 @@ class MeteredFramework(Framework):
         super().__init__(*args, **kwargs)
         self._points = sm.ExtensionPointTimer(self.profile_name)
         self._in_pod_cycle = False
-        for point, (plugins, method) in SAMPLED_POINTS.items():
-            for pl in getattr(self, plugins):
-                original = getattr(pl, method)
-                if not getattr(original, "phalanx_sampled", False):
-                    setattr(pl, method, _sampled(pl.name(), point, original))
+        # plugin list attribute -> (the plugins, their timing stand-ins)
+        self._sampling = {attr: (getattr(self, attr), [_Timed(pl, point, method) for pl in getattr(self, attr)])
+                          for point, (attr, method) in SAMPLED_POINTS.items()}
 
-    def _observe(self, point: str, out: Any, start: float) -> None:
-        self._points.observe(point, status_label(out), time.perf_counter() - start)
+    def _observe(self, point: str, st: Optional[Status], start: float) -> None:
+        self._points.observe(point, "Success" if st is None else _CODE_NAMES[st.code], time.perf_counter() - start)
+
+    def _use_timed_plugins(self, timed: bool) -> None:
+        for attr, (plain, stand_ins) in self._sampling.items():
+            setattr(self, attr, stand_ins if timed else plain)
 
     def scheduling_cycle(self, pod: PodInfo | Obj, snapshot: Optional[Snapshot] = None, *,
                          state: Optional[CycleState] = None,
                          assume: Optional[Callable[[PodInfo, str], PodInfo]] = None,
                          forget: Optional[Callable[[PodInfo, str], None]] = None) -> SchedulingCycleResult:
         self._in_pod_cycle = True
+        sampled = state is not None and state.record_plugin_metrics
+        if sampled:
+            self._use_timed_plugins(True)
         try:
             return super().scheduling_cycle(pod, snapshot, state=state, assume=assume, forget=forget)
         finally:
             self._in_pod_cycle = False
+            if sampled:
+                self._use_timed_plugins(False)
 
     def schedule_pod(self, state: CycleState, pod: PodInfo | Obj, snapshot: Optional[Snapshot] = None) -> ScheduleResult:
         if not self._in_pod_cycle:
