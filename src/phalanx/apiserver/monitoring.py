@@ -8,8 +8,8 @@ Health checks, as kube-apiserver's `healthz` package serves them:
     GET /readyz/storage      one check alone
     GET /readyz?exclude=log  skip a check (`[+]log excluded: ok`)
 
-Checks named as upstream names them where they hold: `ping`, `log`, `shutdown` (readyz: fails once
-the server stops taking requests). Upstream's `etcd` (and `etcd-readiness`) become `storage`: phalanx
+Checks named as upstream names them where they hold: `ping` (the server answers), `log` (the
+process's log handlers flush), `shutdown` (readyz: fails once the server stops taking requests). Upstream's `etcd` (and `etcd-readiness`) become `storage`: phalanx
 keeps objects in SQLite or memory, and the check reads the store. Upstream's post-start hooks and
 `informer-sync` have no counterpart here and are not listed.
 
@@ -47,11 +47,21 @@ def storage_check(store: Store) -> Check:
     return check
 
 
+def log_check() -> str | None:
+    """The root logger's handlers flush (upstream's `log` check: klog is not stuck)."""
+    try:
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+    except Exception as e:  # noqa: BLE001 - a handler that cannot flush is the answer
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
 class HealthChecks:
     """The named checks of `/livez` and `/readyz` and their answers."""
 
     def __init__(self, store: Store, is_ready: Callable[[], bool]):
-        base: list[tuple[str, Check]] = [("ping", lambda: None), ("log", lambda: None),
+        base: list[tuple[str, Check]] = [("ping", lambda: None), ("log", log_check),
                                          ("storage", storage_check(store))]
         self.checks: dict[str, list[tuple[str, Check]]] = {
             "livez": base, "healthz": base,

@@ -110,3 +110,39 @@ async def test_health_checks_are_named(env):
         status, body = await srv.call("GET", "/readyz", token=None)
         assert status == 500 and body.splitlines()[-2:] == ["[-]shutdown failed: reason withheld",
                                                              "readyz check failed"]
+
+
+async def test_view_reads_the_metrics_api_through_the_aggregated_reader_role(env):
+    async with serving(env) as srv:
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "v", "namespace": "default"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                   "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]}
+        assert (await srv.call("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                               body=binding))[0] == 201
+        alice = srv.token_for("alice")
+        status, body = await srv.call("GET", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", token=alice)
+        assert status == 200 and '"kind":"PodMetricsList"' in body
+        status, _ = await srv.call("GET", "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods", token=alice)
+        assert status == 403
+
+
+async def test_a_log_handler_that_cannot_flush_fails_livez(env):
+    import logging
+
+    class Stuck(logging.Handler):
+        def emit(self, record):
+            pass
+
+        def flush(self):
+            raise OSError("disk full")
+
+    stuck = Stuck()
+    logging.getLogger().addHandler(stuck)
+    try:
+        async with serving(env) as srv:
+            status, body = await srv.call("GET", "/livez?verbose", token=None)
+            assert status == 500 and "[-]log failed: reason withheld" in body.splitlines()
+            assert body.splitlines()[-1] == "livez check failed"
+    finally:
+        logging.getLogger().removeHandler(stuck)
