@@ -1,0 +1,64 @@
+"""Serving custom resources: the API's custom types follow the CustomResourceDefinitions stored.
+
+`CustomResourceTypes.attach(api)` (called by `build_api`) registers the types of every stored,
+established CRD (what a restart finds in the store) and then listens to the store: each write of a
+CRD re-registers its served versions (discovery, REST paths, OpenAPI v3 documents, Tables) and a
+deleted CRD's types go. A terminating CRD stays served (its objects can be listed and deleted)
+until the cleanup finalizer lets it go.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api import openapi
+from ..api.apiextensions import crd as crds
+from ..api.apiextensions.custom import openapi_components, resource_types
+from ..store.history import Event
+from .rest import API
+
+_OWNER_PREFIX = "crd:"
+
+
+class CustomResourceTypes:
+    """Keeps `api`'s custom types equal to the established CRDs in its store."""
+
+    def __init__(self, api: API):
+        self.api = api
+        self.served: dict[str, str] = {}  # CRD name -> storage key of its resource
+
+    @classmethod
+    def attach(cls, api: API) -> "CustomResourceTypes":
+        self = cls(api)
+        for crd in api.store.list(crds.KEY)[0]:
+            self.sync(crd["metadata"]["name"], crd)
+        api.store.listeners.append(self.on_event)
+        return self
+
+    def on_event(self, ev: Event) -> None:
+        if ev.key != crds.KEY:
+            return
+        self.sync(ev.name, None if ev.type == "DELETED" else ev.object)
+
+    def sync(self, name: str, crd: dict[str, Any] | None) -> None:
+        """Serve what `crd` defines now (nothing when it is gone or not established)."""
+        if crd is None or not crds.established(crd):
+            self._unserve(name)
+            return
+        types = resource_types(crd)
+        key = types[0].key if types else None
+        previous = self.served.get(name)
+        if previous is not None and previous != key:
+            self._unserve(name)
+        if not types or key is None:
+            self._unserve(name)
+            return
+        self.api.set_custom_types(key, types, storage_api_version=f"{crd['spec']['group']}/{crds.storage_version(crd)}")
+        openapi.set_custom_schemas(_OWNER_PREFIX + name, openapi_components(crd))
+        self.served[name] = key
+
+    def _unserve(self, name: str) -> None:
+        key = self.served.pop(name, None)
+        if key is not None:
+            self.api.set_custom_types(key, [])
+        openapi.set_custom_schemas(_OWNER_PREFIX + name, None)
