@@ -13,7 +13,7 @@ object is the same, only `apiVersion` changes (`rest.API.output`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
@@ -187,5 +187,3 @@ def openapi_components(crd: Obj) -> dict[str, dict]:
                                      "description": f"List of {names['plural']}."}},
             "x-kubernetes-group-version-kind": [{**gvk, "kind": list_kind}]}
     return out
-
-SchemaSink = Callable[[str, dict[str, dict]], None]
