@@ -284,3 +284,66 @@ def test_deleting_the_crd_deletes_its_objects(cluster: Cluster, ns: str):
     cluster.kubectl("wait", "--for=condition=Established", "crd/backups.stable.example.com", "--timeout=30s").check()
     assert cluster.kubectl("get", "backups", "-n", ns, "-o", "json").check().json()["items"] == []
     cluster.kubectl("delete", "crd", "backups.stable.example.com", "--timeout=60s").check()
+
+
+MULTI_VERSION_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.org
+spec:
+  group: example.org
+  scope: Cluster
+  names: {plural: widgets, kind: Widget, shortNames: [wd]}
+  conversion: {strategy: None}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.size}
+      status: {}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {size: {type: integer}}}
+"""
+
+
+def test_versions_scale_and_restart_on_137(tmp_path):
+    """Two served versions converted with strategy None, the scale subresource, and custom types
+    served again after a restart (kubectl 1.37 on a 1.37 cluster)."""
+    from .conftest import KUBECTL_137, create_cluster
+    c = create_cluster(tmp_path, "crd137", kubernetes="v1.37.1")
+
+    def kubectl(*args: str, input: str | None = None):
+        return c.kubectl(*args, input=input, binary=KUBECTL_137)
+    try:
+        kubectl("apply", "-f", "-", input=MULTI_VERSION_CRD).check()
+        kubectl("wait", "--for=condition=Established", "crd/widgets.example.org", "--timeout=30s").check()
+        kubectl("apply", "-f", "-", input='{"apiVersion":"example.org/v1beta1","kind":"Widget",'
+                                          '"metadata":{"name":"w"},"spec":{"size":2}}').check()
+        as_v1 = kubectl("get", "widgets.v1.example.org", "w", "-o", "json").check().json()
+        assert as_v1["apiVersion"] == "example.org/v1" and as_v1["spec"] == {"size": 2}
+        as_beta = kubectl("get", "widgets.v1beta1.example.org", "w", "-o", "json").check().json()
+        assert as_beta["apiVersion"] == "example.org/v1beta1"
+        kubectl("scale", "widget", "w", "--replicas=4").check()
+        assert kubectl("get", "wd", "w", "-o", "jsonpath={.spec.size}").check().out == "4"
+        c.phalanx("stop", "cluster", "--name", "crd137").check()
+        c.phalanx("start", "cluster", "--name", "crd137").check()
+        assert kubectl("get", "wd", "w", "-o", "jsonpath={.spec.size}").check().out == "4"
+        r = kubectl("apply", "-f", "-", input='{"apiVersion":"example.org/v1","kind":"Widget",'
+                                              '"metadata":{"name":"w2"},"spec":{"size":"big"}}')
+        assert 'spec.size: Invalid value: "big": spec.size in body must be of type integer: "string"' in r.stderr
+    finally:
+        c.phalanx("delete", "cluster", "--name", "crd137")

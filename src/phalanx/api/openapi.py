@@ -117,6 +117,16 @@ def set_custom_schemas(owner: str, schemas: Optional[dict[str, dict]]) -> None:
     _clear_caches()
 
 
+def _custom_schemas_of_group(group: str) -> dict[str, dict]:
+    """The custom schemas of every owner that serves a kind of `group` (what its document holds)."""
+    out: dict[str, dict] = {}
+    for schemas in _CUSTOM.values():
+        if any(gvk.get("group") == group for s in schemas.values()
+               for gvk in s.get("x-kubernetes-group-version-kind") or ()):
+            out.update(schemas)
+    return out
+
+
 def _custom_schemas() -> dict[str, dict]:
     out: dict[str, dict] = {}
     for schemas in _CUSTOM.values():
@@ -160,8 +170,7 @@ def _components_digest(release: str = DEFAULT_RELEASE) -> str:
         h.update(_resources.files("phalanx.api.schemas").joinpath(name).read_bytes())
     if _ADDED.get(release):
         h.update(orjson.dumps(_ADDED[release], option=orjson.OPT_SORT_KEYS))
-    if _CUSTOM:
-        h.update(orjson.dumps(_custom_schemas(), option=orjson.OPT_SORT_KEYS))
+
     return h.hexdigest()
 
 
@@ -265,6 +274,9 @@ def _document_hash(group: str, version: str, key: tuple, release: str = DEFAULT_
     h = hashlib.sha512()
     h.update(_components_digest(release).encode())
     h.update(repr((group, version, key)).encode())
+    custom = _custom_schemas_of_group(group)
+    if custom:
+        h.update(orjson.dumps(custom, option=orjson.OPT_SORT_KEYS))
     return h.hexdigest().upper()
 
 
