@@ -280,3 +280,17 @@ def test_prune_default_and_validate_helpers():
     assert obj["spec"]["a"] == "x"
     assert obj["spec"]["emb"] == {"apiVersion": "v1", "kind": "Pod", "metadata": {}}
     assert [e.message() for e in structural.validate(obj, schema)] == ['spec.tags[1]: Duplicate value: "a"']
+
+
+def test_selectable_fields_are_field_selectors(api):
+    crd = make_crd()
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.image"}]
+    api.create(crd_rt(api), "", crd)
+    rt = api.resource("stable.example.com", "v1", "crontabs")
+    api.create(rt, "default", crontab("a", image="nginx"))
+    api.create(rt, "default", crontab("b"))
+    found = api.list(rt, "default", field_selector="spec.image=nginx")["items"]
+    assert [o["metadata"]["name"] for o in found] == ["a"]
+    with pytest.raises(StatusError) as e:
+        api.list(rt, "default", field_selector="spec.cronSpec=x")
+    assert e.value.status()["message"] == "field label not supported: spec.cronSpec"

@@ -179,9 +179,9 @@ def _node_errors(schema: dict, path: str, root: bool = False) -> list[FieldError
         errs.append(errors.required(f"{path}.x-kubernetes-list-map-keys",
                                     "must not be empty if x-kubernetes-list-type is map"))
     if "default" in schema and not root:
-        bad = structural.validate_value(schema["default"], schema, "")
+        bad = structural.validate_value(schema["default"], schema, "default")
         if bad:
-            errs.append(errors.invalid(f"{path}.default", schema["default"], bad[0].message()))
+            errs.append(errors.invalid(f"{path}.default", schema["default"], bad[0].detail or bad[0].body()))
     for key, sub in (schema.get("properties") or {}).items():
         if not isinstance(sub, dict):
             continue

@@ -6,14 +6,15 @@
 `CustomResourceStrategy` prunes unknown fields (unless preserved), applies the schema's defaults,
 validates against the structural schema and its `x-kubernetes-validations` rules (with `oldSelf`
 on updates), keeps `status` apart when the status subresource is on, prints the version's
-`additionalPrinterColumns` (NAME, then the columns; AGE when there are none), and reads and writes
+`additionalPrinterColumns` (NAME, then the columns; AGE when there are none), serves its
+`selectableFields` as field selectors, and reads and writes
 the scale subresource at the CRD's replicas paths. Versions convert with strategy `None`: the
 object is the same, only `apiVersion` changes (`rest.API.output`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
@@ -46,6 +47,8 @@ class CustomResourceStrategy(Strategy):
         subs = version.get("subresources") or {}
         self.status_is_subresource = "status" in subs
         self.scale_paths = subs.get("scale") if isinstance(subs.get("scale"), dict) else None
+        self.field_selectors = {str(f["jsonPath"]).lstrip("."): _selectable(str(f["jsonPath"]))
+                                for f in version.get("selectableFields") or [] if f.get("jsonPath")}
         self.printer_columns = list(version.get("additionalPrinterColumns") or [])
         self.columns = [NAME_COLUMN] + [
             Column(c["name"], c.get("type", "string"), c.get("format", ""), c.get("description", ""),
@@ -112,6 +115,14 @@ class CustomResourceStrategy(Strategy):
         for k in keys[:-1]:
             target = target.setdefault(k, {})
         target[keys[-1]] = replicas
+
+def _selectable(path: str) -> Callable[[Obj], str]:
+    """A `selectableFields` entry as a field selector: the value's text, "" when unset."""
+    def get(obj: Obj) -> str:
+        value = _first(obj, path, "")
+        return _text(value)
+    return get
+
 
 def _first(obj: Obj, path: str | None, fallback: Any) -> Any:
     if not path:
