@@ -294,3 +294,40 @@ def test_selectable_fields_are_field_selectors(api):
     with pytest.raises(StatusError) as e:
         api.list(rt, "default", field_selector="spec.cronSpec=x")
     assert e.value.status()["message"] == "field label not supported: spec.cronSpec"
+
+
+def test_printer_cells_follow_column_types(api):
+    crd = make_crd()
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+        {"name": "Image", "type": "integer", "jsonPath": ".spec.image"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1}]
+    api.create(crd_rt(api), "", crd)
+    rt = api.resource("stable.example.com", "v1", "crontabs")
+    obj = api.create(rt, "default", crontab(replicas=2))
+    t = tables.table(rt, [obj], api.ctx)
+    assert [(c["name"], c["type"], c["priority"]) for c in t["columnDefinitions"]] == [
+        ("Name", "string", 0), ("Replicas", "integer", 0), ("Mode", "string", 0), ("Image", "integer", 0),
+        ("Phase", "string", 1)]
+    # A missing value and a value of another type than the column's are empty cells.
+    assert t["rows"][0]["cells"] == ["c1", 2, None, None, None]
+
+
+def test_crd_update_serves_its_new_names_and_schema(api):
+    created = api.create(crd_rt(api), "", make_crd())
+    changed = copy.deepcopy(created)
+    changed["spec"]["names"]["shortNames"] = ["ct", "cts"]
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["extra"] = {
+        "type": "string"}
+    updated = api.update(crd_rt(api), "", created["metadata"]["name"], changed)
+    assert updated["status"]["acceptedNames"]["shortNames"] == ["ct", "cts"]
+    assert created["status"]["acceptedNames"]["shortNames"] == ["ct"]  # the old object is left as it was
+    rt = api.resource("stable.example.com", "v1", "crontabs")
+    assert rt.short_names == ["ct", "cts"]
+    assert api.create(rt, "default", crontab(extra="kept"))["spec"]["extra"] == "kept"
+    scope = copy.deepcopy(updated)
+    scope["spec"]["scope"] = "Cluster"
+    with pytest.raises(StatusError) as e:
+        api.update(crd_rt(api), "", created["metadata"]["name"], scope)
+    assert invalid_messages(e) == ['spec.scope: Invalid value: "Cluster": field is immutable']

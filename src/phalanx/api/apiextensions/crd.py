@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...machinery.errors import FieldError
+from ...machinery.meta import deep_copy
 from ...machinery.timestamps import now_rfc3339
 from ..registry import Column, NAME_COLUMN, Obj, Strategy, StrategyContext
 from . import crdvalidation
@@ -140,6 +141,8 @@ class CRDStrategy(Strategy):
     def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         super().prepare_for_update(new, old, ctx)
         if not terminating(old) and not crdvalidation.validate_crd(new):
+            if "status" in new:
+                new["status"] = deep_copy(new["status"])  # the stored object's status is shared
             update_status(new, ctx)
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:

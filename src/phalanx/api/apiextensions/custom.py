@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
+from ...machinery.timestamps import parse_rfc3339
 from ..registry import AGE_COLUMN, NAME_COLUMN, Column, Obj, ResourceType, Strategy, StrategyContext, age_since
 from . import celrules, jsonpath
 from . import crd as crds
@@ -131,23 +132,33 @@ def _first(obj: Obj, path: str | None, fallback: Any) -> Any:
     return found[0] if found else fallback
 
 def _cell(obj: Obj, column: dict, ctx: StrategyContext) -> Any:
+    """One printer-column cell as upstream's table convertor makes it: the path's first value,
+    as the column's type (a `date` as an age), None when missing or of another type."""
     try:
         found = jsonpath.find(obj, column.get("jsonPath") or "")
     except ValueError:
         return None
-    if not found:
+    if not found or found[0] is None:
         return None
-    value = found[0] if len(found) == 1 else ",".join(_text(v) for v in found)
-    ctype = column.get("type")
+    value, ctype = found[0], column.get("type")
+    if ctype == "string":
+        return _text(value)
     if ctype == "date":
-        return age_since(value, ctx) if isinstance(value, str) else None
-    if ctype == "integer" and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if ctype == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if ctype == "boolean" and isinstance(value, bool):
-        return value
-    return _text(value)
+        if not isinstance(value, str):
+            return None
+        return age_since(value, ctx) if parse_rfc3339(value) is not None else "<invalid>"
+    return _typed_cell(ctype, value)
+
+
+def _typed_cell(ctype: Any, value: Any) -> Any:
+    if isinstance(value, bool):
+        return value if ctype == "boolean" else None
+    if ctype == "integer" and isinstance(value, (int, float)):
+        return int(value)
+    if ctype == "number" and isinstance(value, (int, float)):
+        return float(value)
+    return None
+
 
 def _text(value: Any) -> str:
     if isinstance(value, str):
@@ -155,6 +166,7 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return errors.go_repr(value)
+
 
 def resource_types(crd: Obj) -> list[ResourceType]:
     """One ResourceType per served version of an established CRD."""
