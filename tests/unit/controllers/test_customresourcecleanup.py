@@ -55,3 +55,32 @@ async def test_deleting_a_crd_deletes_its_objects_then_the_crd(env):
     finally:
         await ctrl.stop()
         await factory.stop()
+
+
+async def test_refused_names_are_accepted_once_the_other_crd_is_gone(env):
+    from phalanx.controllers.crdnaming import CRDNamingController
+    factory = shared_factory(env)
+    ctrl = CustomResourceCleanupController(env.client, factory, clock=env.clock)
+    naming = CRDNamingController(env.client, factory, clock=env.clock)
+    await env.client.create(copy.deepcopy(CRD))
+    rival = copy.deepcopy(CRD)
+    rival["metadata"]["name"] = "gadgets.example.org"
+    rival["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget", "shortNames": ["widgets"]}
+    created = await env.client.create(rival)
+    assert {c["type"]: c["status"] for c in created["status"]["conditions"]} == {
+        "NamesAccepted": "False", "Established": "False"}
+    ctrl.start()
+    naming.start()
+    try:
+        assert await env.run_until(lambda: ctrl.synced and naming.synced, within=10)
+        await env.client.delete(*CRD_API, None, "widgets.example.org")
+
+        def established() -> bool:
+            crd = env.store.get("apiextensions.k8s.io/customresourcedefinitions", "", "gadgets.example.org")
+            return any(c["type"] == "Established" and c["status"] == "True" for c in crd["status"]["conditions"])
+        assert await env.run_until(established, within=30)
+        assert any(rt.plural == "gadgets" for rt in env.api.types)
+    finally:
+        await naming.stop()
+        await ctrl.stop()
+        await factory.stop()
