@@ -150,3 +150,15 @@ def test_printer_column_json_paths(path, found):
          "spec": {"replicas": 3, "items": [{"name": "a"}, {"name": "b"}]},
          "status": {"conditions": [{"type": "Scheduled", "status": "False"}, {"type": "Ready", "status": "True"}]}}
     assert jsonpath.find(o, path) == found
+
+
+def test_rules_selecting_undeclared_fields_do_not_compile():
+    schema = rules_schema({"rule": "self.a > 0 && self.nope == 1"})
+    (err,) = celrules.compile_errors(schema, "s")
+    assert err.field == "s.properties[spec].x-kubernetes-validations[0].rule"
+    assert err.detail == ("compilation failed: ERROR: <input>:1:19: undefined field 'nope'\n"
+                          " | self.a > 0 && self.nope == 1\n | ..................^")
+    root = {"type": "object", "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('x')"}],
+            "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                    "x-kubernetes-validations": [{"rule": "self.anything == 1"}]}}}
+    assert celrules.compile_errors(root, "s") == []

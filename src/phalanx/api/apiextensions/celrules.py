@@ -23,6 +23,7 @@ from typing import Any, Iterator
 import cel as _celrs
 
 from ...dra.cel.library import BASE_FUNCTIONS
+from ...dra.cel.syntax import Ident, Index, Node, ParseError, Parser, Select, children
 from ...machinery.errors import FieldError
 from . import schema as structural
 
@@ -63,13 +64,79 @@ def compile_errors(schema: Schema, path: str) -> list[FieldError]:
                 out.append(FieldError("FieldValueRequired", f"{rpath}.rule", None, "", has_value=False))
                 continue
             compiled = _compile(expr)
-            if compiled.error:
-                out.append(FieldError("FieldValueInvalid", f"{rpath}.rule", expr, compiled.error))
+            error = compiled.error or _undefined_field(expr, node, root=node_path == path)
+            if error:
+                out.append(FieldError("FieldValueInvalid", f"{rpath}.rule", expr, error))
             reason = rule.get("reason")
             if reason and reason not in _REASONS:
                 from ...machinery import errors
                 out.append(errors.not_supported(f"{rpath}.reason", reason, sorted(_REASONS)))
     return out
+
+
+class _Undefined(Exception):
+    def __init__(self, pos: int, field: str):
+        super().__init__(field)
+        self.pos, self.field = pos, field
+
+
+_ROOT_IMPLICIT = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                  "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                "generateName": {"type": "string"}}}}
+
+
+def _undefined_field(expr: str, schema: Schema, root: bool) -> str | None:
+    """cel-go's type check of field selections on `self`/`oldSelf` against the schema:
+    `compilation failed: ERROR: <input>:1:5: undefined field 'foo'` (with the source line)."""
+    try:
+        ast = Parser(expr).parse()
+    except (ParseError, RecursionError):
+        return None
+    if root:
+        schema = {**schema, "properties": {**_ROOT_IMPLICIT, **(schema.get("properties") or {})}}
+    try:
+        stack: list[Node] = [ast]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Select):
+                _resolve(n, schema)
+            stack.extend(children(n))
+    except _Undefined as e:
+        line_start = expr.rfind("\n", 0, e.pos) + 1
+        line_end = expr.find("\n", e.pos)
+        text = expr[line_start:line_end if line_end != -1 else len(expr)]
+        col = e.pos - line_start + 1
+        line = expr.count("\n", 0, e.pos) + 1
+        return (f"compilation failed: ERROR: <input>:{line}:{col}: undefined field '{e.field}'\n | {text}\n"
+                f" | {'.' * (col - 1)}^")
+    return None
+
+
+def _resolve(node: Node, schema: Schema) -> Schema | None:
+    """The schema `node` reads (None: dynamic or not rooted at self); raises _Undefined."""
+    if isinstance(node, Ident):
+        return schema if node.name in ("self", "oldSelf") else None
+    if isinstance(node, Select):
+        base = _resolve(node.operand, schema)
+        if base is None or base.get("x-kubernetes-preserve-unknown-fields"):
+            return None
+        props = base.get("properties") or {}
+        if node.field in props:
+            return props[node.field]
+        add = base.get("additionalProperties")
+        if isinstance(add, dict):
+            return add
+        if base.get("type") == "object" and props and not node.optional:
+            raise _Undefined(max(node.pos - 1, 0), node.field)
+        return None
+    if isinstance(node, Index):
+        base = _resolve(node.operand, schema)
+        if base is None:
+            return None
+        items = base.get("items")
+        add = base.get("additionalProperties")
+        return items if isinstance(items, dict) else add if isinstance(add, dict) else None
+    return None
 
 
 def _walk_schema(schema: Schema, path: str) -> Iterator[tuple[Schema, str]]:
