@@ -331,3 +331,16 @@ def test_crd_update_serves_its_new_names_and_schema(api):
     with pytest.raises(StatusError) as e:
         api.update(crd_rt(api), "", created["metadata"]["name"], scope)
     assert invalid_messages(e) == ['spec.scope: Invalid value: "Cluster": field is immutable']
+
+
+def test_printer_columns_are_validated(api):
+    crd = make_crd()
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Bad", "type": "string", "jsonPath": "spec.x"}, {"name": "Odd", "type": "object", "jsonPath": ".a"}]
+    with pytest.raises(StatusError) as e:
+        api.create(crd_rt(api), "", crd)
+    assert invalid_messages(e) == [
+        'spec.versions[0].additionalPrinterColumns[0].jsonPath: Invalid value: "spec.x": must be a simple json path '
+        'starting with .',
+        'spec.versions[0].additionalPrinterColumns[1].type: Unsupported value: "object": supported values: '
+        '"integer", "number", "string", "boolean", "date"']

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...machinery import errors
 from ...machinery.errors import FieldError
-from . import celrules
+from . import celrules, jsonpath
 from . import schema as structural
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -144,9 +144,22 @@ def _column_errors(col: dict, path: str) -> list[FieldError]:
         errs.append(errors.required(f"{path}.type"))
     elif col["type"] not in _COLUMN_TYPES:
         errs.append(errors.not_supported(f"{path}.type", col["type"], _COLUMN_TYPES))
-    if not col.get("jsonPath"):
+    json_path = col.get("jsonPath")
+    if not json_path:
         errs.append(errors.required(f"{path}.jsonPath"))
+    elif not _simple_json_path(str(json_path)):
+        errs.append(errors.invalid(f"{path}.jsonPath", json_path, "must be a simple json path starting with ."))
     return errs
+
+
+def _simple_json_path(path: str) -> bool:
+    if not path.startswith("."):
+        return False
+    try:
+        jsonpath.compile_path(path)
+    except ValueError:
+        return False
+    return True
 
 
 # -- structural schemas ---------------------------------------------------------------------------
