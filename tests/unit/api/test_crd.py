@@ -344,3 +344,13 @@ def test_printer_columns_are_validated(api):
         'starting with .',
         'spec.versions[0].additionalPrinterColumns[1].type: Unsupported value: "object": supported values: '
         '"integer", "number", "string", "boolean", "date"']
+
+
+def test_conversion_and_preserve_unknown_fields_are_validated(api):
+    crd = make_crd(conversion={"strategy": "Webhook"}, preserveUnknownFields=True)
+    with pytest.raises(StatusError) as e:
+        api.create(crd_rt(api), "", crd)
+    assert invalid_messages(e) == [
+        "spec.conversion.webhook: Required value: required when strategy is set to Webhook",
+        "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields "
+        "to true in spec.versions[*].schema instead"]

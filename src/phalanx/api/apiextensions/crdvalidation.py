@@ -50,10 +50,23 @@ def validate_crd(crd: dict) -> list[FieldError]:
                     else errors.required("spec.scope"))
     errs += _names_errors(names, "spec.names")
     errs += _versions_errors(spec)
-    conversion = (spec.get("conversion") or {}).get("strategy", "None")
-    if conversion not in ("None", "Webhook"):
-        errs.append(errors.not_supported("spec.conversion.strategy", conversion, ["None", "Webhook"]))
+    errs += _conversion_errors(spec)
+    if spec.get("preserveUnknownFields") is True:
+        errs.append(errors.invalid("spec.preserveUnknownFields", True, "cannot set to true, set "
+                                   "x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"))
     return errs
+
+
+def _conversion_errors(spec: dict) -> list[FieldError]:
+    conversion = spec.get("conversion") or {}
+    strategy = conversion.get("strategy", "None")
+    if strategy not in ("None", "Webhook"):
+        return [errors.not_supported("spec.conversion.strategy", strategy, ["None", "Webhook"])]
+    if strategy == "Webhook" and not isinstance(conversion.get("webhook"), dict):
+        return [errors.required("spec.conversion.webhook", "required when strategy is set to Webhook")]
+    if strategy == "None" and conversion.get("webhook") is not None:
+        return [errors.forbidden("spec.conversion.webhook", "should not be set when strategy is not set to Webhook")]
+    return []
 
 
 def _names_errors(names: dict, path: str) -> list[FieldError]:
