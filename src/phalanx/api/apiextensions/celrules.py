@@ -118,24 +118,27 @@ def _resolve(node: Node, schema: Schema) -> Schema | None:
         return schema if node.name in ("self", "oldSelf") else None
     if isinstance(node, Select):
         base = _resolve(node.operand, schema)
-        if base is None or base.get("x-kubernetes-preserve-unknown-fields"):
-            return None
-        props = base.get("properties") or {}
-        if node.field in props:
-            return props[node.field]
-        add = base.get("additionalProperties")
-        if isinstance(add, dict):
-            return add
-        if base.get("type") == "object" and props and not node.optional:
-            raise _Undefined(max(node.pos - 1, 0), node.field)
-        return None
+        return None if base is None else _select(base, node)
     if isinstance(node, Index):
         base = _resolve(node.operand, schema)
         if base is None:
             return None
-        items = base.get("items")
-        add = base.get("additionalProperties")
+        items, add = base.get("items"), base.get("additionalProperties")
         return items if isinstance(items, dict) else add if isinstance(add, dict) else None
+    return None
+
+
+def _select(base: Schema, node: Select) -> Schema | None:
+    if base.get("x-kubernetes-preserve-unknown-fields"):
+        return None
+    props = base.get("properties") or {}
+    if node.field in props:
+        return props[node.field]
+    add = base.get("additionalProperties")
+    if isinstance(add, dict):
+        return add
+    if base.get("type") == "object" and props and not node.optional:
+        raise _Undefined(max(node.pos - 1, 0), node.field)
     return None
 
 

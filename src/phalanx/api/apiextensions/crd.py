@@ -77,19 +77,25 @@ def _set_condition(status: dict, ctype: str, value: str, reason: str, message: s
 def _conflict(crd: Obj, ctx: StrategyContext) -> tuple[str, str] | None:
     """(reason, message) when a name of `crd` is taken by another CRD of its group."""
     spec = crd["spec"]
-    names = spec.get("names") or {}
     for other in ctx.list_objects(KEY, None):
         if other["metadata"]["name"] == crd["metadata"]["name"] or (other.get("spec") or {}).get("group") != spec.get("group"):
             continue
-        taken = accepted_names(other)
-        taken_all = {taken.get(f) for f, _ in _NAME_FIELDS[:2]} | set(taken.get("shortNames") or [])
-        for field, reason in _NAME_FIELDS:
-            value = names.get(field)
-            if value and (value == taken.get(field) or (field in ("plural", "singular") and value in taken_all)):
-                return reason, f'"{value}" is already in use'
-        for short in names.get("shortNames") or []:
-            if short in taken_all:
-                return "ShortNamesConflict", f'"{short}" is already in use'
+        found = _taken(spec.get("names") or {}, accepted_names(other))
+        if found is not None:
+            return found
+    return None
+
+
+def _taken(names: dict, taken: dict) -> tuple[str, str] | None:
+    """The first of `names` that `taken` (another CRD's accepted names) already uses."""
+    taken_all = {taken.get("plural"), taken.get("singular")} | set(taken.get("shortNames") or [])
+    for field, reason in _NAME_FIELDS:
+        value = names.get(field)
+        if value and (value == taken.get(field) or (field in ("plural", "singular") and value in taken_all)):
+            return reason, f'"{value}" is already in use'
+    for short in names.get("shortNames") or []:
+        if short in taken_all:
+            return "ShortNamesConflict", f'"{short}" is already in use'
     return None
 
 

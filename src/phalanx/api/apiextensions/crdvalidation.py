@@ -194,6 +194,11 @@ def structural_errors(schema: dict, path: str) -> list[FieldError]:
 
 
 def _node_errors(schema: dict, path: str, root: bool = False) -> list[FieldError]:
+    return _value_rule_errors(schema, path, root) + _child_errors(schema, path)
+
+
+def _value_rule_errors(schema: dict, path: str, root: bool) -> list[FieldError]:
+    """The node's own keywords: type, preserve-unknown-fields, list-map keys, its default."""
     errs: list[FieldError] = []
     t = schema.get("type")
     if t and t not in _SCHEMA_TYPES:
@@ -208,29 +213,33 @@ def _node_errors(schema: dict, path: str, root: bool = False) -> list[FieldError
         bad = structural.validate_value(schema["default"], schema, "default")
         if bad:
             errs.append(errors.invalid(f"{path}.default", schema["default"], bad[0].detail or bad[0].body()))
+    return errs
+
+
+def _typed_child(sub: dict, path: str, what: str) -> list[FieldError]:
+    """A specified child needs a type (unless int-or-string or preserving), then its own checks."""
+    errs: list[FieldError] = []
+    if not sub.get("type") and not _typeless_ok(sub):
+        errs.append(errors.required(f"{path}.type", f"must not be empty for specified {what}"))
+    return errs + _node_errors(sub, path)
+
+
+def _child_errors(schema: dict, path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
     for key, sub in (schema.get("properties") or {}).items():
-        if not isinstance(sub, dict):
-            continue
-        spath = f"{path}.properties[{key}]"
-        if not sub.get("type") and not _typeless_ok(sub):
-            errs.append(errors.required(f"{spath}.type", "must not be empty for specified object fields"))
-        errs += _node_errors(sub, spath)
+        if isinstance(sub, dict):
+            errs += _typed_child(sub, f"{path}.properties[{key}]", "object fields")
     items = schema.get("items")
     if isinstance(items, dict):
-        if not items.get("type") and not _typeless_ok(items):
-            errs.append(errors.required(f"{path}.items.type", "must not be empty for specified array items"))
-        errs += _node_errors(items, f"{path}.items")
-    elif t == "array":
+        errs += _typed_child(items, f"{path}.items", "array items")
+    elif schema.get("type") == "array":
         errs.append(errors.required(f"{path}.items", "must be specified"))
     add = schema.get("additionalProperties")
     if isinstance(add, dict):
         if schema.get("properties"):
             errs.append(errors.forbidden(f"{path}.additionalProperties",
                                          "additionalProperties and properties are mutual exclusive"))
-        if not add.get("type") and not _typeless_ok(add):
-            errs.append(errors.required(f"{path}.additionalProperties.type",
-                                        "must not be empty for specified additionalProperties"))
-        errs += _node_errors(add, f"{path}.additionalProperties")
+        errs += _typed_child(add, f"{path}.additionalProperties", "additionalProperties")
     return errs
 
 
