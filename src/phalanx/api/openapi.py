@@ -117,6 +117,10 @@ def set_custom_schemas(owner: str, schemas: Optional[dict[str, dict]]) -> None:
     _clear_caches()
 
 
+def custom_schema_owners() -> list[str]:
+    return list(_CUSTOM)
+
+
 def _custom_schemas_of_group(group: str) -> dict[str, dict]:
     """The custom schemas of every owner that serves a kind of `group` (what its document holds)."""
     out: dict[str, dict] = {}

@@ -62,3 +62,11 @@ class CustomResourceTypes:
         if key is not None:
             self.api.set_custom_types(key, [])
         openapi.set_custom_schemas(_OWNER_PREFIX + name, None)
+
+
+def forget_custom_schemas() -> None:
+    """Drop every custom resource's OpenAPI schemas (they are process-wide): for tests that build
+    several APIs in one process."""
+    for owner in openapi.custom_schema_owners():
+        if owner.startswith(_OWNER_PREFIX):
+            openapi.set_custom_schemas(owner, None)

@@ -12,6 +12,7 @@ import pytest
 from phalanx.api.apiextensions import schema as structural
 from phalanx.apiserver import build_api
 from phalanx.apiserver import tables
+from phalanx.apiserver.customresources import forget_custom_schemas
 from phalanx.machinery.errors import StatusError
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.store import MemoryStore
@@ -67,6 +68,12 @@ def make_crd(name: str = "crontabs.stable.example.com", versions: list | None = 
 def crontab(name: str = "c1", **spec: object) -> dict:
     return {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name},
             "spec": {"cronSpec": "* * * * */5", **spec}}
+
+
+@pytest.fixture(autouse=True)
+def _forget_schemas():
+    yield
+    forget_custom_schemas()  # custom kinds' OpenAPI schemas are process-wide
 
 
 @pytest.fixture

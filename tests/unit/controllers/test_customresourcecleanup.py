@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
+from phalanx.apiserver.customresources import forget_custom_schemas
 from phalanx.controllers.customresourcecleanup import CustomResourceCleanupController
 
 from .harness import shared_factory
@@ -16,6 +19,12 @@ CRD = {"apiVersion": CRD_API[0], "kind": CRD_API[1], "metadata": {"name": "widge
                 "versions": [{"name": "v1", "served": True, "storage": True,
                               "schema": {"openAPIV3Schema": {"type": "object",
                                                              "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+@pytest.fixture(autouse=True)
+def _forget_schemas():
+    yield
+    forget_custom_schemas()  # custom kinds' OpenAPI schemas are process-wide
 
 
 def widget(name: str, finalizers: list[str] | None = None) -> dict:
