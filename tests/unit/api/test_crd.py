@@ -361,3 +361,13 @@ def test_conversion_and_preserve_unknown_fields_are_validated(api):
         "spec.conversion.webhook: Required value: required when strategy is set to Webhook",
         "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields "
         "to true in spec.versions[*].schema instead"]
+
+
+def test_a_crd_of_a_built_in_kind_leaves_the_built_in_serving(api):
+    jobset = make_crd("jobsets.jobset.x-k8s.io")
+    jobset["spec"]["names"] = {"plural": "jobsets", "kind": "JobSet"}
+    jobset["spec"]["versions"][0]["name"] = "v1alpha2"
+    created = api.create(crd_rt(api), "", jobset)
+    assert any(c["type"] == "Established" and c["status"] == "True" for c in created["status"]["conditions"])
+    rt = api.resource("jobset.x-k8s.io", "v1alpha2", "jobsets")
+    assert type(rt.strategy).__name__ != "CustomResourceStrategy"
