@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .conftest import Cluster
+from .conftest import KUBECTL_137, Cluster
 from .test_errors import raw_request
 from .test_scheduling import gang
 
@@ -87,3 +87,20 @@ def test_readyz_and_livez_name_the_real_checks(cluster: Cluster):
     live = cluster.kubectl("get", "--raw", "/livez?verbose").check().out.splitlines()
     assert live == ["[+]ping ok", "[+]log ok", "[+]storage ok", "livez check passed"]
     assert cluster.kubectl("get", "--raw", "/livez/storage").check().out == "ok"
+
+
+def test_a_137_cluster_counts_its_v1beta1_gang_and_answers_kubectl_137_top(cluster137: Cluster):
+    def k(*args: str, **kw):
+        return cluster137.kubectl(*args, binary=KUBECTL_137, **kw)
+    k("create", "namespace", "metrics137").check()
+    manifest = gang("metrics137", "duo", 2, 2).replace("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1")
+    k("apply", "-f", "-", input=manifest).check()
+    k("wait", "-n", "metrics137", "--for=condition=PodGroupInitiallyScheduled", "podgroup/duo", "--timeout=60s",
+      timeout=90).check()
+    text = k("get", "--raw", "/metrics").check().out
+    scheduled = series(text, "scheduler_podgroup_schedule_attempts_total")
+    assert scheduled[frozenset({("result", "scheduled"), ("profile", "default-scheduler")})] >= 1
+    k("wait", "-n", "metrics137", "--for=condition=Ready", "pod/duo-0", "pod/duo-1", "--timeout=60s", timeout=90).check()
+    pods = [line.split() for line in k("top", "pods", "-n", "metrics137").check().out.splitlines()]
+    assert sorted(pods[1:]) == [["duo-0", "100m", "0Mi"], ["duo-1", "100m", "0Mi"]]
+    k("delete", "namespace", "metrics137", "--wait=false").check()
