@@ -146,3 +146,23 @@ async def test_a_log_handler_that_cannot_flush_fails_livez(env):
             assert body.splitlines()[-1] == "livez check failed"
     finally:
         logging.getLogger().removeHandler(stuck)
+
+
+async def test_an_open_watch_is_a_long_running_request(env):
+    import asyncio
+    async with serving(env) as srv:
+        watching = labels(verb="WATCH", group="", version="v1", resource="configmaps", subresource="",
+                          scope="namespace", component="apiserver")
+        async with aiohttp.ClientSession() as s:
+            url = srv.base + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
+            async with s.get(url, headers={"Authorization": f"Bearer {ADMIN}"}) as r:
+                assert r.status == 200
+                open_now = samples((await srv.call("GET", "/metrics"))[1], "apiserver_longrunning_requests")
+                assert open_now[watching] == 1
+                r.close()
+        for _ in range(200):  # the watch ends (its timeout, or the client gone)
+            done = samples((await srv.call("GET", "/metrics"))[1], "apiserver_longrunning_requests")
+            if done[watching] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert done[watching] == 0

@@ -106,3 +106,19 @@ def test_exposition_has_upstream_buckets_and_no_created_series():
     assert "_created" not in text
     assert metrics.CONTENT_TYPE.startswith("text/plain; version=0.0.4")
 
+
+
+def test_api_server_labels_are_upstream_verbs_and_scopes():
+    from phalanx.metrics import apiserver as am
+    cases = [  # (method, collection, watch, apply) -> verb
+        (("GET", False, False, False), "GET"), (("GET", True, False, False), "LIST"),
+        (("GET", True, True, False), "WATCH"), (("PATCH", False, False, True), "APPLY"),
+        (("PATCH", False, False, False), "PATCH"), (("DELETE", True, False, False), "DELETE"),
+        (("POST", True, False, False), "POST")]
+    for (method, collection, watch, apply), verb in cases:
+        assert am.canonical_verb(method, collection=collection, watch=watch, apply=apply) == verb
+    assert am.scope_of(name="x", namespace="ns") == "resource"
+    assert am.scope_of(name=None, namespace="ns") == "namespace"
+    assert am.scope_of(name=None, namespace=None) == "cluster"
+    assert am.storage_resource_label("core/pods") == "pods"
+    assert am.storage_resource_label("apps/deployments") == "deployments.apps"
