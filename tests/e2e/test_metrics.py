@@ -34,6 +34,7 @@ def test_metrics_show_requests_and_a_scheduled_gang(cluster: Cluster, ns: str):
     durations = series(text, "scheduler_podgroup_scheduling_attempt_duration_seconds_count")
     assert durations[frozenset({("result", "scheduled"), ("profile", "default-scheduler")})] >= 1
     assert series(text, "scheduler_podgroup_scheduling_algorithm_duration_seconds_count")[frozenset()] >= 1
+    assert sum(series(text, "scheduler_pod_scheduling_sli_duration_seconds_count").values()) >= 2  # the members
     queues = {dict(labels)["queue"] for labels in series(text, "scheduler_pending_pods")}
     assert queues == {"active", "backoff", "unschedulable", "gated"}
     assert series(text, "workqueue_adds_total")[frozenset({("name", "podgroupprotection")})] >= 1

@@ -102,9 +102,11 @@ def pod_attempt(result: str, profile: str, seconds: float) -> None:
     SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
 
 
-def pod_scheduled(profile: str, seconds: float, attempts: int, since_first_queued: float | None) -> None:
-    """A pod was bound: its attempt, the attempts it took and the SLI latency."""
-    pod_attempt(SCHEDULED, profile, seconds)
+def pod_scheduled(profile: str, seconds: float | None, attempts: int, since_first_queued: float | None) -> None:
+    """A pod was bound: its attempt (None: the pod was placed by a group cycle, which counts its
+    own attempts), the attempts it took and the SLI latency."""
+    if seconds is not None:
+        pod_attempt(SCHEDULED, profile, seconds)
     POD_SCHEDULING_ATTEMPTS.observe(attempts)
     if since_first_queued is not None:
         POD_SCHEDULING_SLI_DURATION.labels(attempts_label(attempts)).observe(since_first_queued)

@@ -262,10 +262,9 @@ class PodCycle:
             log.exception("binding %s/%s", pi.namespace, pi.name)
             st = Status.new(Code.Error, str(e))
         if st is None or st.is_success():
-            seconds = attempt_seconds(state)
-            if seconds is not None and qpi is not None:
+            if qpi is not None:  # a group's members too; their attempt is the group's
                 first = qpi.initial_attempt_timestamp
-                sm.pod_scheduled(fw.profile_name, seconds, qpi.attempts,
+                sm.pod_scheduled(fw.profile_name, attempt_seconds(state), max(1, qpi.attempts),
                                  None if first is None else self.ctx.clock.now() - first)
             await self._bound(fw, state, pi, node, scores)
         else:
