@@ -21,7 +21,9 @@ from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
+from ..controllers.statefulset import StatefulSetController
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
+from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..scheduler.framework.config import load_configuration
@@ -70,6 +72,8 @@ async def start_all(cp: Any) -> list[Any]:
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+    controllers.append(StatefulSetController(client, factory))
+    controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:

@@ -46,7 +46,7 @@ from .framework.status import Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .grouppreemption import GATE as WORKLOAD_AWARE_PREEMPTION_GATE
 from .grouppreemption import GroupPreemption
-from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware
+from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware, volumebinding
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
 from .reporting import pod_group_api, release_of
@@ -118,6 +118,7 @@ class Scheduler:
             self.queue.group_of = self.groups.forest.root_key  # a tree's leaves queue as its root
         self.queue.group_ready = self._group_ready
         self._wire()
+        self._wire_storage_events()
         self._task: asyncio.Task | None = None
         self.group_preemption = GroupPreemption(
             self.group_cycle, list(self.frameworks.values()),
@@ -154,6 +155,7 @@ class Scheduler:
             names.TopologyPlacementGenerator: topologyaware.factory(self.node_topology, scheduled_pods, self.snapshot),
             names.PodGroupPodsCount: podgrouppodscount.new,
             names.DynamicResources: dynamicresources.new,
+            names.VolumeBinding: volumebinding.new,
         }
         for name, factory in plugins.items():
             if name not in reg:
@@ -172,6 +174,15 @@ class Scheduler:
         if self.composites is not None:
             self.composites.add_event_handler(on_add=self._cpg_add, on_update=self._cpg_update,
                                               on_delete=self.groups.remove_composite)
+
+    def _wire_storage_events(self) -> None:
+        """Changes of the claims, volumes and classes VolumeBinding reads (through informers it made
+        on the shared factory) are cluster events for the queue."""
+        made = {(inf.api_version, inf.kind) for inf in self._plugin_informers}
+        for resource, api_version, kind in volumebinding.WATCHED:
+            if (api_version, kind) in made:
+                self.factory.informer(api_version, kind).add_event_handler(
+                    **self._feeding(resource, lambda obj: None, lambda old, new: None, lambda obj: None))
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every

@@ -15,6 +15,7 @@ DefaultPreemption = "DefaultPreemption"
 # Provided by other phalanx packages (binder, DRA, workload scheduling).
 DefaultBinder = "DefaultBinder"
 DynamicResources = "DynamicResources"
+VolumeBinding = "VolumeBinding"
 GangScheduling = "GangScheduling"
 TopologyPlacementGenerator = "TopologyPlacementGenerator"
 PodGroupPodsCount = "PodGroupPodsCount"
