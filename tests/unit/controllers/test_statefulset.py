@@ -1,0 +1,146 @@
+"""The StatefulSet controller with the simulated volume provisioner, kubelets, the garbage collector
+and the real scheduler (VolumeBinding included), on virtual time against the real API: ordered
+creation with claims bound to provisioned volumes, revisions and rolling updates in reverse ordinal
+order, partitions, scaling down in order with claims retained, and Parallel management."""
+
+from __future__ import annotations
+
+from phalanx.controllers.statefulset import StatefulSetController
+from phalanx.controllers.volumeprovisioner import VolumeProvisioner
+
+from .harness import ControllerCluster
+
+
+class Cluster(ControllerCluster):
+    nodes = ["n1", "n2"]
+
+    def make_controllers(self, env, factory, **kw):
+        self.sts = StatefulSetController(env.client, factory, **kw)
+        self.provisioner = VolumeProvisioner(env.client, factory, **kw)
+        return [self.sts, self.provisioner]
+
+    def set_(self, name="web"):
+        return self.sts.sets.get(f"default/{name}")
+
+    def pods(self):
+        return {p["metadata"]["name"]: p for p in self.sts.pods.list("default")
+                if not p["metadata"].get("deletionTimestamp")}
+
+    def claims(self):
+        return {c["metadata"]["name"]: c for c in self.sts.claims.list("default")}
+
+    def rolled_out(self, name="web"):
+        s = self.set_(name)
+        st = s.get("status") or {}
+        return (st.get("observedGeneration") == s["metadata"]["generation"]
+                and st.get("readyReplicas") == s["spec"]["replicas"] == st.get("updatedReplicas")
+                and st.get("currentRevision") == st.get("updateRevision") and len(self.pods()) == s["spec"]["replicas"])
+
+
+def statefulset(replicas=3, image="nginx:1.25", policy="OrderedReady"):
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": replicas, "serviceName": "web", "podManagementPolicy": policy,
+                     "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "nginx", "image": image}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}
+
+
+async def _events(env, reason):
+    items, _ = await env.client.list("v1", "Event", "default")
+    return [e["message"] for e in items if e.get("reason") == reason
+            and (e.get("involvedObject") or {}).get("kind") == "StatefulSet"]
+
+
+async def _set_image(env, image):
+    await env.client.patch("apps/v1", "StatefulSet", "default", "web",
+                           {"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": image}]}}}})
+
+
+async def test_ordered_creation_binds_each_claim_to_a_provisioned_volume(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset())
+        assert await env.run_until(cl.rolled_out)
+        assert await _events(env, "SuccessfulCreate") == [
+            "create Claim www-web-0 Pod web-0 in StatefulSet web success",
+            "create Pod web-0 in StatefulSet web successful",
+            "create Claim www-web-1 Pod web-1 in StatefulSet web success",
+            "create Pod web-1 in StatefulSet web successful",
+            "create Claim www-web-2 Pod web-2 in StatefulSet web success",
+            "create Pod web-2 in StatefulSet web successful"]
+        pods = cl.pods()
+        for i in range(3):
+            pod = pods[f"web-{i}"]
+            assert pod["spec"]["hostname"] == f"web-{i}" and pod["spec"]["subdomain"] == "web"
+            assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == str(i)
+            claim = cl.claims()[f"www-web-{i}"]
+            assert claim["spec"]["storageClassName"] == "standard"
+            assert claim["status"]["phase"] == "Bound"
+            assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == pod["spec"]["nodeName"]
+            pv = await env.client.get("v1", "PersistentVolume", None, claim["spec"]["volumeName"])
+            assert pv["status"]["phase"] == "Bound" and pv["spec"]["claimRef"]["name"] == f"www-web-{i}"
+            terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+            assert terms[0]["matchExpressions"][0]["values"] == [pod["spec"]["nodeName"]]
+        st = cl.set_()["status"]
+        assert (st["replicas"], st["readyReplicas"], st["currentReplicas"], st["availableReplicas"]) == (3, 3, 3, 3)
+
+
+async def test_image_update_rolls_pods_in_reverse_ordinal_order(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset())
+        assert await env.run_until(cl.rolled_out)
+        first = cl.set_()["status"]["currentRevision"]
+        await _set_image(env, "nginx:1.26")
+        assert await env.run_until(lambda: cl.rolled_out() and cl.set_()["status"]["currentRevision"] != first)
+        assert await _events(env, "SuccessfulDelete") == [
+            f"delete Pod web-{i} in StatefulSet web successful" for i in (2, 1, 0)]
+        revision = cl.set_()["status"]["updateRevision"]
+        assert all(p["metadata"]["labels"]["controller-revision-hash"] == revision
+                   and p["spec"]["containers"][0]["image"] == "nginx:1.26" for p in cl.pods().values())
+        revisions, _ = await env.client.list("apps/v1", "ControllerRevision", "default")
+        assert sorted(r["revision"] for r in revisions) == [1, 2]
+
+
+async def test_partition_keeps_lower_ordinals_at_the_current_revision(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset())
+        assert await env.run_until(cl.rolled_out)
+        await env.client.patch("apps/v1", "StatefulSet", "default", "web",
+                               {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}})
+        await _set_image(env, "nginx:1.26")
+        assert await env.run_until(lambda: (cl.set_().get("status") or {}).get("updatedReplicas") == 1
+                                   and (cl.set_().get("status") or {}).get("readyReplicas") == 3)
+        images = {n: p["spec"]["containers"][0]["image"] for n, p in cl.pods().items()}
+        assert images == {"web-0": "nginx:1.25", "web-1": "nginx:1.25", "web-2": "nginx:1.26"}
+
+
+async def test_scale_down_removes_highest_ordinals_first_and_keeps_claims(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset())
+        assert await env.run_until(cl.rolled_out)
+        await env.client.patch("apps/v1", "StatefulSet", "default", "web", {"spec": {"replicas": 1}})
+        assert await env.run_until(lambda: cl.rolled_out() and set(cl.pods()) == {"web-0"})
+        assert await _events(env, "SuccessfulDelete") == [
+            "delete Pod web-2 in StatefulSet web successful", "delete Pod web-1 in StatefulSet web successful"]
+        assert set(cl.claims()) == {"www-web-0", "www-web-1", "www-web-2"}
+
+
+async def test_parallel_creates_every_pod_at_once(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset(policy="Parallel"))
+        assert await env.run_until(cl.rolled_out)
+        assert set(cl.pods()) == {"web-0", "web-1", "web-2"}
+
+
+async def test_invalid_statefulset_is_refused_with_field_causes(env):
+    env.bootstrap()
+    bad = statefulset()
+    bad["spec"]["podManagementPolicy"] = "Sometimes"
+    bad["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    try:
+        await env.client.create(bad)
+    except Exception as e:  # StatusError
+        causes = {c["field"]: c["message"] for c in e.details["causes"]}
+    assert causes["spec.podManagementPolicy"].startswith("Unsupported value: \"Sometimes\"")
+    assert "`selector` does not match template `labels`" in causes["spec.template.metadata.labels"]
