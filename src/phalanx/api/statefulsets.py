@@ -100,7 +100,23 @@ def _validate_selector_and_template(spec: Obj, path: str, ctx: Any) -> list[Fiel
         return errs
     if not label_selector_string(sel):
         return [invalid(f"{path}.selector", sel, "empty selector is invalid for statefulset")]
-    return validate_template_for_replica_set(spec.get("template"), sel, f"{path}.template", ctx, "StatefulSet")
+    return validate_template_for_replica_set(_template_with_claims(spec), sel, f"{path}.template", ctx,
+                                             "StatefulSet")
+
+
+def _template_with_claims(spec: Obj) -> Any:
+    """The template as its pods will be: each claim template is a volume the containers may mount
+    (upstream checks the union of volumes and claims against the mounts)."""
+    template = spec.get("template")
+    claims = [_dict(_dict(t).get("metadata")).get("name") for t in _list(spec.get("volumeClaimTemplates"))]
+    if not isinstance(template, dict) or not any(claims):
+        return template
+    tspec = dict(_dict(template.get("spec")))
+    volumes = list(_list(tspec.get("volumes")))
+    present = {_dict(v).get("name") for v in volumes}
+    volumes += [{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in claims if n and n not in present]
+    tspec["volumes"] = volumes
+    return {**template, "spec": tspec}
 
 
 def _validate_claim_templates(spec: Obj, path: str) -> list[FieldError]:
