@@ -33,6 +33,20 @@ BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 BETA_DEFAULT_CLASS_ANNOTATION = "storageclass.beta.kubernetes.io/is-default-class"
 STORAGE_CLASSES_KEY = "storage.k8s.io/storageclasses"
+# StorageObjectInUseProtection: removed by the pvc-protection / pv-protection controllers.
+PVC_PROTECTION_FINALIZER = "kubernetes.io/pvc-protection"
+PV_PROTECTION_FINALIZER = "kubernetes.io/pv-protection"
+
+
+def add_finalizer(obj: Obj, finalizer: str) -> None:
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return
+    finalizers = md.get("finalizers")
+    if not isinstance(finalizers, list):
+        finalizers = md["finalizers"] = []
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)
 
 
 def access_modes_string(modes: Any) -> str:
@@ -150,9 +164,11 @@ class PersistentVolumeClaimStrategy(Strategy):
     tracks_generation = False
 
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
-        """DefaultStorageClass: a new claim that names no class gets the default one."""
+        """DefaultStorageClass: a new claim that names no class gets the default one;
+        StorageObjectInUseProtection: and the pvc-protection finalizer."""
         if operation != "CREATE":
             return
+        add_finalizer(obj, PVC_PROTECTION_FINALIZER)
         spec = obj.get("spec")
         if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
             return
@@ -286,6 +302,11 @@ class PersistentVolumeStrategy(Strategy):
     field_selectors = {"spec.claimRef.name": lambda o: _dict(_dict(o.get("spec")).get("claimRef")).get("name", ""),
                        "spec.claimRef.namespace":
                            lambda o: _dict(_dict(o.get("spec")).get("claimRef")).get("namespace", "")}
+
+    def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
+        """StorageObjectInUseProtection: a new volume gets the pv-protection finalizer."""
+        if operation == "CREATE":
+            add_finalizer(obj, PV_PROTECTION_FINALIZER)
 
     def default(self, obj: Obj, ctx: StrategyContext) -> None:
         spec = obj.get("spec")

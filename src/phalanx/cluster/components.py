@@ -22,6 +22,7 @@ from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
+from ..controllers.storageprotection import StorageProtection
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
@@ -74,6 +75,7 @@ async def start_all(cp: Any) -> list[Any]:
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     controllers.append(StatefulSetController(client, factory))
     controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
+    controllers.append(StorageProtection(client, factory))
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:

@@ -149,7 +149,20 @@ class VolumeProvisioner(Controller[str]):
         self.enqueue_on(self.claims, key_of=lambda o: "pvc:" + object_key(o))
         self.enqueue_on(self.volumes, key_of=lambda o: "pv:" + _md(o).get("name", ""))
         self.classes.add_event_handler(on_add=lambda sc: self._all_claims())
+        self.claims.add_event_handler(on_delete=self._claim_deleted)
         self._waiting_reported: set[str] = set()
+
+    def _claim_deleted(self, pvc: Obj) -> None:
+        """Its volume is Released (and reclaimed) now."""
+        if _spec(pvc).get("volumeName"):
+            self.enqueue("pv:" + _spec(pvc)["volumeName"])
+
+    def _claims_waiting_for(self, pv: Obj) -> None:
+        """An Available volume may fit an unbound claim of its class (upstream's periodic resync)."""
+        cls = _spec(pv).get("storageClassName") or ""
+        for pvc in self.claims.list(None):
+            if not _spec(pvc).get("volumeName") and (_spec(pvc).get("storageClassName") or "") == cls:
+                self.enqueue("pvc:" + object_key(pvc))
 
     def _all_claims(self) -> None:
         for pvc in self.claims.list(None):
@@ -276,6 +289,7 @@ class VolumeProvisioner(Controller[str]):
         ref = _spec(pv).get("claimRef")
         if not ref:
             await self._volume_phase(pv, "Available")
+            self._claims_waiting_for(pv)
             return
         claim = self.claims.get(f"{ref.get('namespace', '')}/{ref.get('name', '')}")
         if claim is not None and (not ref.get("uid") or _md(claim).get("uid") == ref.get("uid")):
