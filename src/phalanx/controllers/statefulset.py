@@ -39,8 +39,8 @@ from ..machinery.meta import controller_of, deep_copy
 from .podcontrol import add_workload_indexers, candidates_for, claim_objects, selector_of
 from .statefulset_utils import (
     claims_for, compute_status, equal_revision, is_failed, is_healthy, is_parallel, is_rolling_update,
-    is_succeeded, is_terminating, new_pod, new_revision, parent_and_ordinal, partition_of, replicas_of,
-    revision_number, revision_of, set_from_revision, sort_revisions, start_ordinal,
+    is_running_and_available, is_succeeded, is_terminating, new_pod, new_revision, parent_and_ordinal, partition_of,
+    replicas_of, revision_number, revision_of, set_from_revision, sort_revisions, start_ordinal,
 )
 
 Obj = dict[str, Any]
@@ -113,6 +113,9 @@ class StatefulSetController(Controller[str]):
                                 self.clock.now(), collision)
         await self._write_status(set_, status)
         await self._truncate_history(set_, pods, current, update)
+        mrs = int((set_.get("spec") or {}).get("minReadySeconds") or 0)
+        if mrs and status["availableReplicas"] < status["readyReplicas"]:
+            self.enqueue_after(key, mrs)  # ready pods become available minReadySeconds later
 
     async def _claim_pods(self, set_: Obj) -> list[Obj]:
         name = set_["metadata"]["name"]
@@ -222,8 +225,14 @@ class StatefulSetController(Controller[str]):
             if not parallel:
                 raise _Wait()
             return
+        if not (pod.get("spec") or {}).get("nodeName") and not is_terminating(pod):
+            await self._create_claims(set_, pod, ordinal)  # a pending pod whose claim was deleted
         if not parallel and not is_healthy(pod):
             raise _Wait()  # "waiting for Pod ... to be Running and Ready"
+        mrs = int((set_.get("spec") or {}).get("minReadySeconds") or 0)
+        if not parallel and mrs and not is_running_and_available(pod, mrs, self.clock.now()):
+            self.enqueue_after(object_key(set_), mrs)
+            raise _Wait()  # "... to be Available"
 
     async def _create_claims(self, set_: Obj, pod: Obj, ordinal: int) -> None:
         """`createPersistentVolumeClaims`: the pod's missing claims, owned by the set when the
@@ -286,7 +295,7 @@ class StatefulSetController(Controller[str]):
                 raise _Wait()
 
     async def _retain_or_release_claims(self, set_: Obj, pod: Obj) -> None:
-        """`whenScaled: Delete`: the condemned pod becomes an owner of its claims."""
+        """`whenScaled: Delete`: the condemned pod becomes the owner of its claims (instead of the set)."""
         policy = (set_.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
         if policy.get("whenScaled") != "Delete":
             return
@@ -296,10 +305,12 @@ class StatefulSetController(Controller[str]):
             existing = self.claims.get(f"{md['namespace']}/{md['name']}")
             if existing is None:
                 continue
-            refs = list(existing["metadata"].get("ownerReferences") or [])
-            if any(r.get("uid") == pod["metadata"]["uid"] for r in refs):
+            old_refs = list(existing["metadata"].get("ownerReferences") or [])
+            set_uid, pod_uid = set_["metadata"]["uid"], pod["metadata"]["uid"]
+            # a scaled-down pod's claim is owned by the pod alone (`updateClaimOwnerRefForSetAndPod`)
+            refs = [r for r in old_refs if r.get("uid") not in (set_uid, pod_uid)] + [_owner_ref(pod)]
+            if refs == old_refs:
                 continue
-            refs.append(_owner_ref(pod))
             await self.client.patch("v1", "PersistentVolumeClaim", md["namespace"], md["name"],
                                     {"metadata": {"ownerReferences": refs}}, MERGE_PATCH)
 

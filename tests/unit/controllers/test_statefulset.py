@@ -6,6 +6,7 @@ order, partitions, scaling down in order with claims retained, and Parallel mana
 from __future__ import annotations
 
 from phalanx.controllers.statefulset import StatefulSetController
+from phalanx.controllers.storageprotection import StorageProtection
 from phalanx.controllers.volumeprovisioner import VolumeProvisioner
 
 from .harness import ControllerCluster
@@ -17,7 +18,7 @@ class Cluster(ControllerCluster):
     def make_controllers(self, env, factory, **kw):
         self.sts = StatefulSetController(env.client, factory, **kw)
         self.provisioner = VolumeProvisioner(env.client, factory, **kw)
-        return [self.sts, self.provisioner]
+        return [self.sts, self.provisioner, StorageProtection(env.client, factory, **kw)]
 
     def set_(self, name="web"):
         return self.sts.sets.get(f"default/{name}")
@@ -144,3 +145,40 @@ async def test_invalid_statefulset_is_refused_with_field_causes(env):
         causes = {c["field"]: c["message"] for c in e.details["causes"]}
     assert causes["spec.podManagementPolicy"].startswith("Unsupported value: \"Sometimes\"")
     assert "`selector` does not match template `labels`" in causes["spec.template.metadata.labels"]
+
+
+async def test_delete_retention_policy_removes_claims_with_their_pods_and_set(env):
+    async with Cluster(env) as cl:
+        sts = statefulset()
+        sts["spec"]["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Delete", "whenScaled": "Delete"}
+        await env.client.create(sts)
+        assert await env.run_until(cl.rolled_out)
+        await env.client.patch("apps/v1", "StatefulSet", "default", "web", {"spec": {"replicas": 2}})
+        assert await env.run_until(lambda: cl.rolled_out() and set(cl.claims()) == {"www-web-0", "www-web-1"})
+        await env.client.delete("apps/v1", "StatefulSet", "default", "web")
+        assert await env.run_until(lambda: not cl.claims() and not cl.pods())
+
+
+async def test_min_ready_seconds_holds_the_next_ordinal_until_available(env):
+    async with Cluster(env) as cl:
+        sts = statefulset(replicas=2)
+        sts["spec"]["minReadySeconds"] = 30
+        await env.client.create(sts)
+        assert await env.run_until(lambda: "web-0" in cl.pods() and cl.set_()["status"].get("readyReplicas") == 1)
+        await env.run_until(lambda: False, within=10)
+        assert set(cl.pods()) == {"web-0"} and cl.set_()["status"].get("availableReplicas", 0) == 0
+        assert await env.run_until(lambda: (cl.set_().get("status") or {}).get("availableReplicas") == 2)
+
+
+async def test_revisions_beyond_the_history_limit_are_deleted(env):
+    async with Cluster(env) as cl:
+        sts = statefulset(replicas=1)
+        sts["spec"]["revisionHistoryLimit"] = 1
+        await env.client.create(sts)
+        assert await env.run_until(cl.rolled_out)
+        for tag in ("1.26", "1.27", "1.28"):
+            await _set_image(env, f"nginx:{tag}")
+            assert await env.run_until(lambda: cl.rolled_out() and
+                                       cl.pods()["web-0"]["spec"]["containers"][0]["image"] == f"nginx:{tag}")
+        assert await env.run_until(lambda: len(cl.sts.revisions.list("default")) == 2)
+        assert sorted(r["revision"] for r in cl.sts.revisions.list("default")) == [3, 4]
