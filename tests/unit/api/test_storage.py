@@ -46,9 +46,9 @@ async def test_newest_default_class_wins(env):
     """Of two default classes the newer one is given (then the one whose name sorts first)."""
     env.bootstrap()
     await env.clock.advance(10)
-    await env.client.create(sc("fast", default=True))
+    await env.client.create(sc("zz-fast", default=True))
     created = await env.client.create(pvc())
-    assert created["spec"]["storageClassName"] == "fast"
+    assert created["spec"]["storageClassName"] == "zz-fast"
 
 
 async def test_claim_validation_messages(env):
