@@ -23,7 +23,8 @@ For each apps/v1 StatefulSet, as upstream's `stateful_set_control.go` does:
   observedGeneration, the revisions and collisionCount — what `kubectl rollout status sts/x` reads;
 - events on the set: `SuccessfulCreate` "create Pod web-0 in StatefulSet web successful",
   `SuccessfulCreate` "create Claim www-web-0 Pod web-0 in StatefulSet web success",
-  `SuccessfulDelete` "delete Pod web-2 in StatefulSet web successful", and the `Failed*` forms.
+  `SuccessfulDelete` "delete Pod web-2 in StatefulSet web successful", the `Failed*` forms, and
+  `RecreatingFailedPod` / `RecreatingTerminatedPod` when a pod that ended is replaced.
 """
 
 from __future__ import annotations
@@ -214,6 +215,11 @@ class StatefulSetController(Controller[str]):
     async def _process_replica(self, set_: Obj, current_set: Obj, update_set: Obj, current: Obj, update: Obj,
                                ordinal: int, pod: Obj | None, parallel: bool) -> None:
         if pod is not None and (is_failed(pod) or is_succeeded(pod)) and not is_terminating(pod):
+            md = set_["metadata"]
+            reason, what = ("RecreatingFailedPod", "failed") if is_failed(pod) else \
+                ("RecreatingTerminatedPod", "terminated")
+            await self._event(set_, reason, f"StatefulSet {md.get('namespace', '')}/{md['name']} is recreating "
+                              f"{what} Pod {pod['metadata']['name']}", warning=True)
             await self._delete_pod(set_, pod)
             if not parallel:
                 raise _Wait()

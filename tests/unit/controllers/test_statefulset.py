@@ -182,3 +182,15 @@ async def test_revisions_beyond_the_history_limit_are_deleted(env):
                                        cl.pods()["web-0"]["spec"]["containers"][0]["image"] == f"nginx:{tag}")
         assert await env.run_until(lambda: len(cl.sts.revisions.list("default")) == 2)
         assert sorted(r["revision"] for r in cl.sts.revisions.list("default")) == [3, 4]
+
+
+async def test_a_failed_pod_is_recreated_under_its_name(env):
+    async with Cluster(env) as cl:
+        await env.client.create(statefulset(replicas=1))
+        assert await env.run_until(cl.rolled_out)
+        uid = cl.pods()["web-0"]["metadata"]["uid"]
+        await env.client.patch("v1", "Pod", "default", "web-0", {"status": {"phase": "Failed", "reason": "Evicted"}},
+                               subresource="status")  # as an eviction by the node ends a pod
+        assert await env.run_until(lambda: "web-0" in cl.pods() and cl.pods()["web-0"]["metadata"]["uid"] != uid
+                                   and cl.rolled_out())
+        assert await _events(env, "RecreatingFailedPod") == ["StatefulSet default/web is recreating failed Pod web-0"]
