@@ -46,7 +46,8 @@ from .framework.status import Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .grouppreemption import GATE as WORKLOAD_AWARE_PREEMPTION_GATE
 from .grouppreemption import GroupPreemption
-from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware, volumebinding
+from .plugins import (defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware,
+                      volumebinding, volumerestrictions, volumezone)
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
 from .reporting import pod_group_api, release_of
@@ -156,6 +157,8 @@ class Scheduler:
             names.PodGroupPodsCount: podgrouppodscount.new,
             names.DynamicResources: dynamicresources.new,
             names.VolumeBinding: volumebinding.new,
+            names.VolumeRestrictions: volumerestrictions.new,
+            names.VolumeZone: volumezone.new,
         }
         for name, factory in plugins.items():
             if name not in reg:

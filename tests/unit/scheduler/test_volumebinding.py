@@ -107,3 +107,42 @@ def test_wait_for_first_consumer_claim_gets_the_chosen_node_at_prebind():
     assert asyncio.run(pl.pre_bind(state, pod("data"), "n1")) is None
     assert client.patches == [("PersistentVolumeClaim", "ns", "data",
                                {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "n1"}}})]
+
+
+# -- VolumeRestrictions and VolumeZone -------------------------------------------------------------
+def test_read_write_once_pod_claim_in_use_elsewhere_rejects_every_node():
+    from phalanx.scheduler.framework.snapshot import Snapshot
+    from phalanx.scheduler.plugins.volumerestrictions import ERR_RWOP_CONFLICT, VolumeRestrictions
+    rwop = claim("data")
+    rwop["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    user = {"metadata": {"name": "user", "namespace": "ns", "uid": "u0"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}],
+                     "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}
+    n1 = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+    snap = Snapshot.from_nodes_and_pods([n1], [user])
+    pl = VolumeRestrictions(Lister([rwop]), snapshot=lambda: snap)
+    state = CycleState()
+    assert pl.pre_filter(state, pod("data"), [])[1] is None
+    st = pl.filter(state, pod("data"), snap.get("n1"))
+    assert (st.code, st.message()) == (Code.Unschedulable, ERR_RWOP_CONFLICT)
+    pl.remove_pod(state, pod("data"), PodInfo(user), snap.get("n1"))  # as preemption would
+    assert pl.filter(state, pod("data"), snap.get("n1")) is None
+    shared = VolumeRestrictions(Lister([claim("data")]), snapshot=lambda: snap)
+    assert shared.pre_filter(CycleState(), pod("data"), [])[1].code == Code.Skip
+
+
+def test_volume_zone_labels_restrict_the_nodes():
+    from phalanx.scheduler.plugins.volumezone import ERR_CONFLICT, VolumeZone
+    pv = volume("pv1", "n1")
+    pv["metadata"]["labels"] = {"topology.kubernetes.io/zone": "a__b"}
+    pl = VolumeZone(Lister([claim("data", volume="pv1")]), Lister([pv], namespaced=False))
+    state = CycleState()
+    assert pl.pre_filter(state, pod("data"), [])[1] is None
+
+    def zoned(name, zone):
+        ni = node(name)
+        ni.labels = {**ni.labels, "topology.kubernetes.io/zone": zone} if zone else ni.labels
+        return ni
+    assert pl.filter(state, pod("data"), zoned("n1", "b")) is None
+    assert pl.filter(state, pod("data"), zoned("n2", "c")).message() == ERR_CONFLICT
+    assert pl.filter(state, pod("data"), zoned("n3", None)) is None  # a node without topology labels

@@ -108,7 +108,7 @@ class _State:
     node: str = ""
 
     def clone(self) -> "_State":
-        return self
+        return _State(list(self.bound), list(self.delayed), self.node)
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin, EnqueueExtensions):
