@@ -93,8 +93,9 @@ def pv_fits_claim(pv: Obj, pvc: Obj, claim_class: str, node: str | None) -> bool
     """`FindMatchingVolume`'s checks, for an Available PV not reserved for another claim."""
     spec, cspec = _spec(pv), _spec(pvc)
     ref = spec.get("claimRef")
-    if ref and (ref.get("name") != _md(pvc).get("name") or ref.get("namespace") != _md(pvc).get("namespace")):
-        return False
+    if ref and (ref.get("name") != _md(pvc).get("name") or ref.get("namespace") != _md(pvc).get("namespace")
+                or (ref.get("uid") and ref.get("uid") != _md(pvc).get("uid"))):
+        return False  # reserved for another claim (a Released volume keeps its old claim's uid)
     if (pv.get("status") or {}).get("phase") not in (None, "Available", "Pending") and not ref:
         return False
     if _md(pv).get("deletionTimestamp") or (spec.get("storageClassName") or "") != claim_class:
