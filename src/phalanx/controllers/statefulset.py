@@ -214,31 +214,39 @@ class StatefulSetController(Controller[str]):
 
     async def _process_replica(self, set_: Obj, current_set: Obj, update_set: Obj, current: Obj, update: Obj,
                                ordinal: int, pod: Obj | None, parallel: bool) -> None:
+        """One ordinal: replace an ended pod, create a missing one (claims first); OrderedReady
+        waits after each step and for the pod to be Running, Ready (and Available)."""
         if pod is not None and (is_failed(pod) or is_succeeded(pod)) and not is_terminating(pod):
-            md = set_["metadata"]
-            reason, what = ("RecreatingFailedPod", "failed") if is_failed(pod) else \
-                ("RecreatingTerminatedPod", "terminated")
-            await self._event(set_, reason, f"StatefulSet {md.get('namespace', '')}/{md['name']} is recreating "
-                              f"{what} Pod {pod['metadata']['name']}", warning=True)
-            await self._delete_pod(set_, pod)
-            if not parallel:
-                raise _Wait()
-            return
-        if pod is None:
+            await self._replace_ended(set_, pod)
+        elif pod is None:
             pod = self._versioned_pod(current_set, update_set, current, update, ordinal)
             await self._create_claims(set_, pod, ordinal)
             await self._create_pod(set_, pod)
-            if not parallel:
-                raise _Wait()
-            return
-        if not (pod.get("spec") or {}).get("nodeName") and not is_terminating(pod):
-            await self._create_claims(set_, pod, ordinal)  # a pending pod whose claim was deleted
-        if not parallel and not is_healthy(pod):
-            raise _Wait()  # "waiting for Pod ... to be Running and Ready"
+        else:
+            if not (pod.get("spec") or {}).get("nodeName") and not is_terminating(pod):
+                await self._create_claims(set_, pod, ordinal)  # a pending pod whose claim was deleted
+            if parallel or self._ready_for_next(set_, pod):
+                return
+        if not parallel:
+            raise _Wait()
+
+    async def _replace_ended(self, set_: Obj, pod: Obj) -> None:
+        md = set_["metadata"]
+        reason, what = ("RecreatingFailedPod", "failed") if is_failed(pod) else ("RecreatingTerminatedPod", "terminated")
+        await self._event(set_, reason, f"StatefulSet {md.get('namespace', '')}/{md['name']} is recreating "
+                          f"{what} Pod {pod['metadata']['name']}", warning=True)
+        await self._delete_pod(set_, pod)
+
+    def _ready_for_next(self, set_: Obj, pod: Obj) -> bool:
+        """Running and Ready ("waiting for Pod ... to be Running and Ready"), and Available for
+        minReadySeconds (looked at again then)."""
+        if not is_healthy(pod):
+            return False
         mrs = int((set_.get("spec") or {}).get("minReadySeconds") or 0)
-        if not parallel and mrs and not is_running_and_available(pod, mrs, self.clock.now()):
+        if mrs and not is_running_and_available(pod, mrs, self.clock.now()):
             self.enqueue_after(object_key(set_), mrs)
-            raise _Wait()  # "... to be Available"
+            return False
+        return True
 
     async def _create_claims(self, set_: Obj, pod: Obj, ordinal: int) -> None:
         """`createPersistentVolumeClaims`: the pod's missing claims, owned by the set when the

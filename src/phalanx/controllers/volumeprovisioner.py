@@ -67,46 +67,48 @@ def claim_request(pvc: Obj) -> Any:
     return ((_spec(pvc).get("resources") or {}).get("requests") or {}).get("storage")
 
 
+def _term_admits(term: Obj, node: str) -> bool:
+    for req in term.get("matchExpressions") or []:
+        if req.get("key") != HOSTNAME_LABEL:
+            continue
+        values = req.get("values") or []
+        if (req.get("operator") == "In") != (node in values):
+            return False
+    return True
+
+
 def pv_admits_node(pv: Obj, node: str | None) -> bool:
     """Whether the PV's required node affinity admits the node named by `kubernetes.io/hostname`
     (the only label simulated storage pins volumes with); no affinity admits every node."""
     terms = (((_spec(pv).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")) or []
     if not terms:
         return True
-    if node is None:
-        return False
-    for term in terms:
-        ok = True
-        for req in term.get("matchExpressions") or []:
-            if req.get("key") != HOSTNAME_LABEL:
-                continue
-            values = req.get("values") or []
-            if (req.get("operator") == "In" and node not in values) or \
-                    (req.get("operator") == "NotIn" and node in values):
-                ok = False
-        if ok:
-            return True
-    return False
+    return node is not None and any(_term_admits(term, node) for term in terms)
+
+
+def _reserved_for_other(pv: Obj, pvc: Obj) -> bool:
+    """The PV names another claim (a Released volume keeps its old claim's uid), or is being
+    deleted, or is in use without a claimRef."""
+    ref = _spec(pv).get("claimRef")
+    md = _md(pvc)
+    if ref:
+        return ref.get("name") != md.get("name") or ref.get("namespace") != md.get("namespace") or \
+            bool(ref.get("uid") and ref.get("uid") != md.get("uid"))
+    phase = (pv.get("status") or {}).get("phase")
+    return bool(_md(pv).get("deletionTimestamp")) or phase not in (None, "Available", "Pending")
 
 
 def pv_fits_claim(pv: Obj, pvc: Obj, claim_class: str, node: str | None) -> bool:
-    """`FindMatchingVolume`'s checks, for an Available PV not reserved for another claim."""
+    """`FindMatchingVolume`'s checks: free for this claim, same class and volume mode, the access
+    modes, enough capacity, a node affinity that admits the node."""
+    if _reserved_for_other(pv, pvc):
+        return False
     spec, cspec = _spec(pv), _spec(pvc)
-    ref = spec.get("claimRef")
-    if ref and (ref.get("name") != _md(pvc).get("name") or ref.get("namespace") != _md(pvc).get("namespace")
-                or (ref.get("uid") and ref.get("uid") != _md(pvc).get("uid"))):
-        return False  # reserved for another claim (a Released volume keeps its old claim's uid)
-    if (pv.get("status") or {}).get("phase") not in (None, "Available", "Pending") and not ref:
-        return False
-    if _md(pv).get("deletionTimestamp") or (spec.get("storageClassName") or "") != claim_class:
-        return False
-    if (spec.get("volumeMode") or "Filesystem") != (cspec.get("volumeMode") or "Filesystem"):
-        return False
-    if not set(cspec.get("accessModes") or []) <= set(spec.get("accessModes") or []):
-        return False
-    if _qty((spec.get("capacity") or {}).get("storage")) < _qty(claim_request(pvc)):
-        return False
-    return pv_admits_node(pv, node)
+    return ((spec.get("storageClassName") or "") == claim_class
+            and (spec.get("volumeMode") or "Filesystem") == (cspec.get("volumeMode") or "Filesystem")
+            and set(cspec.get("accessModes") or []) <= set(spec.get("accessModes") or [])
+            and _qty((spec.get("capacity") or {}).get("storage")) >= _qty(claim_request(pvc))
+            and pv_admits_node(pv, node))
 
 
 def provisioned_volume(pvc: Obj, sc: Obj, node: str | None) -> Obj:
@@ -190,17 +192,24 @@ class VolumeProvisioner(Controller[str]):
         sc = self.classes.get(class_name) if class_name else None
         node = (_md(pvc).get("annotations") or {}).get(SELECTED_NODE_ANNOTATION)
         if sc is not None and sc.get("volumeBindingMode") == "WaitForFirstConsumer" and not node:
-            if key not in self._waiting_reported:
-                self._waiting_reported.add(key)
-                await self._event(pvc, "WaitForFirstConsumer",
-                                  "waiting for first consumer to be created before binding")
+            await self._report_waiting(key, pvc)
             return
-        match = next((pv for pv in sorted(self.volumes.list(None), key=lambda v: _qty(
-            (_spec(v).get("capacity") or {}).get("storage"))) if pv_fits_claim(pv, pvc, class_name, node)), None)
+        match = self._matching_volume(pvc, class_name, node)
         if match is not None:
             await self._bind(pvc, match)
         elif sc is not None and sc.get("provisioner") != NO_PROVISIONER:
             await self._provision(pvc, sc, node)
+
+    async def _report_waiting(self, key: str, pvc: Obj) -> None:
+        if key not in self._waiting_reported:
+            self._waiting_reported.add(key)
+            await self._event(pvc, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+
+    def _matching_volume(self, pvc: Obj, class_name: str, node: str | None) -> Obj | None:
+        """The smallest volume that fits the claim."""
+        fitting = [pv for pv in self.volumes.list(None) if pv_fits_claim(pv, pvc, class_name, node)]
+        return min(fitting, key=lambda v: (_qty((_spec(v).get("capacity") or {}).get("storage")), _md(v)["name"]),
+                   default=None)
 
     async def _provision(self, pvc: Obj, sc: Obj, node: str | None) -> None:
         provisioner = sc.get("provisioner", "")
