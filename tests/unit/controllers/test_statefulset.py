@@ -194,3 +194,31 @@ async def test_a_failed_pod_is_recreated_under_its_name(env):
         assert await env.run_until(lambda: "web-0" in cl.pods() and cl.pods()["web-0"]["metadata"]["uid"] != uid
                                    and cl.rolled_out())
         assert await _events(env, "RecreatingFailedPod") == ["StatefulSet default/web is recreating failed Pod web-0"]
+
+
+async def test_ordinals_start_names_the_pods_and_claims(env):
+    async with Cluster(env) as cl:
+        sts = statefulset(replicas=2)
+        sts["spec"]["ordinals"] = {"start": 5}
+        await env.client.create(sts)
+        assert await env.run_until(cl.rolled_out)
+        assert set(cl.pods()) == {"web-5", "web-6"} and set(cl.claims()) == {"www-web-5", "www-web-6"}
+
+
+async def test_on_delete_updates_a_pod_only_when_it_is_deleted(env):
+    async with Cluster(env) as cl:
+        sts = statefulset(replicas=2)
+        sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
+        await env.client.create(sts)
+        assert await env.run_until(lambda: (cl.set_().get("status") or {}).get("readyReplicas") == 2)
+        await _set_image(env, "nginx:1.26")
+        assert await env.run_until(lambda: cl.set_()["status"].get("updateRevision") !=
+                                   cl.set_()["status"].get("currentRevision"))
+        await env.run_until(lambda: False, within=10)
+        assert {p["spec"]["containers"][0]["image"] for p in cl.pods().values()} == {"nginx:1.25"}
+        uid = cl.pods()["web-1"]["metadata"]["uid"]
+        await env.client.delete("v1", "Pod", "default", "web-1")
+        assert await env.run_until(lambda: "web-1" in cl.pods() and cl.pods()["web-1"]["metadata"]["uid"] != uid
+                                   and cl.set_()["status"].get("updatedReplicas") == 1)
+        images = {n: p["spec"]["containers"][0]["image"] for n, p in cl.pods().items()}
+        assert images == {"web-0": "nginx:1.25", "web-1": "nginx:1.26"}
