@@ -26,11 +26,16 @@ class Lister:
 
 
 class Client:
-    def __init__(self):
+    """Records patches; `then(namespace, name)` plays the PV controller binding the claim."""
+
+    def __init__(self, then=None):
         self.patches = []
+        self.then = then
 
     async def patch(self, api_version, kind, namespace, name, body, patch_type):
         self.patches.append((kind, namespace, name, body))
+        if self.then is not None:
+            self.then(namespace, name)
         return {}
 
 
@@ -97,8 +102,13 @@ def test_bound_volume_pins_the_pod_to_its_node():
 
 
 def test_wait_for_first_consumer_claim_gets_the_chosen_node_at_prebind():
-    client = Client()
-    pl = plugin([claim("data")], client=client)
+    claims = [claim("data")]
+
+    def bind(namespace, name):
+        claims[0]["spec"]["volumeName"] = "pv1"
+        claims[0]["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    client = Client(then=bind)
+    pl = plugin(claims, client=client)
     state = CycleState()
     assert pl.pre_filter(state, pod("data"), [])[1] is None
     assert pl.filter(state, pod("data"), node("n1")) is None
@@ -107,6 +117,22 @@ def test_wait_for_first_consumer_claim_gets_the_chosen_node_at_prebind():
     assert asyncio.run(pl.pre_bind(state, pod("data"), "n1")) is None
     assert client.patches == [("PersistentVolumeClaim", "ns", "data",
                                {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": "n1"}}})]
+
+
+def test_prebind_gives_up_when_the_claim_is_never_bound():
+    from phalanx.client import VirtualClock
+    clock = VirtualClock()
+    pl = VolumeBinding(Lister([claim("data")]), Lister([], namespaced=False), Lister(CLASSES, namespaced=False),
+                       Client(), clock=clock, bind_timeout=30)
+    state = CycleState()
+    pl.pre_filter(state, pod("data"), [])
+
+    async def run():
+        task = asyncio.ensure_future(pl.pre_bind(state, pod("data"), "n1"))
+        assert await clock.run_until(task.done, within=60)
+        return task.result()
+    st = asyncio.run(run())
+    assert (st.code, st.message()) == (Code.Error, "binding volumes: context deadline exceeded")
 
 
 # -- VolumeRestrictions and VolumeZone -------------------------------------------------------------

@@ -17,15 +17,20 @@ anything that answers `get(key)` / `list(namespace)` as informers do.
 - **Reserve** / **Unreserve** keep the chosen node for the cycle.
 - **PreBind** names the node on each unbound `WaitForFirstConsumer` claim (annotation
   `volume.kubernetes.io/selected-node`); the PV controller (here `controllers/volumeprovisioner.py`)
-  then binds or provisions for it. Unlike upstream, PreBind does not wait for the binding: the
-  simulated kubelet keeps the pod ContainerCreating until its claims are Bound.
+  then binds or provisions for it, and PreBind waits until every such claim is bound
+  (`spec.volumeName` and `pv.kubernetes.io/bind-completed`), waking on claim updates and looking
+  every second, for at most `bindTimeoutSeconds` (600): "binding volumes: context deadline
+  exceeded"; a claim deleted meanwhile fails the binding at once. The pod is bound to its node
+  after that, as upstream does.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Protocol, Sequence
 
+from phalanx.client.clock import REAL_CLOCK, Clock
 from phalanx.client.interface import MERGE_PATCH, Client
 from phalanx.machinery.errors import StatusError
 from phalanx.scheduler.framework.constants import Obj
@@ -41,6 +46,8 @@ from phalanx.scheduler.framework.types import NodeInfo, PodInfo
 NAME = "VolumeBinding"
 STATE_KEY = NAME
 SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
+DEFAULT_BIND_TIMEOUT_SECONDS = 600  # VolumeBindingArgs.bindTimeoutSeconds
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
 ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -115,11 +122,20 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin,
     NAME = NAME
     SIGNATURE_FROM_SPEC = True
 
-    def __init__(self, claims: Lister, volumes: Lister, classes: Lister, client: Optional[Client]):
+    def __init__(self, claims: Lister, volumes: Lister, classes: Lister, client: Optional[Client], *,
+                 clock: Clock = REAL_CLOCK, bind_timeout: float = DEFAULT_BIND_TIMEOUT_SECONDS):
         self.claims = claims
         self.volumes = volumes
         self.classes = classes
         self.client = client
+        self.clock = clock
+        self.bind_timeout = bind_timeout
+        self._claims_changed: Optional[asyncio.Event] = None  # set on claim updates while PreBind waits
+
+    def claim_updated(self, old: Obj, new: Obj) -> None:
+        """Claims informer handler: wakes PreBinds waiting for their claims to be bound."""
+        if self._claims_changed is not None:
+            self._claims_changed.set()
 
     def sign_pod(self, pod: PodInfo) -> object:
         """Batching fragment: pods without claims all sign alike; pods with claims are unsignable
@@ -191,6 +207,8 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin,
         return None if data is not None and data.delayed else Status.new(Code.Skip)
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Optional[Status]:  # type: ignore[override]
+        """Name the node on each delayed claim, then wait (up to `bindTimeoutSeconds`) until the
+        PV controller has bound them all (upstream `BindPodVolumes`)."""
         data: Optional[_State] = state.get(STATE_KEY)
         if data is None or self.client is None:
             return None
@@ -204,7 +222,46 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, ReservePlugin, PreBindPlugin,
                                         MERGE_PATCH)
             except StatusError as e:
                 return Status.new(Code.Error, f"binding volumes: {e.message}").with_plugin(NAME)
+        return await self._wait_bound([f"{pvc['metadata'].get('namespace')}/{pvc['metadata']['name']}"
+                                       for pvc in data.delayed])
+
+    def _binding_state(self, keys: list[str]) -> Optional[str]:
+        """None when every claim is bound ("" while some are not yet), else why binding failed."""
+        for key in keys:
+            pvc = self.claims.get(key)
+            if pvc is None or (pvc.get("metadata") or {}).get("deletionTimestamp"):
+                return f'pvc "{key}" was deleted'
+            md = pvc.get("metadata") or {}
+            if not (pvc.get("spec") or {}).get("volumeName") or \
+                    (md.get("annotations") or {}).get(BIND_COMPLETED_ANNOTATION) != "yes":
+                return ""
         return None
+
+    async def _wait_bound(self, keys: list[str]) -> Optional[Status]:
+        deadline = self.clock.now() + self.bind_timeout
+        while True:
+            why = self._binding_state(keys)
+            if why is None:
+                return None
+            if why:
+                return Status.new(Code.Error, f"binding volumes: {why}").with_plugin(NAME)
+            remaining = deadline - self.clock.now()
+            if remaining <= 0:
+                return Status.new(Code.Error, "binding volumes: context deadline exceeded").with_plugin(NAME)
+            await self._claims_update_or(remaining)
+
+    async def _claims_update_or(self, seconds: float) -> None:
+        """Until some claim changes, or `seconds` pass on the scheduler's clock."""
+        if self._claims_changed is None:
+            self._claims_changed = asyncio.Event()
+        self._claims_changed.clear()
+        changed = asyncio.ensure_future(self._claims_changed.wait())
+        timer = asyncio.ensure_future(self.clock.sleep(min(seconds, 1.0)))  # and look every second, as upstream
+        try:
+            await asyncio.wait([changed, timer], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            changed.cancel()
+            timer.cancel()
 
     # -- requeueing ---------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -229,4 +286,7 @@ def new(args: Optional[Mapping[str, Any]], handle: Handle) -> VolumeBinding:
     if factory is None:
         raise ValueError("VolumeBinding needs the scheduler's shared informer factory")
     claims, volumes, classes = (factory.informer(api_version, kind) for _, api_version, kind in WATCHED)
-    return VolumeBinding(claims, volumes, classes, handle.client())
+    timeout = (args or {}).get("bindTimeoutSeconds") or DEFAULT_BIND_TIMEOUT_SECONDS
+    plugin = VolumeBinding(claims, volumes, classes, handle.client(), clock=handle.clock(), bind_timeout=float(timeout))
+    claims.add_event_handler(on_update=plugin.claim_updated)
+    return plugin
