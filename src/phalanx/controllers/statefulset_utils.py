@@ -224,8 +224,9 @@ def equal_revision(a: Obj, b: Obj) -> bool:
 # -- status ------------------------------------------------------------------------------------------
 def compute_status(set_: Obj, pods: list[Obj], current: str, update: str, now: float,
                    collision_count: int) -> Obj:
-    """`computeReplicaStatus` and the revisions; a finished rolling update makes the update
-    revision current (`completeRollingUpdate`)."""
+    """`computeReplicaStatus` and the revisions; once every pod is updated and ready the update
+    revision becomes current (`completeRollingUpdate`; for OnDelete too since Kubernetes 1.36,
+    kubernetes/kubernetes#136833)."""
     mrs = int(spec_of(set_).get("minReadySeconds") or 0)
     st = {"observedGeneration": set_["metadata"].get("generation", 0), "replicas": 0, "readyReplicas": 0,
           "currentReplicas": 0, "updatedReplicas": 0, "availableReplicas": 0, "currentRevision": current,
@@ -241,9 +242,7 @@ def compute_status(set_: Obj, pods: list[Obj], current: str, update: str, now: f
             rev = revision_of(pod)
             st["currentReplicas"] += rev == current
             st["updatedReplicas"] += rev == update
-    want = replicas_of(set_)
-    if is_rolling_update(set_) and st["updatedReplicas"] == want and st["readyReplicas"] == want \
-            and st["replicas"] == want:
+    if st["updatedReplicas"] == st["replicas"] and st["readyReplicas"] == st["replicas"]:
         st["currentRevision"] = update
         st["currentReplicas"] = st["updatedReplicas"]
     return st

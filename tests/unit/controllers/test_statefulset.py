@@ -222,3 +222,5 @@ async def test_on_delete_updates_a_pod_only_when_it_is_deleted(env):
                                    and cl.set_()["status"].get("updatedReplicas") == 1)
         images = {n: p["spec"]["containers"][0]["image"] for n, p in cl.pods().items()}
         assert images == {"web-0": "nginx:1.25", "web-1": "nginx:1.26"}
+        await env.client.delete("v1", "Pod", "default", "web-0")
+        assert await env.run_until(cl.rolled_out)  # every pod updated: the update revision is current
