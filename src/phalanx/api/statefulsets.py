@@ -14,8 +14,9 @@ from typing import Any, Callable
 
 from ..machinery.errors import FieldError, forbidden, invalid, not_supported, required
 from ..machinery.names import dns1123_label_errors
-from .common import Obj, _col, _dict, _list, _name, creation_age
-from .fieldchecks import IMMUTABLE_MSG, validate_nonnegative
+from .common import Obj, _col, _dict, _gate, _list, _name, creation_age
+from .fieldchecks import (IMMUTABLE_MSG, int_or_percent_value, is_not_more_than_100_percent, validate_nonnegative,
+                          validate_positive_int_or_percent)
 from .labelselectors import label_selector_string, validate_label_selector
 from .persistentvolumes import default_claim, validate_claim_spec
 from .poddefaults import default_pod_template, drop_disabled_pod_spec_fields
@@ -24,6 +25,7 @@ from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, S
 POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
 UPDATE_STRATEGIES = ("OnDelete", "RollingUpdate")
 RETENTION_POLICIES = ("Delete", "Retain")
+MAX_UNAVAILABLE_GATE = "MaxUnavailableStatefulSet"
 STATEFULSET_SPEC_UPDATE_MSG = ("updates to statefulset spec for fields other than 'replicas', 'ordinals', "
                                "'template', 'updateStrategy', 'revisionHistoryLimit', "
                                "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")
@@ -37,16 +39,7 @@ def _int(v: Any) -> int:
 
 def default_statefulset_spec(spec: Obj, ctx: StrategyContext) -> None:
     spec.setdefault("podManagementPolicy", "OrderedReady")
-    strategy = spec.get("updateStrategy")
-    if not isinstance(strategy, dict):
-        strategy = spec["updateStrategy"] = {}
-    if not strategy.get("type"):
-        strategy["type"] = "RollingUpdate"
-    if strategy["type"] == "RollingUpdate":
-        ru = strategy.get("rollingUpdate")
-        if not isinstance(ru, dict):
-            ru = strategy["rollingUpdate"] = {}
-        ru.setdefault("partition", 0)
+    _default_update_strategy(spec, ctx)
     policy = spec.get("persistentVolumeClaimRetentionPolicy")
     if not isinstance(policy, dict):
         policy = spec["persistentVolumeClaimRetentionPolicy"] = {}
@@ -63,6 +56,32 @@ def default_statefulset_spec(spec: Obj, ctx: StrategyContext) -> None:
     default_pod_template(spec.get("template"), ctx)
 
 
+def _default_update_strategy(spec: Obj, ctx: StrategyContext) -> None:
+    """An unset type is RollingUpdate with `rollingUpdate: {}`; a given `rollingUpdate` gets
+    `partition: 0` and, with MaxUnavailableStatefulSet (beta, on since 1.35), `maxUnavailable: 1`."""
+    strategy = spec.get("updateStrategy")
+    if not isinstance(strategy, dict):
+        strategy = spec["updateStrategy"] = {}
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        if not isinstance(strategy.get("rollingUpdate"), dict):
+            strategy["rollingUpdate"] = {}
+    ru = strategy.get("rollingUpdate")
+    if strategy["type"] == "RollingUpdate" and isinstance(ru, dict):
+        ru.setdefault("partition", 0)
+        if _gate(ctx, MAX_UNAVAILABLE_GATE):
+            ru.setdefault("maxUnavailable", 1)
+
+
+def _validate_max_unavailable(value: Any, path: str) -> list[FieldError]:
+    if value is None:
+        return []
+    errs = validate_positive_int_or_percent(value, path)
+    if not errs and int_or_percent_value(value) == 0:
+        errs.append(invalid(path, value, "cannot be 0"))
+    return errs + is_not_more_than_100_percent(value, path)
+
+
 def _validate_update_strategy(spec: Obj, path: str) -> list[FieldError]:
     strategy = _dict(spec.get("updateStrategy"))
     stype = strategy.get("type")
@@ -74,7 +93,8 @@ def _validate_update_strategy(spec: Obj, path: str) -> list[FieldError]:
         return []
     if stype == "RollingUpdate":
         ru = _dict(strategy.get("rollingUpdate"))
-        return validate_nonnegative(ru.get("partition", 0), f"{sp}.rollingUpdate.partition")
+        return validate_nonnegative(ru.get("partition", 0), f"{sp}.rollingUpdate.partition") + \
+            _validate_max_unavailable(ru.get("maxUnavailable"), f"{sp}.rollingUpdate.maxUnavailable")
     if not stype:
         return [required(f"{sp}", "")]
     return [not_supported(f"{sp}.type", stype, UPDATE_STRATEGIES)]

@@ -40,8 +40,8 @@ from ..machinery.meta import controller_of, deep_copy
 from .podcontrol import add_workload_indexers, candidates_for, claim_objects, selector_of
 from .statefulset_utils import (
     claims_for, compute_status, equal_revision, is_failed, is_healthy, is_parallel, is_rolling_update,
-    is_running_and_available, is_succeeded, is_terminating, new_pod, new_revision, parent_and_ordinal, partition_of,
-    replicas_of, revision_number, revision_of, set_from_revision, sort_revisions, start_ordinal,
+    is_running_and_available, is_succeeded, is_terminating, max_unavailable, new_pod, new_revision,
+    parent_and_ordinal, partition_of, replicas_of, revision_number, revision_of, set_from_revision, sort_revisions, start_ordinal,
 )
 
 Obj = dict[str, Any]
@@ -329,19 +329,22 @@ class StatefulSetController(Controller[str]):
                                     {"metadata": {"ownerReferences": refs}}, MERGE_PATCH)
 
     async def _rolling_update(self, set_: Obj, replicas: dict[int, Obj], update: Obj, start: int, count: int) -> None:
-        """From the highest ordinal down to the partition: one out-of-date pod deleted at a time,
-        only while every other pod is healthy."""
+        """`maxUnavailable` (default 1) out-of-date pods at or above the partition are deleted, from
+        the highest ordinal down, counting the pods already unavailable against it."""
+        mrs = int((set_.get("spec") or {}).get("minReadySeconds") or 0)
+        now = self.clock.now()
+        unavailable = sum(1 for p in replicas.values()
+                          if not is_healthy(p) or (mrs and not is_running_and_available(p, mrs, now)))
+        unavailable += count - len(replicas)  # missing pods are unavailable too
+        budget = max_unavailable(set_, count) - unavailable
         update_name = update["metadata"]["name"]
-        floor = start + partition_of(set_)
-        for ordinal in range(start + count - 1, floor - 1, -1):
+        for ordinal in range(start + count - 1, start + partition_of(set_) - 1, -1):
+            if budget <= 0:
+                return
             pod = replicas.get(ordinal)
-            if pod is None:
-                raise _Wait()
-            if revision_of(pod) != update_name and not is_terminating(pod):
+            if pod is not None and revision_of(pod) != update_name and not is_terminating(pod):
                 await self._delete_pod(set_, pod)
-                raise _Wait()
-            if not is_healthy(pod):
-                raise _Wait()
+                budget -= 1
 
     # -- status and events --------------------------------------------------------------------------
     async def _write_status(self, set_: Obj, status: Obj) -> None:

@@ -48,6 +48,18 @@ def partition_of(set_: Obj) -> int:
     return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
 
 
+def max_unavailable(set_: Obj, replicas: int) -> int:
+    """`getStatefulSetMaxUnavailable`: the rolling update's maxUnavailable scaled to the replicas
+    (a percentage rounds down), at least 1."""
+    strategy = spec_of(set_).get("updateStrategy") or {}
+    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable")
+    if value is None:
+        return 1
+    if isinstance(value, str) and value.endswith("%"):
+        return max(1, int(value[:-1]) * replicas // 100)
+    return max(1, int(value))
+
+
 def is_rolling_update(set_: Obj) -> bool:
     return (spec_of(set_).get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
 

@@ -144,10 +144,19 @@ async def test_statefulset_defaults_and_update_rules(env):
     created = await env.client.create(sts)
     spec = created["spec"]
     assert (spec["replicas"], spec["podManagementPolicy"], spec["revisionHistoryLimit"]) == (1, "OrderedReady", 10)
-    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    # MaxUnavailableStatefulSet is beta (on) since 1.35
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1}}
     assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
     assert spec["volumeClaimTemplates"][0]["status"] == {"phase": "Pending"}
+    got = await causes(env.client.patch("apps/v1", "StatefulSet", "default", "web", {"spec": {"updateStrategy": {
+        "rollingUpdate": {"maxUnavailable": 0, "partition": -1}}}}))
+    assert got == {"spec.updateStrategy.rollingUpdate.maxUnavailable": "Invalid value: 0: cannot be 0",
+                   "spec.updateStrategy.rollingUpdate.partition":
+                       "Invalid value: -1: must be greater than or equal to 0"}
     got = await causes(env.client.patch("apps/v1", "StatefulSet", "default", "web", {"spec": {"serviceName": "x"}}))
     assert got["spec"].startswith("Forbidden: updates to statefulset spec for fields other than 'replicas'")
     scaled = await env.client.patch("apps/v1", "StatefulSet", "default", "web", {"spec": {"replicas": 4}})
     assert scaled["spec"]["replicas"] == 4
+    sts["metadata"]["name"] = "explicit"
+    sts["spec"]["updateStrategy"] = {"type": "RollingUpdate"}  # no rollingUpdate given: none defaulted
+    assert (await env.client.create(sts))["spec"]["updateStrategy"] == {"type": "RollingUpdate"}

@@ -5,6 +5,8 @@ order, partitions, scaling down in order with claims retained, and Parallel mana
 
 from __future__ import annotations
 
+import pytest
+
 from phalanx.controllers.statefulset import StatefulSetController
 from phalanx.controllers.storageprotection import StorageProtection
 from phalanx.controllers.volumeprovisioner import VolumeProvisioner
@@ -224,3 +226,47 @@ async def test_on_delete_updates_a_pod_only_when_it_is_deleted(env):
         assert images == {"web-0": "nginx:1.25", "web-1": "nginx:1.26"}
         await env.client.delete("v1", "Pod", "default", "web-0")
         assert await env.run_until(cl.rolled_out)  # every pod updated: the update revision is current
+
+
+class _RecordingClient:
+    """Deletes and events, recorded: enough for the rolling-update step alone."""
+
+    field_manager = "test"
+
+    def __init__(self):
+        self.deleted = []
+
+    async def delete(self, api_version, kind, namespace, name, **kw):
+        self.deleted.append(name)
+        return {}
+
+    async def create_event(self, *args, **kw):
+        return None
+
+
+def _running_pod(ordinal, revision, ready=True):
+    return {"metadata": {"name": f"web-{ordinal}", "namespace": "default",
+                         "labels": {"controller-revision-hash": revision}},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+@pytest.mark.parametrize("max_unavailable,ready,deleted", [
+    (None, [True] * 4, ["web-3"]),                     # default 1
+    (2, [True] * 4, ["web-3", "web-2"]),
+    ("50%", [True] * 4, ["web-3", "web-2"]),
+    (2, [False, True, True, True], ["web-3"]),        # web-0 already unavailable takes one of the two
+    (3, [True] * 4, ["web-3", "web-2"]),              # partition 2 keeps web-0 and web-1
+])
+async def test_rolling_update_deletes_up_to_max_unavailable_from_the_top(max_unavailable, ready, deleted):
+    from phalanx.client import InformerFactory
+    client = _RecordingClient()
+    ctrl = StatefulSetController(client, InformerFactory(client))
+    set_ = statefulset(replicas=4)
+    set_["metadata"]["uid"] = "u"
+    ru = {"partition": 2 if max_unavailable == 3 else 0}
+    if max_unavailable is not None:
+        ru["maxUnavailable"] = max_unavailable
+    set_["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": ru}
+    replicas = {i: _running_pod(i, "web-old", ready[i]) for i in range(4)}
+    await ctrl._rolling_update(set_, replicas, {"metadata": {"name": "web-new"}}, 0, 4)
+    assert client.deleted == deleted
