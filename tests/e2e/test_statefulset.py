@@ -75,6 +75,14 @@ def test_statefulset_with_claims_rolls_out_updates_and_scales_in_order(cluster: 
                    "VOLUMEBINDINGMODE": "WaitForFirstConsumer", "ALLOWVOLUMEEXPANSION": "false",
                    "AGE": sc[0]["AGE"]}]
     assert get_table(cluster, ns, "sts")[0]["READY"] == "3/3"
+    together = k("get", "pvc,pv,sc", "-n", ns).check().out
+    headers = [line.split() for line in together.splitlines() if line.startswith("NAME")]
+    assert headers == [
+        ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"],
+        ["NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM", "STORAGECLASS",
+         "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"],
+        ["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"]]
+    assert "storageclass.storage.k8s.io/standard (default)" in together
 
     k("set", "image", "sts/web", "-n", ns, "nginx=registry.k8s.io/nginx-slim:0.25").check()
     rollout(cluster, ns)
