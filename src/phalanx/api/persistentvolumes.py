@@ -162,6 +162,7 @@ class PersistentVolumeClaimStrategy(Strategy):
     ]
     status_is_subresource = True
     tracks_generation = False
+    field_selectors = {"name": _name}  # upstream keeps this bare `name` for compatibility
 
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
         """DefaultStorageClass: a new claim that names no class gets the default one;
@@ -299,9 +300,7 @@ class PersistentVolumeStrategy(Strategy):
     ]
     status_is_subresource = True
     tracks_generation = False
-    field_selectors = {"spec.claimRef.name": lambda o: _dict(_dict(o.get("spec")).get("claimRef")).get("name", ""),
-                       "spec.claimRef.namespace":
-                           lambda o: _dict(_dict(o.get("spec")).get("claimRef")).get("namespace", "")}
+    field_selectors = {"name": _name}  # upstream keeps this bare `name` for compatibility
 
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
         """StorageObjectInUseProtection: a new volume gets the pv-protection finalizer."""
