@@ -15,6 +15,7 @@ from typing import Any
 
 from ..machinery.errors import FieldError, forbidden, invalid, not_supported, required
 from ..machinery.names import dns1123_subdomain_errors
+from ..machinery.timestamps import now_rfc3339
 from .common import Obj, _col, _dict, _list, _name, creation_age
 from .computeresources import canonicalize_resource_list, parse_quantity, quantity_str
 from .podplacement import _validate_node_selector_term
@@ -318,7 +319,15 @@ class PersistentVolumeStrategy(Strategy):
             status["phase"] = "Pending"
 
     def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
-        obj["status"] = {"phase": "Pending"}
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_rfc3339(ctx.now())}
+
+    def prepare_for_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
+        """A phase change stamps `lastPhaseTransitionTime` (unless the writer set it)."""
+        super().prepare_for_status_update(new, old, ctx)
+        nst, ost = new.get("status"), _dict(old.get("status"))
+        if isinstance(nst, dict) and nst.get("phase") != ost.get("phase") and \
+                nst.get("lastPhaseTransitionTime") == ost.get("lastPhaseTransitionTime"):
+            nst["lastPhaseTransitionTime"] = now_rfc3339(ctx.now())
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return validate_persistent_volume(obj)

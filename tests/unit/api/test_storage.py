@@ -80,7 +80,12 @@ async def test_volume_defaults_and_validation(env):
     created = await env.client.create(pv)
     assert created["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert created["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
-    assert created["status"] == {"phase": "Pending"}
+    assert created["status"]["phase"] == "Pending"
+    pending_since = created["status"]["lastPhaseTransitionTime"]
+    await env.clock.advance(5)
+    created["status"]["phase"] = "Available"
+    available = await env.client.update_status(created)
+    assert available["status"]["lastPhaseTransitionTime"] > pending_since  # a phase change is stamped
     bad = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "bad"}, "spec": {"accessModes": []}}
     got = await causes(env.client.create(bad))
     assert got == {"spec.accessModes": "Required value: at least 1 access mode is required",
