@@ -69,6 +69,7 @@ class StatefulSetController(Controller[str]):
         self.pods.add_event_handler(on_add=self._pod_event, on_update=lambda old, new: self._pod_event(new),
                                     on_delete=self._pod_event)
         self.revisions.add_event_handler(on_add=self._owned_event, on_delete=self._owned_event)
+        self.claims.add_event_handler(on_delete=self._selected_event)  # a pending pod's claim comes back
 
     # -- event handlers --------------------------------------------------------------------------
     def _owner_key(self, obj: Obj) -> str | None:
@@ -81,9 +82,13 @@ class StatefulSetController(Controller[str]):
         key = self._owner_key(pod)
         if key is not None:
             self.enqueue(key)
-            return
-        ns = (pod.get("metadata") or {}).get("namespace")
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+        elif controller_of(pod) is None:
+            self._selected_event(pod)  # an orphan some set may adopt
+
+    def _selected_event(self, obj: Obj) -> None:
+        """Enqueue the sets whose selector matches the object's labels."""
+        ns = (obj.get("metadata") or {}).get("namespace")
+        labels = (obj.get("metadata") or {}).get("labels") or {}
         for set_ in self.sets.list(ns):
             sel = selector_of(set_)
             if not sel.empty and sel.matches(labels):
@@ -123,9 +128,8 @@ class StatefulSetController(Controller[str]):
 
         def is_member(pod: Obj) -> bool:
             return parent_and_ordinal(pod)[0] == name
-        active = [p for p in candidates_for(self.pods, set_)]
-        return await claim_objects(self.client, set_, selector_of(set_), active, api_version="v1", kind="Pod",
-                                   filter_fn=is_member)
+        return await claim_objects(self.client, set_, selector_of(set_), candidates_for(self.pods, set_),
+                                   api_version="v1", kind="Pod", filter_fn=is_member)
 
     # -- revisions ---------------------------------------------------------------------------------
     def _owned_revisions(self, set_: Obj) -> list[Obj]:

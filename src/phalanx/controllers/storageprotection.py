@@ -8,8 +8,9 @@ The API server's StorageObjectInUseProtection admission puts the finalizer
 on every new PersistentVolume (`phalanx.api.persistentvolumes`). This controller removes them when
 deleting is safe, as upstream does:
 
-- a claim being deleted keeps its finalizer (and prints `Terminating`) while a pod that is not
-  Succeeded or Failed names it in `spec.volumes`; then the finalizer goes and the claim with it;
+- a claim being deleted keeps its finalizer (and prints `Terminating`) while a scheduled pod that
+  is not Succeeded or Failed names it in `spec.volumes`; then the finalizer goes and the claim with
+  it;
 - a volume being deleted keeps its finalizer while it is `Bound` to a claim.
 """
 
@@ -79,7 +80,8 @@ class StorageProtection(Controller[str]):
     def _claim_in_use(self, pvc: Obj) -> bool:
         md = pvc["metadata"]
         for pod in self.pods.list(md.get("namespace")):
-            if pod_phase(pod) in ("Succeeded", "Failed"):
+            # only scheduled pods count: the kubelet starts no pod whose claim is being deleted
+            if pod_phase(pod) in ("Succeeded", "Failed") or not (pod.get("spec") or {}).get("nodeName"):
                 continue
             if md.get("name") in _claim_names(pod):
                 return True

@@ -135,8 +135,9 @@ class SimulatedKubelets(Controller[str]):
         ns = pod["metadata"].get("namespace", "")
         for name in _claim_names(pod):
             claim = self.claims.get(f"{ns}/{name}")
-            if claim is None or (claim.get("status") or {}).get("phase") != "Bound":
-                return False
+            if claim is None or (claim.get("status") or {}).get("phase") != "Bound" or \
+                    claim["metadata"].get("deletionTimestamp"):
+                return False  # missing, unbound or being deleted: the volume manager waits
         return True
 
     def _node_added(self, node: dict) -> None:

@@ -270,3 +270,14 @@ async def test_rolling_update_deletes_up_to_max_unavailable_from_the_top(max_una
     replicas = {i: _running_pod(i, "web-old", ready[i]) for i in range(4)}
     await ctrl._rolling_update(set_, replicas, {"metadata": {"name": "web-new"}}, 0, 4)
     assert client.deleted == deleted
+
+
+async def test_a_deleted_claim_of_a_pending_pod_is_created_again(env):
+    async with Cluster(env) as cl:
+        sts = statefulset(replicas=1)
+        sts["spec"]["template"]["spec"]["nodeSelector"] = {"disk": "none"}  # the pod stays Pending
+        await env.client.create(sts)
+        assert await env.run_until(lambda: "www-web-0" in cl.claims() and "web-0" in cl.pods())
+        await env.client.delete("v1", "PersistentVolumeClaim", "default", "www-web-0")
+        assert await env.run_until(lambda: "www-web-0" in cl.claims() and
+                                   not cl.claims()["www-web-0"]["metadata"].get("deletionTimestamp"))
