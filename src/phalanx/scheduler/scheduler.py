@@ -179,13 +179,14 @@ class Scheduler:
                                               on_delete=self.groups.remove_composite)
 
     def _wire_storage_events(self) -> None:
-        """Changes of the claims, volumes and classes VolumeBinding reads (through informers it made
-        on the shared factory) are cluster events for the queue."""
-        made = {(inf.api_version, inf.kind) for inf in self._plugin_informers}
+        """Changes of the claims, volumes and classes the volume plugins read (through informers on
+        the shared factory) are cluster events for the queue, when a profile runs one of them."""
+        volume_plugins = (names.VolumeBinding, names.VolumeRestrictions, names.VolumeZone)
+        if not any(name in fw.plugins_map for fw in self.frameworks.values() for name in volume_plugins):
+            return
         for resource, api_version, kind in volumebinding.WATCHED:
-            if (api_version, kind) in made:
-                self.factory.informer(api_version, kind).add_event_handler(
-                    **self._feeding(resource, lambda obj: None, lambda old, new: None, lambda obj: None))
+            self.factory.informer(api_version, kind).add_event_handler(
+                **self._feeding(resource, lambda obj: None, lambda old, new: None, lambda obj: None))
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every

@@ -117,3 +117,24 @@ async def test_kubelet_starts_a_pod_only_once_its_claim_is_bound(env):
                                           "storageClassName": "manual", "hostPath": {"path": "/mnt/disk"}}})
         assert await env.run_until(lambda: cl.pod()["status"]["phase"] == "Running")
         assert cl.claim()["status"]["phase"] == "Bound"
+
+
+async def test_pod_waits_unschedulable_for_an_immediate_claim_and_is_retried_once_bound(env):
+    async with Cluster(env) as cl:
+        await env.client.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                 "metadata": {"name": "manual"}, "provisioner": "kubernetes.io/no-provisioner"})
+        await env.client.create(claim(cls="manual"))
+        await env.client.create(pod())
+
+        def scheduled_condition():
+            conds = (cl.pod().get("status") or {}).get("conditions") or []
+            return next((c for c in conds if c["type"] == "PodScheduled"), None)
+        assert await env.run_until(lambda: scheduled_condition() is not None)
+        cond = scheduled_condition()
+        assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
+        assert "pod has unbound immediate PersistentVolumeClaims" in cond["message"]
+        await env.client.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk"},
+                                 "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"],
+                                          "storageClassName": "manual", "hostPath": {"path": "/mnt/disk"}}})
+        # the claim's update is a queue event: well before the 5-minute flush of unschedulable pods
+        assert await env.run_until(lambda: (cl.pod().get("status") or {}).get("phase") == "Running", within=60)
