@@ -62,6 +62,21 @@ class EventRecorder:
         self._last_nanos = nanos
         return nanos
 
+    async def _create_new(self, ref: dict, reason: str, message: str, type: str, component: str, host: str,
+                          now: str, annotations: dict | None) -> Obj:
+        """Create a new Event; another recorder on the same (virtual) clock may have taken the name,
+        so a taken name is followed by the next one."""
+        for attempt in range(10):
+            new = self._new_event(ref, reason, message, type, component, host, now)
+            if annotations:
+                new["metadata"]["annotations"] = dict(annotations)
+            try:
+                return await self.client.create(new, handover=True)  # kept read-only by the caller
+            except StatusError as e:
+                if e.code != 409 or attempt == 9:
+                    raise
+        raise AssertionError("unreachable")
+
     async def record(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
                      component: str | None = None, host: str | None = None,
                      field_path: str | None = None, annotations: dict | None = None) -> Obj | None:
@@ -90,10 +105,7 @@ class EventRecorder:
                             raise
                         saved = await self.client.create(self._for_create(event))
                 else:
-                    new = self._new_event(ref, reason, message, type, component, host, now)
-                    if annotations:
-                        new["metadata"]["annotations"] = dict(annotations)
-                    saved = await self.client.create(new, handover=True)  # kept read-only below
+                    saved = await self._create_new(ref, reason, message, type, component, host, now, annotations)
             except StatusError as e:
                 log.warning("unable to record event %s %s for %s/%s: %s", type, reason,
                             ref.get("namespace", ""), ref.get("name", ""), e.message)

@@ -6,18 +6,25 @@ to such a node it walks the pod through upstream's lifecycle as the API shows it
 
     Pending (PodScheduled) -> ContainerCreating (PodReadyToStartContainers False) -> Running
     (Initialized, ContainersReady, Ready; container statuses, podIP, hostIP, startTime)
-    -> Succeeded / Failed when a run time is set -> removal after graceful deletion.
+    -> the containers exit: restarted (CrashLoopBackOff with upstream's back-off), or the pod ends
+    Succeeded / Failed -> on deletion: not Ready, containers stopped, then the pod is removed.
 
 A pod whose volumes name PersistentVolumeClaims stays ContainerCreating until every claim is Bound.
-
-Per-pod behaviour comes from annotations, as KWOK stages do:
-
-    phalanx.dev/run-for: 30s      containers exit after 30s (default: run forever)
-    phalanx.dev/exit-code: "1"    ... with this exit code (default 0)
+What the containers do comes from `podstatus.plan` (annotations, recognised commands, Job pods).
 
 `restartPolicy` decides what an exit means: Never ends the pod (Succeeded on 0, Failed otherwise);
-OnFailure restarts failed containers and ends the pod on 0; Always restarts every exit. Stage delays
-(`StageDelays`) are zero by default. Each node renews its Lease in `kube-node-lease`.
+OnFailure restarts failed containers and ends the pod on 0; Always restarts every exit. The first
+restart is immediate; later ones wait upstream's back-off (10s doubling to 5m, forgotten once a
+container ran for 10 minutes), shown as `CrashLoopBackOff` with `BackOff` events.
+
+Deletion as upstream's kubelet does it: `Killing` events, Ready=False at once, the containers stop
+after their `preStop` hooks (or the configured `terminatingDelay`), never later than the pod's
+grace period, with exit code 0 (137 when the grace period ran out), then the pod is removed.
+
+The kubelet's events (`Pulling`, `Pulled`, `Created`, `Started`, `Killing`, `BackOff`) carry
+upstream's reasons and messages. Stages from KWOK Stage files (`stages`), when given, act first on
+the pods and nodes they select; see `phalanx.nodes.stages`. Each node renews its Lease in
+`kube-node-lease`.
 """
 
 from __future__ import annotations
@@ -31,29 +38,17 @@ from ..client.clock import to_datetime
 from ..client.informer import InformerFactory, index_pod_by_node_name, object_key
 from ..client.interface import Client
 from ..client.controller import Controller
-from ..machinery.durations import parse_duration
 from ..machinery.errors import StatusError
 from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
+from . import podstatus as ps
+from .podstatus import EXIT_CODE, RUN_FOR, cond as _cond, run_for_seconds, set_conditions as _set_conditions
+
+__all__ = ["EXIT_CODE", "RUN_FOR", "SimulatedKubelets", "StageDelays", "run_for_seconds"]
 
 log = logging.getLogger("phalanx.nodes.kubelet")
 
-RUN_FOR = "phalanx.dev/run-for"
-EXIT_CODE = "phalanx.dev/exit-code"
 PROVIDER_PREFIX = "phalanx://"
 FIELD_MANAGER = "kubelet"
-
-def run_for_seconds(pod: dict) -> float | None:
-    """The pod's `phalanx.dev/run-for` annotation in seconds; None when absent, negative or not a Go
-    duration (`30s`, `1m30s`, `500ms`)."""
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUN_FOR)
-    if not text:
-        return None
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
-
 
 @dataclass
 class StageDelays:
@@ -63,26 +58,10 @@ class StageDelays:
     terminating: float = 0.0
 
 
-def _cond(t: str, status: str, now: str, reason: str | None = None) -> dict:
-    c = {"type": t, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
-    if reason:
-        c["reason"] = reason
-    return c
-
-
-def _set_conditions(status: dict, conds: list[dict]) -> None:
-    """Set conditions by type, keeping lastTransitionTime when the status did not change."""
-    existing = {c.get("type"): c for c in status.get("conditions") or []}
-    out = []
-    for c in conds:
-        old = existing.pop(c["type"], None)
-        if old is not None and old.get("status") == c["status"]:
-            c = dict(c, lastTransitionTime=old.get("lastTransitionTime", c["lastTransitionTime"]))
-        out.append(c)
-    # keep conditions set by others (PodScheduled, DisruptionTarget, readiness gates)
-    status["conditions"] = [*existing.values(), *out]
-    order = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3, "PodScheduled": 4}
-    status["conditions"].sort(key=lambda c: order.get(c.get("type"), 5))
+def _started(c: dict) -> bool:
+    """Running, or waiting in back-off after having run."""
+    state = c.get("state") or {}
+    return "running" in state or (state.get("waiting") or {}).get("reason") == ps.CRASH_LOOP
 
 
 def _claim_names(pod: dict) -> list[str]:
@@ -95,8 +74,11 @@ class SimulatedKubelets(Controller[str]):
     workers = 4
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, delays: StageDelays | None = None,
-                 lease_period: float | None = None, **kw: Any):
+                 lease_period: float | None = None, events: bool = True, **kw: Any):
         super().__init__(client, factory, **kw)
+        self.events = events
+        self._backoff: dict[str, float] = {}  # pod key -> the next restart's back-off (upstream keeps it in memory too)
+        self._restart_at: dict[str, float] = {}  # pod key -> when its containers leave CrashLoopBackOff
         self.delays = delays or StageDelays()
         self.lease_period = lease_period
         self.nodes = self.informer("v1", "Node")
@@ -157,7 +139,7 @@ class SimulatedKubelets(Controller[str]):
     async def sync(self, key: str) -> None:
         pod = self.pods.get(key)
         if pod is None:
-            self._release_ip(key)
+            self._forget(key)
             return
         node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._simulated(node_name):
@@ -170,10 +152,15 @@ class SimulatedKubelets(Controller[str]):
             self._release_ip(key)
         else:
             statuses = status.get("containerStatuses") or []
-            if phase == "Running" and statuses and all("running" in (c.get("state") or {}) for c in statuses):
-                await self._check_run_time(pod, key, node_name, statuses)
+            if phase == "Running" and statuses and all(_started(c) for c in statuses):
+                await self._running(pod, key, node_name, statuses)
             else:
                 await self._start(pod, key, node_name, status)
+
+    def _forget(self, key: str) -> None:
+        self._release_ip(key)
+        self._backoff.pop(key, None)
+        self._restart_at.pop(key, None)
 
     async def _start(self, pod: dict, key: str, node_name: str, status: dict) -> None:
         """Pending → ContainerCreating (when that stage takes time, or until the pod's claims are
@@ -192,25 +179,58 @@ class SimulatedKubelets(Controller[str]):
         if started is not None and now < started + creating:
             self.enqueue_after(key, started + creating - now)
             return
-        await self._write_status(pod, self._running_status(pod, node_name, restarts=None))
-        run_for = run_for_seconds(pod)
-        if run_for is not None:
-            self.enqueue_after(key, run_for)
+        if await self._write_status(pod, self._running_status(pod, node_name, restarts=None)):
+            await self._container_events(pod, node_name, pulled=True)
+        self.enqueue_after(key, 0.0)  # the run time and the probes start counting now
 
-    async def _check_run_time(self, pod: dict, key: str, node_name: str, statuses: list[dict]) -> None:
-        """Running: once the `phalanx.dev/run-for` time has elapsed, the containers exit."""
-        run_for = run_for_seconds(pod)
-        if run_for is None:
+    async def _running(self, pod: dict, key: str, node_name: str, statuses: list[dict]) -> None:
+        """Running: a container in back-off restarts when its back-off ends; the readiness probes
+        turn containers ready after their initial delay; the containers exit when their run time is
+        over."""
+        now = self.clock.now()
+        if any("waiting" in (c.get("state") or {}) for c in statuses):
+            due = self._restart_at.get(key, now)
+            if now < due:
+                self.enqueue_after(key, due - now)
+                return
+            self._restart_at.pop(key, None)
+            restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
+            if await self._write_status(pod, self._running_status(pod, node_name, restarts, keep_last=True)):
+                await self._container_events(pod, node_name, pulled=False)
             return
         starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt")) for c in statuses)
         started_at = max((s for s in starts if s is not None), default=None)
         if started_at is None:
             return
-        remaining = started_at + run_for - self.clock.now()
-        if remaining > 0:
-            self.enqueue_after(key, remaining)
-            return
-        await self._containers_exited(pod, key, node_name)
+        waits = []
+        if not all(c.get("ready") for c in statuses):
+            ready_at = started_at + max((ps.probe_delay(c) for c in pod["spec"].get("containers") or []), default=0.0)
+            if now >= ready_at:
+                await self._write_status(pod, self._with_readiness(pod, now))
+                return
+            waits.append(ready_at - now)
+        run_for = ps.plan(pod).run_for
+        if run_for is not None:
+            if now >= started_at + run_for:
+                await self._containers_exited(pod, key, node_name, now - started_at)
+                return
+            waits.append(started_at + run_for - now)
+        if waits:
+            self.enqueue_after(key, min(waits))
+
+    def _with_readiness(self, pod: dict, now: float) -> dict:
+        status = dict(pod.get("status") or {})
+        probes = {c["name"]: ps.probe_delay(c) for c in pod["spec"].get("containers") or []}
+        cstats, unready = [], []
+        for cs in status.get("containerStatuses") or []:
+            started = rfc3339_seconds(((cs.get("state") or {}).get("running") or {}).get("startedAt")) or now
+            ready = now >= started + probes.get(cs.get("name"), 0.0)
+            cstats.append(dict(cs, ready=ready))
+            if not ready:
+                unready.append(cs.get("name", ""))
+        status["containerStatuses"] = cstats
+        ps.readiness(status, self._now(), unready)
+        return status
 
     def _now(self) -> str:
         return now_rfc3339(to_datetime(self.clock.now()))
@@ -262,7 +282,10 @@ class SimulatedKubelets(Controller[str]):
             for c in pod["spec"].get("containers") or []]
         return status
 
-    def _running_status(self, pod: dict, node_name: str, restarts: dict | None, exit_code: int = 0) -> dict:
+    def _running_status(self, pod: dict, node_name: str, restarts: dict | None, exit_code: int = 0,
+                        keep_last: bool = False) -> dict:
+        """Running containers; `restarts` counts a restart per container name (the last termination
+        with `exit_code`, or, with `keep_last`, the one a back-off recorded)."""
         now = self._now()
         key = object_key(pod)
         status = dict(pod.get("status") or {})
@@ -273,29 +296,29 @@ class SimulatedKubelets(Controller[str]):
         status["podIP"] = ip
         status["podIPs"] = [{"ip": ip}]
         status.setdefault("startTime", now)
-        _set_conditions(status, [
-            _cond("PodReadyToStartContainers", "True", now),
-            _cond("Initialized", "True", now),
-            _cond("Ready", "True", now),
-            _cond("ContainersReady", "True", now),
-        ])
         old = {c.get("name"): c for c in status.get("containerStatuses") or []}
-        cstats = []
+        cstats, unready = [], []
         for c in pod["spec"].get("containers") or []:
             prev = old.get(c["name"]) or {}
             count = prev.get("restartCount", 0) + ((restarts or {}).get(c["name"], 0))
+            ready = ps.probe_delay(c) <= 0
             cs = {"name": c["name"], "image": c.get("image", ""),
                   "imageID": f"docker.io/library/{c.get('image', '')}@sha256:" + "0" * 64,
                   "containerID": f"phalanx://{pod['metadata'].get('uid', '')[:8]}-{c['name']}-{count}",
-                  "ready": True, "restartCount": count, "started": True,
+                  "ready": ready, "restartCount": count, "started": True,
                   "state": {"running": {"startedAt": now}}, "lastState": {}}
+            if not ready:
+                unready.append(c["name"])
             if restarts and restarts.get(c["name"]):
-                started = ((prev.get("state") or {}).get("running") or {}).get("startedAt", now)
-                cs["lastState"] = {"terminated": {
-                    "exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                    "startedAt": started, "finishedAt": now, "containerID": prev.get("containerID", "")}}
+                if keep_last:
+                    cs["lastState"] = prev.get("lastState") or {}
+                else:
+                    started = ((prev.get("state") or {}).get("running") or {}).get("startedAt", now)
+                    cs["lastState"] = {"terminated": ps.terminated(exit_code, started, now, prev.get("containerID", ""))}
             cstats.append(cs)
         status["containerStatuses"] = cstats
+        _set_conditions(status, [_cond("PodReadyToStartContainers", "True", now), _cond("Initialized", "True", now)])
+        ps.readiness(status, now, unready)
         if pod["spec"].get("initContainers"):
             status["initContainerStatuses"] = [{
                 "name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True, "restartCount": 0,
@@ -304,32 +327,20 @@ class SimulatedKubelets(Controller[str]):
                 for c in pod["spec"]["initContainers"]]
         return status
 
-    async def _containers_exited(self, pod: dict, key: str, node_name: str) -> None:
-        md = pod["metadata"]
-        try:
-            code = int((md.get("annotations") or {}).get(EXIT_CODE, "0"))
-        except ValueError:
-            code = 1
+    async def _containers_exited(self, pod: dict, key: str, node_name: str, ran: float) -> None:
+        code = ps.plan(pod).exit_code
         policy = pod["spec"].get("restartPolicy", "Always")
         if policy == "Always" or (policy == "OnFailure" and code != 0):
-            restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
-            status = self._running_status(pod, node_name, restarts, exit_code=code)
-            await self._write_status(pod, status)
-            run_for = run_for_seconds(pod)
-            if run_for is not None:
-                self.enqueue_after(key, run_for)
+            await self._restart(pod, key, node_name, code, ran)
             return
         now = self._now()
         status = dict(pod.get("status") or {})
         status["phase"] = "Succeeded" if code == 0 else "Failed"
-        reason = "Completed" if code == 0 else "Error"
         cstats = []
         for cs in status.get("containerStatuses") or []:
             started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
-            cs = dict(cs, ready=False, started=False,
-                      state={"terminated": {"exitCode": code, "reason": reason, "startedAt": started,
-                                            "finishedAt": now, "containerID": cs.get("containerID", "")}})
-            cstats.append(cs)
+            cstats.append(dict(cs, ready=False, started=False,
+                               state={"terminated": ps.terminated(code, started, now, cs.get("containerID", ""))}))
         status["containerStatuses"] = cstats
         _set_conditions(status, [
             _cond("PodReadyToStartContainers", "False", now),
@@ -340,24 +351,90 @@ class SimulatedKubelets(Controller[str]):
         await self._write_status(pod, status)
         self._release_ip(key)
 
-    async def _terminate(self, pod: dict, key: str) -> None:
-        md = pod["metadata"]
-        deadline = rfc3339_seconds(md.get("deletionTimestamp"))
-        wait = self.delays.terminating
-        if deadline is not None:
-            wait = min(wait, max(0.0, deadline - self.clock.now())) if wait else 0.0
-        if wait > 0:
-            self.enqueue_after(key, wait)
+    async def _restart(self, pod: dict, key: str, node_name: str, code: int, ran: float) -> None:
+        """Restart the exited containers: at once the first time (and after a run of 10 minutes),
+        else after the back-off, waiting in CrashLoopBackOff meanwhile."""
+        backoff = None if ran >= ps.BACKOFF_RESET else self._backoff.get(key)
+        if backoff is None:
+            restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
+            if await self._write_status(pod, self._running_status(pod, node_name, restarts, exit_code=code)):
+                self._backoff[key] = ps.next_backoff(None)
+                await self._container_events(pod, node_name, pulled=False)
+                self.enqueue_after(key, 0.0)
             return
+        if await self._write_status(pod, ps.backoff_status(pod, self._now(), backoff, code)):
+            self._restart_at[key] = self.clock.now() + backoff
+            self._backoff[key] = ps.next_backoff(backoff)
+            for c in pod["spec"].get("containers") or []:
+                await self._event(pod, node_name, c["name"], "BackOff",
+                                  f"Back-off restarting failed container {c['name']} in pod {ps.pod_ref(pod)}",
+                                  "Warning")
+            self.enqueue_after(key, backoff)
+
+    async def _terminate(self, pod: dict, key: str) -> None:
+        """Deletion: Killing events and Ready=False, the containers stop after their preStop hooks
+        (within the grace period), then the pod is removed."""
+        md = pod["metadata"]
+        status = pod.get("status") or {}
+        cstats = status.get("containerStatuses") or []
+        live = status.get("phase") not in ("Succeeded", "Failed") and any(
+            "terminated" not in (c.get("state") or {}) for c in cstats)
+        if live:
+            grace = float(md.get("deletionGracePeriodSeconds") or 0)
+            deadline = rfc3339_seconds(md.get("deletionTimestamp"))
+            hooks = max((ps.prestop_seconds(c) for c in pod["spec"].get("containers") or []), default=0.0)
+            stop_after = min(grace, max(hooks, self.delays.terminating))
+            stop_at = (deadline - grace if deadline is not None else self.clock.now()) + stop_after
+            if any(c.get("ready") for c in cstats):
+                if await self._write_status(pod, ps.unready_status(pod, self._now())):
+                    for c in cstats:
+                        if "running" in (c.get("state") or {}):
+                            await self._event(pod, pod["spec"].get("nodeName", ""), c["name"], "Killing",
+                                              f"Stopping container {c['name']}")
+                return  # the update comes back through the informer
+            if self.clock.now() < stop_at:
+                self.enqueue_after(key, stop_at - self.clock.now())
+                return
+            code = 137 if stop_after >= grace and hooks >= grace and grace > 0 else 0
+            if not await self._write_status(pod, ps.stopped_status(pod, self._now(), code)):
+                return
         try:
             await self.client.delete("v1", "Pod", md.get("namespace", ""), md["name"], grace_period=0,
                                      preconditions={"uid": md.get("uid")})
         except StatusError as e:
             if e.code not in (404, 409):
                 raise
-        self._release_ip(key)
+        self._forget(key)
 
-    async def _write_status(self, pod: dict, status: dict) -> None:
+    # -- events --------------------------------------------------------------------------------
+    async def _event(self, pod: dict, node_name: str, container: str, reason: str, message: str,
+                     type: str = "Normal") -> None:
+        if not self.events:
+            return
+        try:
+            await self.client.create_event(pod, reason, message, type=type, component="kubelet", host=node_name,
+                                           field_path=f"spec.containers{{{container}}}")
+        except StatusError as e:  # events are best effort, as upstream's recorder
+            log.debug("event %s for %s: %s", reason, object_key(pod), e)
+
+    async def _container_events(self, pod: dict, node_name: str, pulled: bool) -> None:
+        """Pulling/Pulled, Created and Started for each container, with upstream's messages."""
+        for c in pod["spec"].get("containers") or []:
+            name, image = c["name"], c.get("image", "")
+            policy = c.get("imagePullPolicy") or ("Always" if ":" not in image.rsplit("/", 1)[-1]
+                                                  or image.endswith(":latest") else "IfNotPresent")
+            if pulled and policy == "Always":
+                await self._event(pod, node_name, name, "Pulling", f'Pulling image "{image}"')
+                await self._event(pod, node_name, name, "Pulled", f'Successfully pulled image "{image}" in 0s '
+                                                                  f"(0s including waiting). Image size: 0 bytes.")
+            else:
+                await self._event(pod, node_name, name, "Pulled",
+                                  f'Container image "{image}" already present on machine')
+            await self._event(pod, node_name, name, "Created", f"Created container: {name}")
+            await self._event(pod, node_name, name, "Started", f"Started container {name}")
+
+    async def _write_status(self, pod: dict, status: dict) -> bool:
+        """Write the pod's status; False when the pod changed or went meanwhile."""
         new = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "spec": pod["spec"],
                "status": status}
         try:
@@ -365,10 +442,11 @@ class SimulatedKubelets(Controller[str]):
         except StatusError as e:
             if e.code == 409:
                 self.queue.add(object_key(pod))  # a newer version will come through the informer
-                return
+                return False
             if e.code == 404:
-                return
+                return False
             raise
+        return True
 
     # -- node leases ---------------------------------------------------------------------------
     async def _renew_leases(self) -> None:
