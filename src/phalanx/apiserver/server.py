@@ -36,7 +36,7 @@ from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from ..metrics import apiserver as apimetrics
-from . import discovery, listing, metricsapi, monitoring, protobuf, tables
+from . import discovery, listing, metricsapi, monitoring, podlogs, protobuf, tables
 from .auth.filters import RequestAuth
 from .listener import ServingLimits
 from .rest import API, WatchStream
@@ -245,6 +245,10 @@ class Server:
         group, version, rest = located
         if not rest:
             return self._resource_list(request, group, version)
+        if group == "" and len(rest) == 5 and rest[0] == "namespaces" and rest[2] == "pods" \
+                and rest[4] in _STREAMING:
+            pod = self.api.get(self.api.resource("", "v1", "pods"), rest[1], rest[3])
+            raise podlogs.simulated_node_error(pod, _STREAMING[rest[4]])
         target = self._target(group, version, rest)
         handler = _ROUTES.get((target.kind, request.method))
         if group == metricsapi.GROUP:  # the Metrics API: computed, read-only
@@ -510,7 +514,9 @@ class Server:
                                          dry_run=bool(opts.get("dryRun")))
         return _json(lst)
 
-    async def logs(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
+    async def logs(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.StreamResponse:
+        """The simulated log of a container (`podlogs`): `previous`, `timestamps`, `tailLines`,
+        and `follow`, which streams until the container stops."""
         pod = self.api.get(rt, namespace, name)
         containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
         container = request.query.get("container")
@@ -521,8 +527,38 @@ class Server:
             container = containers[0] if containers else ""
         elif container not in containers:
             raise errors.bad_request(f"container {container} is not valid for pod {name}")
-        text = ((pod.get("metadata") or {}).get("annotations") or {}).get("phalanx.dev/log", "")
-        return web.Response(text=text, content_type="text/plain")
+        previous, timestamps = _qbool(request, "previous"), _qbool(request, "timestamps")
+        tail = request.query.get("tailLines")
+        lines = podlogs.log_lines(pod, container, previous)
+        text = podlogs.render(lines, timestamps=timestamps, tail=int(tail) if tail and tail.lstrip("-").isdigit() else None)
+        if not _qbool(request, "follow") or previous:
+            return web.Response(text=text, content_type="text/plain")
+        return await self._follow_log(request, rt, namespace, name, container, text, len(lines), timestamps)
+
+    async def _follow_log(self, request: web.Request, rt: ResourceType, namespace: str, name: str, container: str,
+                          text: str, sent: int, timestamps: bool) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        await resp.write(text.encode())
+        uid = self.api.get(rt, namespace, name)["metadata"].get("uid")
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                pod = self.api.get(rt, namespace, name)
+                lines = podlogs.log_lines(pod, container)
+            except StatusError:
+                break  # the pod or its run went away
+            if pod["metadata"].get("uid") != uid:
+                break
+            if len(lines) > sent:
+                await resp.write(podlogs.render(lines[sent:], timestamps=timestamps).encode())
+                sent = len(lines)
+            state = next((c.get("state") or {} for c in (pod.get("status") or {}).get("containerStatuses") or []
+                          if c.get("name") == container), {})
+            if "running" not in state:
+                break
+        await resp.write_eof()
+        return resp
 
     async def scale(self, request: web.Request, rt: ResourceType, namespace: str, name: str) -> web.Response:
         obj = self.api.get(rt, namespace, name)
@@ -724,6 +760,9 @@ class RequestTarget:
 async def _get(server: Server, request: web.Request, t: RequestTarget) -> web.StreamResponse:
     return server.get(request, t.rt, t.ns, t.object_name)
 
+
+# Pod subresources that need a container runtime: simulated nodes answer them with an error.
+_STREAMING = {"exec": "exec into", "attach": "attach to", "portforward": "port-forward to"}
 
 _Route = Callable[[Server, web.Request, RequestTarget], Awaitable[web.StreamResponse]]
 _ROUTES: dict[tuple[str, str], _Route] = {
