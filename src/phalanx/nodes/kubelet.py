@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..client.clock import to_datetime
 from ..client.informer import InformerFactory, index_pod_by_node_name, object_key
@@ -41,6 +41,8 @@ from ..client.controller import Controller
 from ..machinery.errors import StatusError
 from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
 from . import podstatus as ps
+from .stages import Stage
+from .stages.runner import NODE_CONDITIONS, STARTED, VERSION, StageRunner, rfc3339_nano
 from .podstatus import EXIT_CODE, RUN_FOR, cond as _cond, run_for_seconds, set_conditions as _set_conditions
 
 __all__ = ["EXIT_CODE", "RUN_FOR", "SimulatedKubelets", "StageDelays", "run_for_seconds"]
@@ -48,6 +50,7 @@ __all__ = ["EXIT_CODE", "RUN_FOR", "SimulatedKubelets", "StageDelays", "run_for_
 log = logging.getLogger("phalanx.nodes.kubelet")
 
 PROVIDER_PREFIX = "phalanx://"
+NODE_KEY = "node:"  # queue keys of nodes (pods' keys are namespace/name)
 FIELD_MANAGER = "kubelet"
 
 @dataclass
@@ -74,7 +77,8 @@ class SimulatedKubelets(Controller[str]):
     workers = 4
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, delays: StageDelays | None = None,
-                 lease_period: float | None = None, events: bool = True, **kw: Any):
+                 lease_period: float | None = None, events: bool = True, stages: list[Stage] | None = None,
+                 **kw: Any):
         super().__init__(client, factory, **kw)
         self.events = events
         self._backoff: dict[str, float] = {}  # pod key -> the next restart's back-off (upstream keeps it in memory too)
@@ -93,6 +97,11 @@ class SimulatedKubelets(Controller[str]):
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
         self._lease_task: asyncio.Task[None] | None = None
+        self._runners = {kind: StageRunner(client, [s for s in stages or () if s.kind == kind and s.api_group == "v1"],
+                                           self.clock.now, self.enqueue_after, self._template_funcs)
+                         for kind in ("Pod", "Node")}
+        if self._runners["Node"].stages:
+            self.nodes.add_event_handler(on_update=lambda o, n: self._node_event(n))
 
     # -- which pods are ours ------------------------------------------------------------------
     def _simulated(self, node_name: str | None) -> bool:
@@ -122,7 +131,13 @@ class SimulatedKubelets(Controller[str]):
                 return False  # missing, unbound or being deleted: the volume manager waits
         return True
 
+    def _node_event(self, node: dict) -> None:
+        if self._simulated(node["metadata"]["name"]):
+            self.queue.add(NODE_KEY + node["metadata"]["name"])
+
     def _node_added(self, node: dict) -> None:
+        if self._runners["Node"].stages:
+            self._node_event(node)
         # pods may have been bound before this node was seen
         for pod in self.pods.by_index("spec.nodeName", node["metadata"]["name"]):
             self._pod_event(pod)
@@ -137,6 +152,9 @@ class SimulatedKubelets(Controller[str]):
 
     # -- pod lifecycle -------------------------------------------------------------------------
     async def sync(self, key: str) -> None:
+        if key.startswith(NODE_KEY):
+            await self._sync_node(key)
+            return
         pod = self.pods.get(key)
         if pod is None:
             self._forget(key)
@@ -144,6 +162,8 @@ class SimulatedKubelets(Controller[str]):
         node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._simulated(node_name):
             return
+        if self._runners["Pod"].stages and await self._runners["Pod"].step(pod, key):
+            return  # a stage from the stage files acts on this pod
         status = pod.get("status") or {}
         phase = status.get("phase", "Pending")
         if pod["metadata"].get("deletionTimestamp"):
@@ -157,7 +177,32 @@ class SimulatedKubelets(Controller[str]):
             else:
                 await self._start(pod, key, node_name, status)
 
+    async def _sync_node(self, key: str) -> None:
+        node = self.nodes.get(key[len(NODE_KEY):])
+        if node is None or not self._simulated(node["metadata"]["name"]):
+            self._runners["Node"].forget(key)
+            return
+        await self._runners["Node"].step(node, key)
+
+    def _template_funcs(self, obj: dict) -> dict[str, Callable[..., Any]]:
+        """KWOK's template functions for `obj` (a Pod or a Node)."""
+        md = obj.get("metadata") or {}
+        node_name = md.get("name", "") if obj.get("kind") == "Node" else (obj.get("spec") or {}).get("nodeName", "")
+
+        def pod_ip_with(node: str, host_network: bool = False, uid: str = "", name: str = "", ns: str = "") -> str:
+            return self._host_ip(node) if host_network else self._pod_ip_for(f"{ns}/{name}", node)
+
+        return {
+            "Now": lambda: rfc3339_nano(self.clock.now()), "StartTime": lambda: rfc3339_nano(STARTED.timestamp()),
+            "Version": lambda: VERSION, "NodeConditions": lambda: [dict(c) for c in NODE_CONDITIONS],
+            "NodeName": lambda: node_name, "NodeIP": lambda: self._host_ip(node_name), "NodePort": lambda: 10250,
+            "NodeIPWith": self._host_ip, "PodIPWith": pod_ip_with,
+            "PodIP": lambda: pod_ip_with(node_name, bool((obj.get("spec") or {}).get("hostNetwork")), "",
+                                         md.get("name", ""), md.get("namespace", "")),
+        }
+
     def _forget(self, key: str) -> None:
+        self._runners["Pod"].forget(key)
         self._release_ip(key)
         self._backoff.pop(key, None)
         self._restart_at.pop(key, None)

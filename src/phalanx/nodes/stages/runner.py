@@ -1,0 +1,135 @@
+"""Running KWOK Stages against the API: which stage acts next on an object, when, and its effect.
+
+`StageRunner.step(obj, key)` is called by the simulated kubelet for each pod and node it serves.
+The runner draws the stage that acts next among those that match (by weight), remembers when it
+is due (its delay), and when the time comes and the stage still matches, does its `next`: the
+`event`, the `finalizers` (`add`, `remove`, `empty`), `delete`, and the `statusTemplate`, rendered
+with the object as dot and applied to the status subresource as a strategic merge patch, as KWOK
+does. The object's own update then comes back through the informer and the next stage is drawn.
+An update of the object draws its stage again (as KWOK does). What is due lives in memory only: after a restart each object's stage is drawn again, its delay
+counted anew, as KWOK does.
+
+Template functions, as KWOK's: `Now`, `StartTime`, `Version`, `NodeConditions`, `NodeName`,
+`NodeIP`, `NodePort`, `NodeIPWith`, `PodIP`, `PodIPWith`, plus the Go builtins and those sprig
+functions `gotemplate` provides.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable
+
+import yaml
+
+from ...client.interface import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Client
+from ...machinery.errors import StatusError
+from .gotemplate import TemplateError, render
+from .stage import Stage, pick
+
+log = logging.getLogger("phalanx.nodes.stages")
+
+VERSION = "phalanx"
+STARTED = datetime.now(timezone.utc)
+
+# The conditions a healthy kubelet reports (KWOK's NodeConditions, upstream's words).
+NODE_CONDITIONS = [
+    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"},
+    {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+     "message": "kubelet has sufficient memory available"},
+    {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure",
+     "message": "kubelet has no disk pressure"},
+    {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID",
+     "message": "kubelet has sufficient PID available"},
+    {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated",
+     "message": "RouteController created a route"},
+]
+
+
+def rfc3339_nano(t: float) -> str:
+    d = datetime.fromtimestamp(t, timezone.utc)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond * 1000:09d}Z"
+
+
+class StageRunner:
+    """Draws, times and applies the stages of one kind of object."""
+
+    def __init__(self, client: Client, stages: list[Stage], now: Callable[[], float],
+                 enqueue_after: Callable[[str, float], None],
+                 funcs_for: Callable[[dict], dict[str, Callable[..., Any]]]):
+        self.client = client
+        self.stages = stages
+        self.now = now
+        self.enqueue_after = enqueue_after
+        self.funcs_for = funcs_for
+        self._due: dict[str, tuple[str, float, str]] = {}  # object key -> (stage, when it acts, at version)
+
+    def forget(self, key: str) -> None:
+        self._due.pop(key, None)
+
+    async def step(self, obj: dict, key: str) -> bool:
+        """Act on `obj` if a stage selects it; False when none does (the caller's own lifecycle
+        then applies)."""
+        now = self.now()
+        version = (obj.get("metadata") or {}).get("resourceVersion", "")
+        held = self._due.get(key)
+        stage = next((s for s in self.stages if held and s.name == held[0]), None)
+        if stage is not None and held is not None and held[2] == version:
+            due = held[1]
+        else:  # new or changed: the stage is drawn again, as KWOK does on every update
+            stage = pick(self.stages, obj)
+            if stage is None:
+                self._due.pop(key, None)
+                return False
+            due = now + stage.delay(obj, now)
+            self._due[key] = (stage.name, due, version)
+        if now < due:
+            self.enqueue_after(key, due - now)
+            return True
+        self._due.pop(key, None)
+        try:
+            await self.apply(stage, obj)
+        except (TemplateError, yaml.YAMLError, ValueError) as e:
+            log.warning("stage %s on %s %s: %s", stage.name, obj.get("kind"), key, e)
+        return True
+
+    async def apply(self, stage: Stage, obj: dict) -> None:
+        nxt = stage.next
+        md = obj.get("metadata") or {}
+        api_version, kind = obj.get("apiVersion", "v1"), obj.get("kind", stage.kind)
+        ns, name = md.get("namespace"), md.get("name", "")
+        event = nxt.get("event")
+        if isinstance(event, dict) and event.get("reason"):
+            await self.client.create_event(obj, event["reason"], event.get("message", ""),
+                                           type=event.get("type") or "Normal", component="kwok")
+        await self._finalizers(nxt.get("finalizers"), obj, api_version, kind, ns, name)
+        if nxt.get("delete"):
+            await _ignore_gone(self.client.delete(api_version, kind, ns, name, grace_period=0))
+            return
+        template = nxt.get("statusTemplate")
+        if template:
+            status = yaml.safe_load(render(template, obj, self.funcs_for(obj)))
+            if isinstance(status, dict):
+                await _ignore_gone(self.client.patch(api_version, kind, ns, name, {"status": status},
+                                                     STRATEGIC_MERGE_PATCH, subresource="status"))
+
+    async def _finalizers(self, spec: Any, obj: dict, api_version: str, kind: str, ns: str | None,
+                          name: str) -> None:
+        if not isinstance(spec, dict):
+            return
+        current = list((obj.get("metadata") or {}).get("finalizers") or [])
+        wanted = [] if spec.get("empty") else list(current)
+        gone = {f.get("value") for f in spec.get("remove") or [] if isinstance(f, dict)}
+        wanted = [f for f in wanted if f not in gone]
+        wanted += [f["value"] for f in spec.get("add") or [] if isinstance(f, dict) and f.get("value") not in wanted]
+        if wanted != current:
+            await _ignore_gone(self.client.patch(api_version, kind, ns, name,
+                                                 {"metadata": {"finalizers": wanted or None}}, MERGE_PATCH))
+
+
+async def _ignore_gone(call: Awaitable[Any]) -> None:
+    try:
+        await call
+    except StatusError as e:
+        if e.code not in (404, 409):
+            raise
