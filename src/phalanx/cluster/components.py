@@ -29,6 +29,7 @@ from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
+from ..nodes.stages import stages_from_config
 from ..scheduler.framework.config import load_configuration
 from ..scheduler.scheduler import Scheduler
 
@@ -66,7 +67,8 @@ async def start_all(cp: Any) -> list[Any]:
     controllers: list[Controller[Any] | Scheduler] = [GarbageCollector(client, factory), NamespaceController(client, factory),
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
                        container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
-                       terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))),
+                       terminating=cp.spec.kubelet.get("terminatingDelay", 0.0)),
+                       stages=stages_from_config(cp.spec.kubelet.get("stages"))),
                    ResourceClaimController(client, factory, gates=cp.gates),
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),

@@ -7,6 +7,7 @@ storage, listen address, port, kubelet and scheduler settings, and simulated DRA
 from __future__ import annotations
 
 import copy
+import os
 import re
 from typing import Any, Callable
 
@@ -21,7 +22,7 @@ from phalanx.machinery.templates import IndexExpression, parse_index_expression,
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "kubernetesVersion", "featureGates", "runtimeConfig",
                           "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler")
-PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay")
+PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay", "stages")
 PHALANX_SCHEDULER_FIELDS = ("permitWaitingTimeout", "config")
 PHALANX_POOL_FIELDS = ("name", "count", "role", "labels", "capacity", "taints")
 TAINT_FIELDS = ("key", "value", "effect")
@@ -83,6 +84,9 @@ def _parse_serving(doc: dict, reader: DocumentReader, spec: ClusterSpec) -> None
 
 def _parse_kubelet(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:
     for k, v in section.items():
+        if k == "stages":
+            _parse_stages(v, reader, spec)
+            continue
         seconds = duration_seconds(v)
         if k not in PHALANX_KUBELET_FIELDS:
             reader.error(f"kubelet.{k}", f"unknown field; allowed: {', '.join(PHALANX_KUBELET_FIELDS)}")
@@ -90,6 +94,41 @@ def _parse_kubelet(section: dict, reader: DocumentReader, spec: ClusterSpec) -> 
             reader.error(f"kubelet.{k}", f"invalid duration {quote(str(v))}: use Go durations such as 500ms, 2s, 1m")
         else:
             spec.kubelet[k] = seconds
+
+
+def _stage_files(entry: str, reader: DocumentReader) -> list[str]:
+    """The files an entry of `kubelet.stages` names: a file, or the `.yaml`/`.yml` files of a
+    directory in name order; relative paths start at the config file's directory."""
+    base = os.path.dirname(os.path.abspath(reader.source)) if reader.source not in ("<stdin>", "-") else os.getcwd()
+    path = os.path.join(base, os.path.expanduser(entry))
+    if os.path.isdir(path):
+        return sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith((".yaml", ".yml")))
+    return [path]
+
+
+def _parse_stages(value: Any, reader: DocumentReader, spec: ClusterSpec) -> None:
+    """`kubelet.stages`: KWOK Stage files (or directories of them), read and checked now and kept
+    in the cluster's spec, so a restarted cluster runs the same stages."""
+    if not reader.expect(value, "kubelet.stages", "list"):
+        return
+    from phalanx.nodes.stages import StageError, load_stages  # only for this field (CLI start-up)
+    kept = []
+    for i, entry in enumerate(value):
+        where = f"kubelet.stages[{i}]"
+        if not reader.expect(entry, where, "string"):
+            continue
+        for path in _stage_files(entry, reader):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                load_stages(text, path)
+            except OSError as e:
+                reader.error(where, f"cannot read stage file {quote(path)}: {e.strerror or e}")
+            except StageError as e:
+                reader.error(where, str(e))
+            else:
+                kept.append({"source": path, "text": text})
+    spec.kubelet["stages"] = kept
 
 
 def _parse_scheduler(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:

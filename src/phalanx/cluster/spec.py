@@ -36,7 +36,7 @@ class ClusterSpec:
     # Simulated DRA drivers; None means "the default gpu.example.com driver on every worker".
     dra_drivers: list[dict[str, Any]] | None = None
     ignored_fields: list[str] = field(default_factory=list)  # config fields accepted but unused
-    kubelet: dict[str, float] = field(default_factory=dict)  # simulated kubelets: stage delays in seconds
+    kubelet: dict[str, Any] = field(default_factory=dict)  # simulated kubelets: stage delays (s), stage files
     scheduler: dict[str, Any] = field(default_factory=dict)  # permitWaitingTimeout, config (KubeSchedulerConfiguration)
     # The Kubernetes version the cluster is (`v1.36.4`, `v1.37.1`); state dirs written before
     # clusters had a version are 1.36 clusters.
