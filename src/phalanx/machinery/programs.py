@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Callable
 
 SHELLS = ("sh", "bash", "ash", "dash", "zsh")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -57,36 +58,50 @@ def _sleep_seconds(word: str) -> float | None:
     return value * (unit or 1) if value >= 0 else None
 
 
+def _sleep(rest: list[str]) -> Program | None:
+    total = 0.0
+    for w in rest:
+        s = _sleep_seconds(w)
+        if s is None:
+            return None
+        total += s
+    return Program(duration=None if total == float("inf") else total) if rest else None
+
+
+def _exit(rest: list[str]) -> Program | None:
+    if len(rest) > 1:
+        return None
+    try:
+        return Program(exit_code=(int(rest[0]) % 256) if rest else 0)
+    except ValueError:
+        return None
+
+
+def _echo(rest: list[str]) -> Program:
+    while rest and rest[0] in ("-n", "-e", "-ne", "-en"):
+        rest = rest[1:]
+    return Program(output=[" ".join(rest)])
+
+
+def _shell(rest: list[str]) -> Program | None:
+    return _script(rest[1]) if len(rest) >= 2 and rest[0] == "-c" else None
+
+
+_PROGRAMS: dict[str, Callable[[list[str]], Program | None]] = {
+    "sleep": _sleep, "exit": _exit, "echo": _echo,
+    "true": lambda rest: None if rest else Program(), ":": lambda rest: None if rest else Program(),
+    "false": lambda rest: None if rest else Program(exit_code=1),
+    **{shell: _shell for shell in SHELLS},
+}
+
+
 def _simple(argv: list[str]) -> Program | None:
     while argv and _name(argv[0]) == "exec":
         argv = argv[1:]
     if not argv:
         return Program()
-    name, rest = _name(argv[0]), argv[1:]
-    if name == "sleep" and rest:
-        total = 0.0
-        for w in rest:
-            s = _sleep_seconds(w)
-            if s is None:
-                return None
-            total += s
-        return Program(duration=None if total == float("inf") else total)
-    if name in ("true", ":") and not rest:
-        return Program()
-    if name == "false" and not rest:
-        return Program(exit_code=1)
-    if name == "exit" and len(rest) <= 1:
-        try:
-            return Program(exit_code=(int(rest[0]) % 256) if rest else 0)
-        except ValueError:
-            return None
-    if name == "echo":
-        while rest and rest[0] in ("-n", "-e", "-ne", "-en"):
-            rest = rest[1:]
-        return Program(output=[" ".join(rest)])
-    if name in SHELLS and len(rest) >= 2 and rest[0] == "-c":
-        return _script(rest[1])
-    return None
+    run = _PROGRAMS.get(_name(argv[0]))
+    return run(argv[1:]) if run is not None else None
 
 
 def _script(text: str) -> Program | None:

@@ -164,18 +164,20 @@ class SimulatedKubelets(Controller[str]):
             return
         if self._runners["Pod"].stages and await self._runners["Pod"].step(pod, key):
             return  # a stage from the stage files acts on this pod
+        await self._sync_pod(pod, key, node_name)
+
+    async def _sync_pod(self, pod: dict, key: str, node_name: str) -> None:
         status = pod.get("status") or {}
         phase = status.get("phase", "Pending")
+        statuses = status.get("containerStatuses") or []
         if pod["metadata"].get("deletionTimestamp"):
             await self._terminate(pod, key)
         elif phase in ("Succeeded", "Failed"):
             self._release_ip(key)
+        elif phase == "Running" and statuses and all(_started(c) for c in statuses):
+            await self._running(pod, key, node_name, statuses)
         else:
-            statuses = status.get("containerStatuses") or []
-            if phase == "Running" and statuses and all(_started(c) for c in statuses):
-                await self._running(pod, key, node_name, statuses)
-            else:
-                await self._start(pod, key, node_name, status)
+            await self._start(pod, key, node_name, status)
 
     async def _sync_node(self, key: str) -> None:
         node = self.nodes.get(key[len(NODE_KEY):])
@@ -234,14 +236,7 @@ class SimulatedKubelets(Controller[str]):
         over."""
         now = self.clock.now()
         if any("waiting" in (c.get("state") or {}) for c in statuses):
-            due = self._restart_at.get(key, now)
-            if now < due:
-                self.enqueue_after(key, due - now)
-                return
-            self._restart_at.pop(key, None)
-            restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
-            if await self._write_status(pod, self._running_status(pod, node_name, restarts, keep_last=True)):
-                await self._container_events(pod, node_name, pulled=False)
+            await self._leave_backoff(pod, key, node_name, now)
             return
         starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt")) for c in statuses)
         started_at = max((s for s in starts if s is not None), default=None)
@@ -254,6 +249,12 @@ class SimulatedKubelets(Controller[str]):
                 await self._write_status(pod, self._with_readiness(pod, now))
                 return
             waits.append(ready_at - now)
+        await self._run_time(pod, key, node_name, started_at, now, waits)
+
+    async def _run_time(self, pod: dict, key: str, node_name: str, started_at: float, now: float,
+                        waits: list[float]) -> None:
+        """The containers exit once their run time is over; else the pod comes back when the first
+        of `waits` (and the exit) is due."""
         run_for = ps.plan(pod).run_for
         if run_for is not None:
             if now >= started_at + run_for:
@@ -262,6 +263,17 @@ class SimulatedKubelets(Controller[str]):
             waits.append(started_at + run_for - now)
         if waits:
             self.enqueue_after(key, min(waits))
+
+    async def _leave_backoff(self, pod: dict, key: str, node_name: str, now: float) -> None:
+        """Containers waiting in back-off start again once it is over."""
+        due = self._restart_at.get(key, now)
+        if now < due:
+            self.enqueue_after(key, due - now)
+            return
+        self._restart_at.pop(key, None)
+        restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
+        if await self._write_status(pod, self._running_status(pod, node_name, restarts, keep_last=True)):
+            await self._container_events(pod, node_name, pulled=False)
 
     def _with_readiness(self, pod: dict, now: float) -> dict:
         status = dict(pod.get("status") or {})
@@ -342,25 +354,10 @@ class SimulatedKubelets(Controller[str]):
         status["podIPs"] = [{"ip": ip}]
         status.setdefault("startTime", now)
         old = {c.get("name"): c for c in status.get("containerStatuses") or []}
-        cstats, unready = [], []
-        for c in pod["spec"].get("containers") or []:
-            prev = old.get(c["name"]) or {}
-            count = prev.get("restartCount", 0) + ((restarts or {}).get(c["name"], 0))
-            ready = ps.probe_delay(c) <= 0
-            cs = {"name": c["name"], "image": c.get("image", ""),
-                  "imageID": f"docker.io/library/{c.get('image', '')}@sha256:" + "0" * 64,
-                  "containerID": f"phalanx://{pod['metadata'].get('uid', '')[:8]}-{c['name']}-{count}",
-                  "ready": ready, "restartCount": count, "started": True,
-                  "state": {"running": {"startedAt": now}}, "lastState": {}}
-            if not ready:
-                unready.append(c["name"])
-            if restarts and restarts.get(c["name"]):
-                if keep_last:
-                    cs["lastState"] = prev.get("lastState") or {}
-                else:
-                    started = ((prev.get("state") or {}).get("running") or {}).get("startedAt", now)
-                    cs["lastState"] = {"terminated": ps.terminated(exit_code, started, now, prev.get("containerID", ""))}
-            cstats.append(cs)
+        cstats = [self._container_running(pod, c, old.get(c["name"]) or {}, (restarts or {}).get(c["name"], 0),
+                                          exit_code, keep_last, now)
+                  for c in pod["spec"].get("containers") or []]
+        unready = [cs["name"] for cs in cstats if not cs["ready"]]
         status["containerStatuses"] = cstats
         _set_conditions(status, [_cond("PodReadyToStartContainers", "True", now), _cond("Initialized", "True", now)])
         ps.readiness(status, now, unready)
@@ -371,6 +368,22 @@ class SimulatedKubelets(Controller[str]):
                                                           "startedAt": now, "finishedAt": now}}}
                 for c in pod["spec"]["initContainers"]]
         return status
+
+    @staticmethod
+    def _container_running(pod: dict, c: dict, prev: dict, restarted: int, exit_code: int, keep_last: bool,
+                           now: str) -> dict:
+        count = prev.get("restartCount", 0) + restarted
+        cs = {"name": c["name"], "image": c.get("image", ""),
+              "imageID": f"docker.io/library/{c.get('image', '')}@sha256:" + "0" * 64,
+              "containerID": f"phalanx://{pod['metadata'].get('uid', '')[:8]}-{c['name']}-{count}",
+              "ready": ps.probe_delay(c) <= 0, "restartCount": count, "started": True,
+              "state": {"running": {"startedAt": now}}, "lastState": {}}
+        if restarted and keep_last:
+            cs["lastState"] = prev.get("lastState") or {}
+        elif restarted:
+            started = ((prev.get("state") or {}).get("running") or {}).get("startedAt", now)
+            cs["lastState"] = {"terminated": ps.terminated(exit_code, started, now, prev.get("containerID", ""))}
+        return cs
 
     async def _containers_exited(self, pod: dict, key: str, node_name: str, ran: float) -> None:
         code = ps.plan(pod).exit_code
@@ -421,28 +434,10 @@ class SimulatedKubelets(Controller[str]):
         (within the grace period), then the pod is removed."""
         md = pod["metadata"]
         status = pod.get("status") or {}
-        cstats = status.get("containerStatuses") or []
         live = status.get("phase") not in ("Succeeded", "Failed") and any(
-            "terminated" not in (c.get("state") or {}) for c in cstats)
-        if live:
-            grace = float(md.get("deletionGracePeriodSeconds") or 0)
-            deadline = rfc3339_seconds(md.get("deletionTimestamp"))
-            hooks = max((ps.prestop_seconds(c) for c in pod["spec"].get("containers") or []), default=0.0)
-            stop_after = min(grace, max(hooks, self.delays.terminating))
-            stop_at = (deadline - grace if deadline is not None else self.clock.now()) + stop_after
-            if any(c.get("ready") for c in cstats):
-                if await self._write_status(pod, ps.unready_status(pod, self._now())):
-                    for c in cstats:
-                        if "running" in (c.get("state") or {}):
-                            await self._event(pod, pod["spec"].get("nodeName", ""), c["name"], "Killing",
-                                              f"Stopping container {c['name']}")
-                return  # the update comes back through the informer
-            if self.clock.now() < stop_at:
-                self.enqueue_after(key, stop_at - self.clock.now())
-                return
-            code = 137 if stop_after >= grace and hooks >= grace and grace > 0 else 0
-            if not await self._write_status(pod, ps.stopped_status(pod, self._now(), code)):
-                return
+            "terminated" not in (c.get("state") or {}) for c in status.get("containerStatuses") or [])
+        if live and not await self._stop_containers(pod, key):
+            return
         try:
             await self.client.delete("v1", "Pod", md.get("namespace", ""), md["name"], grace_period=0,
                                      preconditions={"uid": md.get("uid")})
@@ -450,6 +445,33 @@ class SimulatedKubelets(Controller[str]):
             if e.code not in (404, 409):
                 raise
         self._forget(key)
+
+    async def _stop_containers(self, pod: dict, key: str) -> bool:
+        """One step of stopping a deleted pod's containers; True once they are terminated."""
+        cstats = (pod.get("status") or {}).get("containerStatuses") or []
+        stop_at, code = self._stop_time(pod)
+        if any(c.get("ready") for c in cstats):
+            if await self._write_status(pod, ps.unready_status(pod, self._now())):
+                for c in cstats:
+                    if "running" in (c.get("state") or {}):
+                        await self._event(pod, pod["spec"].get("nodeName", ""), c["name"], "Killing",
+                                          f"Stopping container {c['name']}")
+            return False  # the update comes back through the informer
+        if self.clock.now() < stop_at:
+            self.enqueue_after(key, stop_at - self.clock.now())
+            return False
+        return await self._write_status(pod, ps.stopped_status(pod, self._now(), code))
+
+    def _stop_time(self, pod: dict) -> tuple[float, int]:
+        """When a deleted pod's containers stop, and their exit code: after the longest preStop hook
+        (or the configured terminating delay), at the latest when the grace period ends (137)."""
+        md = pod["metadata"]
+        grace = float(md.get("deletionGracePeriodSeconds") or 0)
+        deadline = rfc3339_seconds(md.get("deletionTimestamp"))
+        hooks = max((ps.prestop_seconds(c) for c in pod["spec"].get("containers") or []), default=0.0)
+        stop_after = min(grace, max(hooks, self.delays.terminating))
+        stop_at = (deadline - grace if deadline is not None else self.clock.now()) + stop_after
+        return stop_at, 137 if grace > 0 and hooks >= grace else 0
 
     # -- events --------------------------------------------------------------------------------
     async def _event(self, pod: dict, node_name: str, container: str, reason: str, message: str,

@@ -58,31 +58,39 @@ def container_program(pod: dict, c: dict) -> Program | None:
     return recognize(c.get("command"), c.get("args"))
 
 
-def plan(pod: dict) -> Plan:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    code_text = annotations.get(EXIT_CODE)
-    code: int | None = None
-    if code_text is not None:
-        try:
-            code = int(code_text)
-        except ValueError:
-            code = 1
-    run_for = run_for_seconds(pod)
-    if run_for is not None:
-        return Plan(run_for, code or 0)
-    durations, codes = [], []
+def _annotated_exit_code(pod: dict) -> int | None:
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(EXIT_CODE)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return 1
+
+
+def _programs(pod: dict) -> list[Program] | None:
+    """What each container runs; None when one of them runs until told."""
+    out = []
     for c in (pod.get("spec") or {}).get("containers") or []:
         p = container_program(pod, c)
         if p is None and (c.get("command") or c.get("args")) and _owned_by_job(pod):
             p = Program()  # KWOK's pod-complete: a Job's pod succeeds once it runs
         if p is None or p.duration is None:
-            return Plan(None, code or 0)
-        durations.append(p.duration)
-        codes.append(p.exit_code)
-    if not durations:
+            return None
+        out.append(p)
+    return out or None
+
+
+def plan(pod: dict) -> Plan:
+    code = _annotated_exit_code(pod)
+    run_for = run_for_seconds(pod)
+    if run_for is not None:
+        return Plan(run_for, code or 0)
+    programs = _programs(pod)
+    if programs is None:
         return Plan(None, code or 0)
-    exit_code = code if code is not None else next((c for c in codes if c), 0)
-    return Plan(max(durations), exit_code)
+    exit_code = code if code is not None else next((p.exit_code for p in programs if p.exit_code), 0)
+    return Plan(max(p.duration or 0.0 for p in programs), exit_code)
 
 
 def next_backoff(current: float | None) -> float:

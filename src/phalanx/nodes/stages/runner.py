@@ -118,13 +118,21 @@ class StageRunner:
         if not isinstance(spec, dict):
             return
         current = list((obj.get("metadata") or {}).get("finalizers") or [])
-        wanted = [] if spec.get("empty") else list(current)
-        gone = {f.get("value") for f in spec.get("remove") or [] if isinstance(f, dict)}
-        wanted = [f for f in wanted if f not in gone]
-        wanted += [f["value"] for f in spec.get("add") or [] if isinstance(f, dict) and f.get("value") not in wanted]
+        wanted = wanted_finalizers(spec, current)
         if wanted != current:
             await _ignore_gone(self.client.patch(api_version, kind, ns, name,
                                                  {"metadata": {"finalizers": wanted or None}}, MERGE_PATCH))
+
+
+def wanted_finalizers(spec: dict, current: list[str]) -> list[str]:
+    """The finalizers after a stage's `next.finalizers`: `empty`, then `remove`, then `add`."""
+    wanted = [] if spec.get("empty") else list(current)
+    gone = {f.get("value") for f in spec.get("remove") or [] if isinstance(f, dict)}
+    wanted = [f for f in wanted if f not in gone]
+    for f in spec.get("add") or []:
+        if isinstance(f, dict) and f.get("value") and f["value"] not in wanted:
+            wanted.append(f["value"])
+    return wanted
 
 
 async def _ignore_gone(call: Awaitable[Any]) -> None:

@@ -213,21 +213,33 @@ def _int(v: Any, where: str) -> int | None:
     return v
 
 
-def parse_stage(doc: Any, source: str = "") -> Stage:
-    """A `Stage` from its object form; `StageError` names `source` and the field at fault."""
+def _name_of(doc: Any, source: str) -> str:
     where = source or "stage"
     if not isinstance(doc, dict) or doc.get("kind") != "Stage" or doc.get("apiVersion") != API_VERSION:
         raise StageError(f"{where}: expected apiVersion {API_VERSION} and kind Stage")
     name = (doc.get("metadata") or {}).get("name") or ""
     if not name:
         raise StageError(f"{where}: metadata.name: Required value")
+    return str(name)
+
+
+def _delay_fields(delay: dict, where: str) -> dict[str, Any]:
+    at = f"{where}: spec.delay"
+    return {"duration_ms": _int(delay.get("durationMilliseconds"), f"{at}.durationMilliseconds"),
+            "duration_from": _expr_from(delay, "durationFrom", at),
+            "jitter_ms": _int(delay.get("jitterDurationMilliseconds"), f"{at}.jitterDurationMilliseconds"),
+            "jitter_from": _expr_from(delay, "jitterDurationFrom", at)}
+
+
+def parse_stage(doc: Any, source: str = "") -> Stage:
+    """A `Stage` from its object form; `StageError` names `source` and the field at fault."""
+    name = _name_of(doc, source)
     where = f"{source}: stage {name}" if source else f"stage {name}"
     spec = doc.get("spec") or {}
     ref = spec.get("resourceRef") or {}
     if not ref.get("kind"):
         raise StageError(f"{where}: spec.resourceRef.kind: Required value")
     sel = spec.get("selector") or {}
-    delay = spec.get("delay") or {}
     nxt = spec.get("next") or {}
     if not isinstance(nxt, dict):
         raise StageError(f"{where}: spec.next: must be an object")
@@ -237,10 +249,7 @@ def parse_stage(doc: Any, source: str = "") -> Stage:
         expressions=_expressions(sel, where),
         weight=_int(spec.get("weight"), f"{where}: spec.weight") or 0,
         weight_from=_expr_from(spec, "weightFrom", f"{where}: spec"),
-        duration_ms=_int(delay.get("durationMilliseconds"), f"{where}: spec.delay.durationMilliseconds"),
-        duration_from=_expr_from(delay, "durationFrom", f"{where}: spec.delay"),
-        jitter_ms=_int(delay.get("jitterDurationMilliseconds"), f"{where}: spec.delay.jitterDurationMilliseconds"),
-        jitter_from=_expr_from(delay, "jitterDurationFrom", f"{where}: spec.delay"),
+        **_delay_fields(spec.get("delay") or {}, where),
         next=nxt, immediate_next=bool(spec.get("immediateNextStage")), source=source)
 
 
