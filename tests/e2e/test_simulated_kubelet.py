@@ -58,7 +58,8 @@ def test_logs_options_and_exec_on_a_simulated_node(cluster: Cluster, ns: str):
     assert cluster.kubectl("-n", ns, "logs", "web", "--tail=0").check().stdout == ""
     prev = cluster.kubectl("-n", ns, "logs", "web", "--previous")
     assert 'previous terminated container "web" in pod "web" not found' in prev.stderr
-    for args in (["exec", "web", "--", "ls"], ["attach", "web"], ["port-forward", "web", "18080:80"]):
+    for args in (["exec", "web", "--", "ls"], ["attach", "web"], ["port-forward", "web", "18080:80"],
+                 ["cp", "web:/etc/hostname", "/tmp/phalanx-cp-target"]):
         out = cluster.kubectl("-n", ns, *args, timeout=30)
         assert out.returncode != 0 and "is simulated by phalanx and runs no containers" in out.stderr, out.stderr
 
@@ -115,3 +116,12 @@ def test_deleted_pod_goes_not_ready_with_terminated_states_before_it_goes(cluste
     assert ("False", "terminated") in states
     assert states.index(("False", "terminated")) < len(states) - 1 or events[-1]["type"] == "DELETED"
     assert events[-1]["type"] == "DELETED"
+
+
+def test_logs_follow_ends_when_the_container_exits(cluster: Cluster, ns: str):
+    cluster.kubectl("-n", ns, "run", "nap", "--restart=Never", "--image=busybox", "--",
+                    "sh", "-c", "echo going to sleep; sleep 3").check()
+    cluster.kubectl("-n", ns, "wait", "--for=condition=Ready", "pod/nap", "--timeout=60s", timeout=90).check()
+    out = cluster.kubectl("-n", ns, "logs", "-f", "nap", timeout=60).check().stdout.splitlines()
+    assert out[1] == "going to sleep"
+    assert out[-1] == '[phalanx] container "nap" exited with code 0 (Completed)'
