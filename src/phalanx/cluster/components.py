@@ -72,9 +72,10 @@ async def start_all(cp: Any) -> list[Any]:
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
-                                       cp.spec.dra_drivers),
-                   Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
-                             permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+                                       cp.spec.dra_drivers)]
+    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
+        controllers.append(Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
+                                     permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
     controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     controllers.append(StatefulSetController(client, factory))
     controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))

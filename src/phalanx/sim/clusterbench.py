@@ -170,6 +170,34 @@ def delete_cluster(cluster: Cluster) -> None:
                    timeout=120)
 
 
+def without_scheduler(config: Optional[str], tmp: Path) -> str:
+    """A copy of a phalanx-format cluster config with the built-in scheduler off."""
+    doc: dict[str, Any] = yaml.safe_load(Path(config).read_text()) if config else {}
+    if not doc:
+        doc = {"apiVersion": "phalanx.dev/v1alpha1", "kind": "Cluster"}
+    if doc.get("apiVersion") != "phalanx.dev/v1alpha1":
+        raise ValueError("--external-scheduler needs a phalanx.dev/v1alpha1 cluster config (or none)")
+    doc.setdefault("scheduler", {})["enabled"] = False
+    out = tmp / "cluster-without-scheduler.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return str(out)
+
+
+def start_scheduler(cluster: Cluster, tmp: Path) -> subprocess.Popen[bytes]:
+    """`phalanx scheduler --kubeconfig` as its own process, as kube-scheduler runs beside a cluster."""
+    log = open(tmp / "scheduler.log", "wb")
+    return subprocess.Popen(cluster.phalanx + ["scheduler", "--kubeconfig", str(cluster.kubeconfig)],
+                            env=cluster.env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 # -- following the pods ---------------------------------------------------------------------------------
 
 def watch_pods(cluster: Cluster, timeline: PodTimeline, stop: threading.Event) -> threading.Thread:
@@ -304,16 +332,25 @@ class RunSpec:
     image: Optional[str] = None
     timeout: float = 900.0
     profile_out: Optional[str] = None  # keep py-spy's collapsed stacks here
+    external_scheduler: bool = False  # no built-in scheduler: `phalanx scheduler --kubeconfig` in its own process
 
 
 def run_once(spec: RunSpec) -> dict[str, Any]:
     chosen = shape(spec.shape, spec.pods, spec.parallelism, spec.run_for)
     with tempfile.TemporaryDirectory(prefix="phalanx-clusterbench-") as tmp_dir:
         tmp = Path(tmp_dir)
-        cluster, created_s = create_cluster(tmp, spec.config, spec.image)
+        config = without_scheduler(spec.config, tmp) if spec.external_scheduler else spec.config
+        cluster, created_s = create_cluster(tmp, config, spec.image)
+        scheduler = start_scheduler(cluster, tmp) if spec.external_scheduler else None
         try:
-            return _drive(cluster, chosen, spec, tmp, created_s)
+            result = _drive(cluster, chosen, spec, tmp, created_s)
+            if scheduler is not None:
+                result["schedulerProcessCpuSeconds"] = round(_cpu_seconds(scheduler.pid), 2)
+            return result
         finally:
+            if scheduler is not None:
+                scheduler.terminate()
+                scheduler.wait(timeout=30)
             delete_cluster(cluster)
 
 
