@@ -24,7 +24,10 @@ Where the facts come from:
   `$ref` to `io.k8s.api.batch.v1.JobTemplateSpec` so strict validation and `kubectl explain`
   reach into the pod template.
 
-Descriptions are our own one-liners, written for the top-level kinds and their spec/status only.
+Descriptions are upstream's, read from the installed `kubernetes-validate` package (the JSON schemas
+of upstream's OpenAPI, per release) by `tools/upstream_docs.py` after the schemas are built; the
+one-liners below stay only where upstream has none (JobSet: no maintained Python package ships its
+documentation).
 
 The script refuses to run if a list field of a served kind has no entry in `LIST_FACTS`: every list
 must say how it merges.
@@ -46,6 +49,7 @@ import sys
 from pathlib import Path
 
 from kubernetes.client import models as M
+from upstream_docs import apply_descriptions
 from kubernetes.client.configuration import Configuration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -979,6 +983,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     gen = Generator()
     gen.run()
+    apply_descriptions(gen.schemas, "1.36")
     outputs = {OUT_DIR / "components.json": render(gen.schemas),
                OUT_DIR / "gotypes.json": render(gen.go_types)}
     if args.check:
