@@ -4,7 +4,8 @@
 
 - `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows);
 - discovery: `/api`, `/apis` (aggregated v2 or legacy by `Accept`), `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`;
-- `/openapi/v3` and its per-group-version documents (`/openapi/v2` answers 404, which kubectl accepts);
+- `/openapi/v3` and its per-group-version documents; `/openapi/v2` (definitions only, JSON or
+  gnostic protobuf: `api/openapiv2.py`), which kubectl's validation falls back to for unknown kinds;
 - for every served resource: list / watch / create / deletecollection on collections, and
   get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
   namespace `finalize` subresources;
@@ -153,6 +154,7 @@ class Server:
         r.add_get("/api/", self.core_discovery)
         r.add_get("/apis", self.groups_discovery)
         r.add_get("/apis/", self.groups_discovery)
+        r.add_get("/openapi/v2", self.openapi_v2)
         r.add_get("/openapi/v3", self.openapi_index)
         r.add_get("/openapi/v3/{path:.*}", self.openapi_document)
         r.add_route("*", "/api/{tail:.*}", self.dispatch)
@@ -211,6 +213,15 @@ class Server:
         for rt in self.api.types:
             by_gv.setdefault((rt.group, rt.version), []).append(rt)
         return _json(openapi.openapi_v3_index(sorted(by_gv), by_gv, self.api.release))
+
+    async def openapi_v2(self, request: web.Request) -> web.Response:
+        from ..api import openapi, openapiv2
+        roots = [name for rt in self.api.types
+                 if (name := openapi.schema_name_for_gvk(rt.group, rt.version, rt.kind, self.api.release))]
+        protobuf = "com.github.proto-openapi.spec.v2" in request.headers.get("Accept", "")
+        resp = web.Response(body=openapiv2.openapi_v2_bytes(roots, self.api.release, protobuf=protobuf))
+        resp.headers["Content-Type"] = openapiv2.PROTOBUF_V2_CONTENT_TYPE if protobuf else "application/json"
+        return resp
 
     async def openapi_document(self, request: web.Request) -> web.Response:
         from ..api import openapi
