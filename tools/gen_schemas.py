@@ -49,7 +49,7 @@ import sys
 from pathlib import Path
 
 from kubernetes.client import models as M
-from upstream_docs import apply_descriptions
+from upstream_docs import apply_descriptions, definitions, upstream_property
 from kubernetes.client.configuration import Configuration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,15 @@ PKG = {
     "resource": "io.k8s.api.resource.v1",
     "jobset": "io.x-k8s.jobset.v1alpha2",
     "rbac": "io.k8s.api.rbac.v1",
+    "networking": "io.k8s.api.networking.v1",
+    "certificates": "io.k8s.api.certificates.v1",
+    "flowcontrol": "io.k8s.api.flowcontrol.v1",
+    "apiregistration": "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1",
 }
+# Packages whose structs are found by name in upstream's definitions (upstream_docs), with their
+# list semantics, integer formats and typed fields read from there too: the kinds added for the
+# tools that touch them (ReplicationController, Ingress, CSR, APIService, APF).
+UPSTREAM_PACKAGES = ("networking", "certificates", "flowcontrol", "apiregistration")
 
 
 def N(short: str) -> str:
@@ -118,6 +126,14 @@ SERVED_KINDS = [
     ("rbac.authorization.k8s.io", "v1", "ClusterRole", "V1ClusterRole"),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding", "V1RoleBinding"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "V1ClusterRoleBinding"),
+    ("", "v1", "ReplicationController", "V1ReplicationController"),
+    ("networking.k8s.io", "v1", "Ingress", "V1Ingress"),
+    ("networking.k8s.io", "v1", "IngressClass", "V1IngressClass"),
+    ("networking.k8s.io", "v1", "NetworkPolicy", "V1NetworkPolicy"),
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest", "V1CertificateSigningRequest"),
+    ("apiregistration.k8s.io", "v1", "APIService", "V1APIService"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "V1FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "V1PriorityLevelConfiguration"),
 ]
 # Kinds with no List of their own (subresource bodies).
 NO_LIST = {"Binding", "Scale", "Eviction"}
@@ -171,6 +187,8 @@ CLASS_NAME_OVERRIDES = {
     "EventsV1EventSeries": N("events.EventSeries"),
     "ResourceV1ResourceClaim": N("resource.ResourceClaim"),
     "RbacV1Subject": N("rbac.Subject"),
+    "FlowcontrolV1Subject": N("flowcontrol.Subject"),
+    "ApiregistrationV1ServiceReference": N("apiregistration.ServiceReference"),
 }
 
 
@@ -185,7 +203,23 @@ def schema_name(cls_name: str) -> str:
     for pkg, kinds in CLASS_PACKAGE_BY_KIND.items():
         if kind in kinds:
             return f"{PKG[pkg]}.{kind}"
+    for pkg in UPSTREAM_PACKAGES:
+        if f"{PKG[pkg]}.{kind}" in definitions("1.36"):
+            return f"{PKG[pkg]}.{kind}"
     return f"{PKG['core']}.{kind}"
+
+
+def upstream(sname: str, field: str) -> dict:
+    """Upstream's schema of a field (empty when upstream has none)."""
+    return upstream_property("1.36", N(sname), field) or {}
+
+
+def upstream_list_facts(sname: str, field: str) -> dict | None:
+    """The list and patch extensions upstream declares on a field; None if upstream has no such field."""
+    prop = upstream_property("1.36", N(sname), field)
+    if prop is None:
+        return None
+    return {k: v for k, v in prop.items() if k.startswith("x-kubernetes-")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -853,6 +887,9 @@ class Generator:
             facts = LIST_FACTS.get(sname, {}).get(field)
             if sname.endswith("List") and field == "items":
                 pass  # List kinds: upstream declares no list semantics for items
+            elif facts is None and short(N(sname)).split(".")[0] in UPSTREAM_PACKAGES + ("core",) \
+                    and upstream_list_facts(sname, field) is not None:
+                s.update(upstream_list_facts(sname, field) or {})
             elif facts is None:
                 self.missing_lists.append(f"{sname}.{field}")
             else:
@@ -879,14 +916,17 @@ class Generator:
 
     def type_schema(self, sname: str, field: str, t: str) -> dict:
         key = (sname, field)
+        up = upstream(sname, field) if sname.split(".")[0] in UPSTREAM_PACKAGES else {}
+        if t.startswith("list["):
+            return {"type": "array", "items": self.type_schema(sname, field, t[5:-1])}
         if t == "str":
             if field in QUANTITY_FIELDS.get(sname, ()):
                 return ref(QUANTITY)
-            if field in BYTE_FIELDS.get(sname, ()):
+            if field in BYTE_FIELDS.get(sname, ()) or up.get("format") == "byte":
                 return {"type": "string", "format": "byte"}
             return {"type": "string"}
         if t == "int":
-            fmt = "int64" if field in INT64_FIELDS.get(sname, ()) else "int32"
+            fmt = "int64" if field in INT64_FIELDS.get(sname, ()) or up.get("format") == "int64" else "int32"
             return {"type": "integer", "format": fmt}
         if t == "float":
             return {"type": "number", "format": "double"}
@@ -896,6 +936,8 @@ class Generator:
             return ref(MICRO_TIME if field in MICRO_TIME_FIELDS.get(sname, ()) else TIME)
         if t == "date":
             return {"type": "string", "format": "date"}
+        if t == "object" and key not in OBJECT_FIELDS and up.get("$ref", "").endswith(INT_OR_STRING):
+            return ref(INT_OR_STRING)
         if t == "object":
             if key not in OBJECT_FIELDS:
                 raise SystemExit(f"untyped 'object' field {sname}.{field}: add it to OBJECT_FIELDS")

@@ -639,7 +639,9 @@ class Server:
 
 def _scale_of(rt: ResourceType, obj: dict) -> dict:
     md = obj["metadata"]
-    sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    sel = (obj.get("spec") or {}).get("selector") or {}
+    if rt.kind != "ReplicationController":  # a plain label map there; a LabelSelector elsewhere
+        sel = sel.get("matchLabels") or {}
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {"name": md["name"], "namespace": md.get("namespace"), "uid": md.get("uid"),
                          "resourceVersion": md.get("resourceVersion"),
@@ -724,7 +726,7 @@ _ROUTES: dict[tuple[str, str], _Route] = {
     ("binding", "POST"): lambda s, r, t: s._bind(r, t),
     ("log", "GET"): lambda s, r, t: s.logs(r, t.rt, t.ns, t.object_name),
 }
-for _sub in ("status", "finalize"):
+for _sub in ("status", "finalize", "approval"):
     _ROUTES[(_sub, "GET")] = _get
     _ROUTES[(_sub, "PUT")] = lambda s, r, t: s.update(r, t.rt, t.ns, t.object_name, t.sub)
     _ROUTES[(_sub, "PATCH")] = lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, t.sub)

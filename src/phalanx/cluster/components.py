@@ -19,6 +19,7 @@ from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
+from ..controllers.replicationcontroller import ReplicationControllerController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
@@ -66,6 +67,7 @@ async def start_all(cp: Any) -> list[Any]:
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
+                   ReplicationControllerController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
