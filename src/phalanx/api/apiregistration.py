@@ -70,6 +70,7 @@ class APIServiceStrategy(Strategy):
         AGE_COLUMN,
     ]
     status_is_subresource = True
+    name_validation = "path_segment"  # `v1.` for the core group: not a DNS subdomain
 
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         spec = _dict(obj.get("spec"))

@@ -3,7 +3,10 @@
 - namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`;
 - the `kubernetes` Service in `default`;
 - the system PriorityClasses `system-cluster-critical` and `system-node-critical`;
-- one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints.
+- one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints;
+- API Priority and Fairness: upstream's default FlowSchemas and PriorityLevelConfigurations;
+- one local, Available APIService per served group-version;
+- the kube-system pods a kind cluster shows (`systempods.py`), simulated and bound to their nodes.
 
 Objects that already exist (a restarted cluster) are left as they are.
 """
@@ -18,7 +21,10 @@ from ..apiserver.rest import API
 from ..machinery import errors
 from ..machinery.meta import deep_copy
 from ..machinery.timestamps import now_rfc3339
+from ..api.apiregistration import local_api_services
+from ..api.flowcontrol import default_objects
 from .spec import ClusterSpec, NodeSpec
+from .systempods import owner_reference, system_pods
 
 log = logging.getLogger("phalanx.bootstrap")
 
@@ -113,6 +119,28 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
                  "sessionAffinity": "None"}})
     for pc in SYSTEM_PRIORITY_CLASSES:
         _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
+    nodes = {}
     for i, node in enumerate(spec.nodes):
         obj, status = node_object(node, i)
-        _ensure(api, "", "v1", "nodes", "", obj, status)
+        nodes[node.name] = _ensure(api, "", "v1", "nodes", "", obj, status)
+    _ensure_cluster_objects(api, spec, nodes)
+
+
+def _ensure_cluster_objects(api: API, spec: ClusterSpec, nodes: dict[str, dict | None]) -> None:
+    now = now_rfc3339()
+    for plural, obj in default_objects():
+        level = obj["spec"].get("priorityLevelConfiguration", {}).get("name")
+        status = {"conditions": [{"type": "Dangling", "status": "False", "reason": "Found", "lastTransitionTime": now,
+                                  "message": f"This FlowSchema references the PriorityLevelConfiguration object "
+                                             f"named \"{level}\" and it exists"}]} if level else None
+        _ensure(api, "flowcontrol.apiserver.k8s.io", "v1", plural, "", obj, status)
+    for svc in local_api_services(((rt.group, rt.version) for rt in api.types), now):
+        status = svc.pop("status")
+        _ensure(api, "apiregistration.k8s.io", "v1", "apiservices", "", svc, status)
+    version = getattr(spec, "kubernetes_version", None) or KUBELET_VERSION
+    version = version if version.startswith("v") else f"v{version}"
+    for pod in system_pods(spec, version):
+        node = nodes.get(pod["spec"]["nodeName"])
+        if node is not None and "kubernetes.io/config.mirror" in pod["metadata"]["annotations"]:
+            pod["metadata"]["ownerReferences"] = [owner_reference(node)]
+        _ensure(api, "", "v1", "pods", "kube-system", pod)
