@@ -35,7 +35,8 @@ from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from . import discovery, listing, protobuf, tables
-from .auth.filters import RequestAuth
+from .apf import PriorityAndFairness, TooManyRequests
+from .auth.filters import USER_KEY, RequestAuth
 from .listener import ServingLimits
 from .rest import API, WatchStream
 
@@ -70,6 +71,15 @@ def _page_not_found() -> web.Response:
     return resp
 
 
+APF_HEADERS = web.RequestKey("phalanx.apf-headers", dict)
+
+
+async def _add_apf_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response, streams included, carries the request's FlowSchema and PriorityLevel UIDs."""
+    for key, value in request.get(APF_HEADERS, {}).items():
+        response.headers.setdefault(key, value)
+
+
 def _status_response(err: StatusError) -> web.Response:
     return _json(err.status(), status=err.code)
 
@@ -92,6 +102,7 @@ class Server:
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
+        self.apf = PriorityAndFairness(api)
 
     # -- plumbing --------------------------------------------------------------------------
     @web.middleware
@@ -100,16 +111,15 @@ class Server:
             answered = await self.auth.check(request)  # authentication, impersonation, RBAC; reviews
             if answered is not None:
                 return answered
-            if request.content_length is not None and request.content_length > MAX_BODY:
-                return _status_response(errors.too_large())
             deadline = self._deadline(request)
-            if deadline is None:
-                return await handler(request)
-            try:
-                async with asyncio.timeout(deadline):
-                    return await handler(request)
-            except TimeoutError:
-                return _status_response(_request_timeout())
+            # API Priority and Fairness (apf.py): classification headers, 429 for a saturated level.
+            async with self.apf.admit(request, request.get(USER_KEY), deadline is None) as apf_headers:
+                request[APF_HEADERS] = apf_headers
+                return await self._serve(request, handler, deadline)
+        except TooManyRequests as e:
+            resp = _status_response(e)
+            resp.headers.update(e.headers)
+            return resp
         except StatusError as e:
             return _status_response(e)
         except web.HTTPRequestEntityTooLarge:
@@ -121,6 +131,17 @@ class Server:
         except Exception as e:  # a bug: report it as upstream reports internal errors, keep serving
             log.exception("internal error serving %s %s", request.method, request.path)
             return _status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
+
+    async def _serve(self, request: web.Request, handler: Any, deadline: float | None) -> web.StreamResponse:
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            return _status_response(errors.too_large())
+        if deadline is None:
+            return await handler(request)
+        try:
+            async with asyncio.timeout(deadline):
+                return await handler(request)
+        except TimeoutError:
+            return _status_response(_request_timeout())
 
     def _deadline(self, request: web.Request) -> float | None:
         """Seconds a request may take, as kube-apiserver's timeout filter gives them: the server's
@@ -144,6 +165,7 @@ class Server:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY + 1024)
+        app.on_response_prepare.append(_add_apf_headers)
         r = app.router
         r.add_get("/version", self.version)
         r.add_get("/version/", self.version)
