@@ -32,3 +32,106 @@ def test_explain_on_1_37_prints_1_37_descriptions(cluster137: Cluster):
     out = cluster137.kubectl("explain", "podgroup.spec.schedulingPolicy", binary=KUBECTL_137).check().out
     assert "VERSION:    v1beta1" in out
     assert "schedulingPolicy defines the scheduling policy for this instance of the" in out
+
+
+RC_AND_NETWORKING = """\
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: web}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx-e2e}
+spec: {controller: k8s.io/ingress-nginx}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  ingressClassName: nginx-e2e
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny}
+spec:
+  podSelector: {matchLabels: {app: web}}
+"""
+
+
+def test_rc_ingress_netpol_csr_apiservices_are_served(cluster: Cluster, ns: str):
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=RC_AND_NETWORKING).check()
+    out = cluster.kubectl("get", "rc,ingress,netpol", "-n", ns).check().out
+    assert "replicationcontroller/web   2         " in out
+    assert "web.example.com" in out and "nginx-e2e" in out
+    assert "networkpolicy.networking.k8s.io/deny   app=web" in out
+    pods = cluster.kubectl("get", "pods", "-n", ns, "-l", "app=web", "-o", "json").check().json()["items"]
+    assert len(pods) == 2 and all(p["metadata"]["ownerReferences"][0]["kind"] == "ReplicationController" for p in pods)
+    out = cluster.kubectl("get", "apiservices").check().out
+    assert "v1.apps" in out and "Local" in out
+    assert "True" in out.splitlines()[1]
+    bad = cluster.kubectl("apply", "-n", ns, "-f", "-", input="apiVersion: networking.k8s.io/v1\nkind: Ingress\n"
+                          "metadata: {name: bad}\nspec: {}\n")
+    assert "either `defaultBackend` or `rules` must be specified" in bad.stderr
+
+
+def test_certificate_approve_issues_a_certificate(cluster: Cluster, tmp_path):
+    import base64
+    import subprocess
+    key, csr = tmp_path / "u.key", tmp_path / "u.csr"
+    subprocess.run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj",
+                    "/CN=alice/O=dev", "-out", str(csr)], check=True, capture_output=True)
+    manifest = ("apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: alice}\n"
+                f"spec:\n  request: {base64.b64encode(csr.read_bytes()).decode()}\n"
+                "  signerName: kubernetes.io/kube-apiserver-client\n  usages: [client auth]\n")
+    cluster.kubectl("apply", "-f", "-", input=manifest).check()
+    assert "Pending" in cluster.kubectl("get", "csr", "alice").check().out
+    assert cluster.kubectl("certificate", "approve", "alice").check().out.strip() \
+        == "certificatesigningrequest.certificates.k8s.io/alice approved"
+    cert = ""
+    for _ in range(100):
+        cert = cluster.kubectl("get", "csr", "alice", "-o", "jsonpath={.status.certificate}").check().out
+        if cert:
+            break
+    assert cert, "the signer issued no certificate"
+    text = subprocess.run(["openssl", "x509", "-noout", "-subject"], input=base64.b64decode(cert),
+                          capture_output=True, check=True).stdout.decode()
+    assert "CN = alice" in text
+    assert "Approved,Issued" in cluster.kubectl("get", "csr", "alice").check().out
+
+
+def test_kube_system_has_kinds_system_pods(cluster: Cluster):
+    pods = cluster.kubectl("get", "pods", "-n", "kube-system", "-o", "json").check().json()["items"]
+    names = {p["metadata"]["name"] for p in pods}
+    for prefix in ("etcd-e2e-control-plane", "kube-apiserver-e2e-control-plane", "kube-scheduler-e2e-control-plane",
+                   "kube-controller-manager-e2e-control-plane"):
+        assert prefix in names
+    assert sum(n.startswith("coredns-") for n in names) == 2
+    nodes = cluster.kubectl("get", "nodes", "-o", "name").check().out.split()
+    assert sum(n.startswith("kube-proxy-") for n in names) == len(nodes)
+    assert sum(n.startswith("kindnet-") for n in names) == len(nodes)
+    assert all(p["metadata"]["annotations"]["phalanx.dev/simulated"] == "true" for p in pods)
+    assert all(p["spec"]["nodeName"] for p in pods)
+
+
+def test_responses_carry_the_apf_headers(cluster: Cluster):
+    r = cluster.kubectl("get", "namespaces", "-v=8")
+    fs = [line.split(":", 1)[1].strip() for line in r.stderr.splitlines() if "X-Kubernetes-Pf-Flowschema-Uid" in line]
+    pl = [line.split(":", 1)[1].strip() for line in r.stderr.splitlines()
+          if "X-Kubernetes-Pf-Prioritylevel-Uid" in line]
+    assert fs and pl
+    exempt_fs = cluster.kubectl("get", "flowschema", "exempt", "-o", "jsonpath={.metadata.uid}").check().out
+    exempt_pl = cluster.kubectl("get", "prioritylevelconfiguration", "exempt",
+                                "-o", "jsonpath={.metadata.uid}").check().out
+    assert fs[-1] == exempt_fs and pl[-1] == exempt_pl  # the admin is in system:masters
+    assert "global-default" in cluster.kubectl("get", "flowschemas").check().out
