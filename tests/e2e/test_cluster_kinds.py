@@ -135,3 +135,25 @@ def test_responses_carry_the_apf_headers(cluster: Cluster):
                                 "-o", "jsonpath={.metadata.uid}").check().out
     assert fs[-1] == exempt_fs and pl[-1] == exempt_pl  # the admin is in system:masters
     assert "global-default" in cluster.kubectl("get", "flowschemas").check().out
+
+
+def _csr_request(tmp_path, cn: str) -> str:
+    import base64
+    import subprocess
+    key, csr = tmp_path / f"{cn}.key", tmp_path / f"{cn}.csr"
+    subprocess.run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-subj",
+                    f"/CN={cn}/O=dev", "-out", str(csr)], check=True, capture_output=True)
+    return base64.b64encode(csr.read_bytes()).decode()
+
+
+def test_a_csr_names_who_asked(cluster: Cluster, tmp_path):
+    _CSR_B64 = _csr_request(tmp_path, "who")
+    manifest = ("apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: who}\n"
+                "spec:\n  request: " + _CSR_B64 + "\n  signerName: example.com/custom\n  usages: [client auth]\n"
+                "  username: someone-else\n")
+    cluster.kubectl("create", "-f", "-", input=manifest).check()
+    spec = cluster.kubectl("get", "csr", "who", "-o", "json").check().json()["spec"]
+    assert spec["username"] != "someone-else" and "system:masters" in spec["groups"]
+    row = cluster.kubectl("get", "csr", "who", "--no-headers").check().out.split()
+    assert row[2:5] == ["example.com/custom", spec["username"], "<none>"] and row[-1] == "Pending"
+

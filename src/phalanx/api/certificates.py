@@ -43,6 +43,23 @@ def request_pem(csr: Obj) -> bytes | None:
         return None
 
 
+def set_requester(csr: Obj, user: Any) -> None:
+    """What upstream's strategy records at create: the requesting user (`spec.username`, `uid`,
+    `groups`, `extra`), whatever the body said."""
+    spec = csr.get("spec")
+    if not isinstance(spec, dict) or user is None:
+        return
+    for key in ("username", "uid", "groups", "extra"):
+        spec.pop(key, None)
+    spec["username"] = user.name
+    if user.uid:
+        spec["uid"] = user.uid
+    if user.groups:
+        spec["groups"] = list(user.groups)
+    if user.extra:
+        spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+
+
 def _spec_errors(spec: Obj) -> list[FieldError]:
     errs: list[FieldError] = []
     if not spec.get("request"):
@@ -108,11 +125,9 @@ class CertificateSigningRequestStrategy(Strategy):
     def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         return _spec_errors(_dict(obj.get("spec")))
 
-    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
-        errs = self.validate(new, ctx)
-        if _dict(new.get("spec")) != _dict(old.get("spec")):
-            errs.append(invalid("spec", "", "field is immutable"))
-        return errs
+    def prepare_for_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
+        super().prepare_for_update(new, old, ctx)
+        new["spec"] = old.get("spec")  # as upstream: the spec of a request never changes
 
     def prepare_for_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> None:
         super().prepare_for_status_update(new, old, ctx)

@@ -29,6 +29,7 @@ import orjson
 from aiohttp import web
 
 from ..machinery.releases import PATCH_VERSIONS, git_version, release_of
+from ..api.certificates import set_requester
 from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.durations import parse_duration
@@ -435,6 +436,8 @@ class Server:
         body = self._decode(raw, request.headers.get("Content-Type", "application/json"), rt)
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
+        if rt.kind == "CertificateSigningRequest":
+            set_requester(body, request.get(USER_KEY))  # spec.username & co. name who asked
         warnings: list[str] = []
         obj = self.api.create(rt, namespace, body, dry_run=self._dry_run(request),
                               field_manager=request.query.get("fieldManager") or _default_manager(request),
