@@ -157,3 +157,21 @@ def test_a_csr_names_who_asked(cluster: Cluster, tmp_path):
     row = cluster.kubectl("get", "csr", "who", "--no-headers").check().out.split()
     assert row[2:5] == ["example.com/custom", spec["username"], "<none>"] and row[-1] == "Pending"
 
+
+
+def test_system_pods_and_apf_objects_survive_a_restart(tmp_path):
+    from .conftest import create_cluster
+    c = create_cluster(tmp_path, "sysrestart")
+    try:
+        def uids() -> dict[str, str]:
+            pods = c.kubectl("get", "pods", "-n", "kube-system", "-o", "json").check().json()["items"]
+            schemas = c.kubectl("get", "flowschemas", "-o", "json").check().json()["items"]
+            return {o["metadata"]["name"]: o["metadata"]["uid"] for o in pods + schemas}
+        before = uids()
+        c.phalanx("stop", "cluster", "--name", "sysrestart").check()
+        c.phalanx("start", "cluster", "--name", "sysrestart").check()
+        assert uids() == before
+        phases = c.kubectl("get", "pods", "-n", "kube-system", "-o", "jsonpath={.items[*].status.phase}").check().out
+        assert set(phases.split()) == {"Running"}
+    finally:
+        c.phalanx("delete", "cluster", "--name", "sysrestart")
