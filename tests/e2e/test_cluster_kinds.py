@@ -175,3 +175,14 @@ def test_system_pods_and_apf_objects_survive_a_restart(tmp_path):
         assert set(phases.split()) == {"Running"}
     finally:
         c.phalanx("delete", "cluster", "--name", "sysrestart")
+
+
+def test_the_kinds_on_1_37_with_kubectl_1_37(cluster137: Cluster):
+    r = cluster137.kubectl("get", "rc,ingress,netpol,csr,apiservices", "-A", binary=KUBECTL_137).check()
+    assert "v1.scheduling.k8s.io" in r.out and "v1beta1.scheduling.k8s.io" in r.out
+    assert "v1alpha2.scheduling.k8s.io" not in r.out
+    r = cluster137.kubectl("get", "pods", "-n", "kube-system", "-v=8", binary=KUBECTL_137).check()
+    assert "kube-apiserver-e2e137-control-plane" in r.out
+    assert "X-Kubernetes-Pf-Flowschema-Uid" in r.stderr
+    r = cluster137.kubectl("apply", "-f", "-", input=UNKNOWN, binary=KUBECTL_137)
+    assert 'no matches for kind "Widget" in version "example.com/v1"' in r.stderr
