@@ -39,7 +39,7 @@ def request_info(request: web.Request, user: Any) -> RequestInfo:
     """The verb, group, resource and namespace of a request, as upstream's RequestInfo has them."""
     parts = [p for p in request.path.split("/") if p]
     name = getattr(user, "name", "system:anonymous")
-    groups = list(getattr(user, "groups", ()) or ())
+    groups = list(getattr(user, "groups", ()) or ()) if user is not None else ["system:unauthenticated"]
     info = RequestInfo(user=name, groups=groups, path=request.path, resource_request=False,
                        verb=_VERBS.get(request.method, "get"))
     if parts[:1] == ["api"] and len(parts) >= 3:
@@ -60,6 +60,14 @@ def request_info(request: web.Request, user: Any) -> RequestInfo:
     return info
 
 
+def _limits(levels: dict[str, dict]) -> dict[str, int]:
+    """Each Limited level's concurrency limit: its share of SERVER_CONCURRENCY, at least 1."""
+    shares = {name: ((pl.get("spec") or {}).get("limited") or {}).get("nominalConcurrencyShares", 30)
+              for name, pl in levels.items() if (pl.get("spec") or {}).get("type") == "Limited"}
+    total = sum(shares.values()) or 1
+    return {name: max(1, math.ceil(SERVER_CONCURRENCY * share / total)) for name, share in shares.items()}
+
+
 class PriorityAndFairness:
     def __init__(self, api: API) -> None:
         self.api = api
@@ -67,6 +75,7 @@ class PriorityAndFairness:
         self._schemas: list[dict] = []
         self._levels: dict[str, dict] = {}
         self._in_flight: dict[str, int] = {}
+        self._limits: dict[str, int] = {}
 
     def _refresh(self) -> None:
         now = time.monotonic()
@@ -78,18 +87,11 @@ class PriorityAndFairness:
             pl_rt = self.api.resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations")
         except StatusError:
             return  # flowcontrol not served: nothing to classify by
-        self._schemas = self.api.list(fs_rt, None).get("items", [])
+        self._schemas = sorted(self.api.list(fs_rt, None).get("items", []),
+                               key=lambda s: ((s.get("spec") or {}).get("matchingPrecedence", 1000),
+                                              s["metadata"]["name"]))
         self._levels = {pl["metadata"]["name"]: pl for pl in self.api.list(pl_rt, None).get("items", [])}
-
-    def _limit(self, level: dict) -> Optional[int]:
-        spec = level.get("spec") or {}
-        if spec.get("type") != "Limited":
-            return None
-        shares = {name: ((pl.get("spec") or {}).get("limited") or {}).get("nominalConcurrencyShares", 30)
-                  for name, pl in self._levels.items() if (pl.get("spec") or {}).get("type") == "Limited"}
-        mine = (spec.get("limited") or {}).get("nominalConcurrencyShares", 30)
-        total = sum(shares.values()) or 1
-        return max(1, math.ceil(SERVER_CONCURRENCY * mine / total))
+        self._limits = _limits(self._levels)
 
     @contextlib.asynccontextmanager
     async def admit(self, request: web.Request, user: Any, long_running: bool) -> AsyncIterator[dict[str, str]]:
@@ -104,7 +106,7 @@ class PriorityAndFairness:
         headers = {"X-Kubernetes-PF-FlowSchema-UID": schema["metadata"].get("uid", "")}
         if level is not None:
             headers["X-Kubernetes-PF-PriorityLevel-UID"] = level["metadata"].get("uid", "")
-        limit = self._limit(level) if level is not None and not long_running else None
+        limit = None if long_running else self._limits.get(level_name)
         if limit is None:
             yield headers
             return

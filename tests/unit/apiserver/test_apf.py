@@ -71,3 +71,14 @@ def test_a_saturated_level_answers_429_with_retry_after(monkeypatch):
         async with apf.admit(request, alice, False):  # the slot is free again
             pass
     asyncio.run(run())
+
+
+def test_an_anonymous_probe_falls_under_probes():
+    apf = PriorityAndFairness(_API())
+    request = make_mocked_request("GET", "/readyz")
+
+    async def run():
+        async with apf.admit(request, None, False) as headers:
+            assert headers["X-Kubernetes-PF-FlowSchema-UID"] == "uid-probes-flowschemas"
+            assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == "uid-exempt-prioritylevelconfigurations"
+    asyncio.run(run())
