@@ -847,6 +847,11 @@ def list_facts(spec: str) -> dict:
     return out
 
 
+# Python client types that map to one JSON schema whatever the field.
+PLAIN_TYPES = {"float": {"type": "number", "format": "double"}, "bool": {"type": "boolean"},
+               "date": {"type": "string", "format": "date"}}
+
+
 class Generator:
     def __init__(self) -> None:
         self.schemas: dict[str, dict] = {}
@@ -887,8 +892,7 @@ class Generator:
             facts = LIST_FACTS.get(sname, {}).get(field)
             if sname.endswith("List") and field == "items":
                 pass  # List kinds: upstream declares no list semantics for items
-            elif facts is None and short(N(sname)).split(".")[0] in UPSTREAM_PACKAGES + ("core",) \
-                    and upstream_list_facts(sname, field) is not None:
+            elif facts is None and upstream_list_facts(sname, field) is not None:
                 s.update(upstream_list_facts(sname, field) or {})
             elif facts is None:
                 self.missing_lists.append(f"{sname}.{field}")
@@ -914,30 +918,40 @@ class Generator:
             self.go_types.setdefault(N(sname), {})[field] = go_type
         return s
 
-    def type_schema(self, sname: str, field: str, t: str) -> dict:
-        key = (sname, field)
-        up = upstream(sname, field) if sname.split(".")[0] in UPSTREAM_PACKAGES else {}
+    def upstream_typed(self, sname: str, field: str, t: str) -> dict | None:
+        """For the packages read from upstream (UPSTREAM_PACKAGES): list-valued map values, byte
+        strings, int64 and IntOrString fields as upstream's definitions type them; None otherwise."""
         if t.startswith("list["):
             return {"type": "array", "items": self.type_schema(sname, field, t[5:-1])}
+        if sname.split(".")[0] not in UPSTREAM_PACKAGES:
+            return None
+        up = upstream(sname, field)
+        if t == "str" and up.get("format") == "byte":
+            return {"type": "string", "format": "byte"}
+        if t == "int" and up.get("format") == "int64":
+            return {"type": "integer", "format": "int64"}
+        if t == "object" and (sname, field) not in OBJECT_FIELDS and up.get("$ref", "").endswith(INT_OR_STRING):
+            return ref(INT_OR_STRING)
+        return None
+
+    def type_schema(self, sname: str, field: str, t: str) -> dict:
+        key = (sname, field)
+        typed = self.upstream_typed(sname, field, t)
+        if typed is not None:
+            return typed
         if t == "str":
             if field in QUANTITY_FIELDS.get(sname, ()):
                 return ref(QUANTITY)
-            if field in BYTE_FIELDS.get(sname, ()) or up.get("format") == "byte":
+            if field in BYTE_FIELDS.get(sname, ()):
                 return {"type": "string", "format": "byte"}
             return {"type": "string"}
         if t == "int":
-            fmt = "int64" if field in INT64_FIELDS.get(sname, ()) or up.get("format") == "int64" else "int32"
+            fmt = "int64" if field in INT64_FIELDS.get(sname, ()) else "int32"
             return {"type": "integer", "format": fmt}
-        if t == "float":
-            return {"type": "number", "format": "double"}
-        if t == "bool":
-            return {"type": "boolean"}
+        if t in PLAIN_TYPES:
+            return dict(PLAIN_TYPES[t])
         if t == "datetime":
             return ref(MICRO_TIME if field in MICRO_TIME_FIELDS.get(sname, ()) else TIME)
-        if t == "date":
-            return {"type": "string", "format": "date"}
-        if t == "object" and key not in OBJECT_FIELDS and up.get("$ref", "").endswith(INT_OR_STRING):
-            return ref(INT_OR_STRING)
         if t == "object":
             if key not in OBJECT_FIELDS:
                 raise SystemExit(f"untyped 'object' field {sname}.{field}: add it to OBJECT_FIELDS")

@@ -26,6 +26,9 @@ def test_explain_prints_upstreams_descriptions(cluster: Cluster):
     assert "NodeName indicates in which node this pod is scheduled." in out
     out = cluster.kubectl("explain", "resourceclaim.status.reservedFor").check().out
     assert "ReservedFor indicates which entities are currently allowed to use" in out
+    # the same from /openapi/v2 (gnostic protobuf), which kubectl parses whole
+    out = cluster.kubectl("explain", "podgroup.spec.schedulingPolicy", "--output=plaintext-openapiv2").check().out
+    assert "VERSION:  scheduling.k8s.io/v1alpha2" in out and "Exactly one policy must be set." in out
 
 
 def test_explain_on_1_37_prints_1_37_descriptions(cluster137: Cluster):

@@ -47,31 +47,35 @@ _SCALARS = ("format", "title", "description", "pattern", "readOnly", "maxLength"
 # ---------------------------------------------------------------------------------------------
 # v3 -> v2 (JSON)
 # ---------------------------------------------------------------------------------------------
+def _normalize(node: dict) -> dict:
+    """A single-element `allOf` around a `$ref` becomes the `$ref`; a `oneOf` becomes `type: string`."""
+    node = dict(node)
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
+        del node["allOf"]
+        node["$ref"] = all_of[0]["$ref"]
+    if node.pop("oneOf", None) is not None and "type" not in node:
+        node["type"] = "string"
+    node.pop("nullable", None)
+    return node
+
+
+def _convert_entry(key: str, value: Any) -> Any:
+    if key == "$ref" and isinstance(value, str) and value.startswith(_V3_PREFIX):
+        return _V2_PREFIX + value[len(_V3_PREFIX):]
+    if key == "properties" and isinstance(value, dict):
+        return {name: _convert(prop) for name, prop in value.items()}
+    if key in ("items", "additionalProperties"):
+        return _convert(value)
+    return value
+
+
 def _convert(node: Any) -> Any:
     if isinstance(node, list):
         return [_convert(v) for v in node]
     if not isinstance(node, dict):
         return node
-    node = dict(node)
-    all_of = node.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
-        del node["allOf"]
-        node = {**node, "$ref": all_of[0]["$ref"]}
-    one_of = node.pop("oneOf", None)
-    if one_of is not None and "type" not in node:
-        node["type"] = "string"
-    node.pop("nullable", None)
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "$ref" and isinstance(value, str):
-            out[key] = _V2_PREFIX + value[len(_V3_PREFIX):] if value.startswith(_V3_PREFIX) else value
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: _convert(prop) for name, prop in value.items()}
-        elif key in ("items", "additionalProperties"):
-            out[key] = _convert(value)
-        else:
-            out[key] = value
-    return out
+    return {key: _convert_entry(key, value) for key, value in _normalize(node).items()}
 
 
 def openapi_v2_document(roots: Iterable[str], release: str = openapi.DEFAULT_RELEASE) -> dict:

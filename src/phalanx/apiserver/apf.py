@@ -35,28 +35,38 @@ RETRY_AFTER = "1"
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+def _split(parts: list[str]) -> tuple[str, list[str]] | None:
+    """(API group, the path after the version) of a resource path; None for a non-resource URL."""
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        return "", parts[2:]
+    if parts[:1] == ["apis"] and len(parts) >= 4:
+        return parts[1], parts[3:]
+    return None
+
+
+def _verb(method: str, rest: list[str], watch: bool) -> str:
+    if method == "GET":
+        return "watch" if watch else ("list" if len(rest) == 1 else "get")
+    if method == "DELETE" and len(rest) == 1:
+        return "deletecollection"
+    return _VERBS.get(method, "get")
+
+
 def request_info(request: web.Request, user: Any) -> RequestInfo:
     """The verb, group, resource and namespace of a request, as upstream's RequestInfo has them."""
-    parts = [p for p in request.path.split("/") if p]
     name = getattr(user, "name", "system:anonymous")
     groups = list(getattr(user, "groups", ()) or ()) if user is not None else ["system:unauthenticated"]
     info = RequestInfo(user=name, groups=groups, path=request.path, resource_request=False,
                        verb=_VERBS.get(request.method, "get"))
-    if parts[:1] == ["api"] and len(parts) >= 3:
-        rest, info.api_group = parts[2:], ""
-    elif parts[:1] == ["apis"] and len(parts) >= 4:
-        rest, info.api_group = parts[3:], parts[1]
-    else:
+    split = _split([p for p in request.path.split("/") if p])
+    if split is None:
         return info
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+    info.api_group, rest = split
+    if rest[0] == "namespaces" and len(rest) > 2:
         info.namespace, rest = rest[1], rest[2:]
     info.resource_request = True
     info.resource = rest[0]
-    if request.method == "GET":
-        collection = len(rest) == 1 or (rest[0] == "namespaces" and len(rest) == 1)
-        info.verb = "watch" if request.query.get("watch") in ("1", "true") else ("list" if collection else "get")
-    elif request.method == "DELETE" and len(rest) == 1:
-        info.verb = "deletecollection"
+    info.verb = _verb(request.method, rest, request.query.get("watch") in ("1", "true"))
     return info
 
 
