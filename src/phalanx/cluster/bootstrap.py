@@ -126,6 +126,23 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
     _ensure_cluster_objects(api, spec, nodes)
 
 
+def _ensure_api_services(api: API, now: str) -> None:
+    """One APIService per served group-version; those bootstrap made for group-versions no longer
+    served (another runtime config after a restart) go, as kube-apiserver's autoregistration does."""
+    wanted = local_api_services(((rt.group, rt.version) for rt in api.types), now)
+    for svc in wanted:
+        status = svc.pop("status")
+        _ensure(api, "apiregistration.k8s.io", "v1", "apiservices", "", svc, status)
+    try:
+        rt = api.resource("apiregistration.k8s.io", "v1", "apiservices")
+    except errors.StatusError:
+        return
+    names = {svc["metadata"]["name"] for svc in wanted}
+    for old in api.list(rt, None, label_selector="kube-aggregator.kubernetes.io/automanaged=onstart")["items"]:
+        if old["metadata"]["name"] not in names:
+            api.delete(rt, "", old["metadata"]["name"])
+
+
 def _ensure_cluster_objects(api: API, spec: ClusterSpec, nodes: dict[str, dict | None]) -> None:
     now = now_rfc3339()
     for plural, obj in default_objects():
@@ -134,9 +151,7 @@ def _ensure_cluster_objects(api: API, spec: ClusterSpec, nodes: dict[str, dict |
                                   "message": f"This FlowSchema references the PriorityLevelConfiguration object "
                                              f"named \"{level}\" and it exists"}]} if level else None
         _ensure(api, "flowcontrol.apiserver.k8s.io", "v1", plural, "", obj, status)
-    for svc in local_api_services(((rt.group, rt.version) for rt in api.types), now):
-        status = svc.pop("status")
-        _ensure(api, "apiregistration.k8s.io", "v1", "apiservices", "", svc, status)
+    _ensure_api_services(api, now)
     version = getattr(spec, "kubernetes_version", None) or KUBELET_VERSION
     version = version if version.startswith("v") else f"v{version}"
     for pod in system_pods(spec, version):
