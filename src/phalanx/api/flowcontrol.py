@@ -238,8 +238,8 @@ class PriorityLevelStrategy(Strategy):
         Column("Type", "string", "", "The type of the configuration (Exempt or Limited)."),
         Column("NominalConcurrencyShares", "string", "", "The nominal concurrency shares of this level."),
         Column("Queues", "string", "", "The number of queues of this priority level."),
-        Column("HandSize", "string", "", "The hand size of this priority level.", 1),
-        Column("QueueLengthLimit", "string", "", "The queue length limit of this priority level.", 1),
+        Column("HandSize", "string", "", "The hand size of this priority level."),
+        Column("QueueLengthLimit", "string", "", "The queue length limit of this priority level."),
         AGE_COLUMN,
     ]
     status_is_subresource = True
@@ -254,7 +254,7 @@ class PriorityLevelStrategy(Strategy):
         spec = _dict(obj.get("spec"))
         limited = _dict(spec.get("limited"))
         queuing = _dict(_dict(limited.get("limitResponse")).get("queuing"))
-        shares = limited.get("nominalConcurrencyShares", _dict(spec.get("exempt")).get("nominalConcurrencyShares"))
+        shares = limited.get("nominalConcurrencyShares") if limited else None  # `<none>` for Exempt, as upstream
 
         def cell(v: Any) -> str:
             return "<none>" if v is None else str(v)
