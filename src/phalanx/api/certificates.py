@@ -14,9 +14,9 @@ import binascii
 from typing import Any
 
 from ..machinery.errors import FieldError, invalid, not_supported, required
-from ..machinery.durations import format_duration_ns
 from .common import _dict, _list, creation_age
-from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
+from .registry import (AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, human_duration,
+                       register)
 
 Obj = dict[str, Any]
 GROUP = "certificates.k8s.io"
@@ -147,7 +147,7 @@ class CertificateSigningRequestStrategy(Strategy):
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
         spec = _dict(obj.get("spec"))
         seconds = spec.get("expirationSeconds")
-        duration = format_duration_ns(seconds * 10**9) if isinstance(seconds, int) else "<none>"
+        duration = human_duration(seconds) if isinstance(seconds, int) else "<none>"
         return [obj["metadata"]["name"], creation_age(obj, ctx), spec.get("signerName", ""),
                 spec.get("username", ""), duration, _condition_cell(obj)]
 
