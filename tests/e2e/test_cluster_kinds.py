@@ -80,6 +80,13 @@ def test_rc_ingress_netpol_csr_apiservices_are_served(cluster: Cluster, ns: str)
     assert "networkpolicy.networking.k8s.io/deny   app=web" in out
     pods = cluster.kubectl("get", "pods", "-n", ns, "-l", "app=web", "-o", "json").check().json()["items"]
     assert len(pods) == 2 and all(p["metadata"]["ownerReferences"][0]["kind"] == "ReplicationController" for p in pods)
+    cluster.kubectl("scale", "rc", "web", "-n", ns, "--replicas=3").check()
+    names = ""
+    for _ in range(100):
+        names = cluster.kubectl("get", "pods", "-n", ns, "-l", "app=web", "-o", "name").check().out
+        if len(names.split()) == 3:
+            break
+    assert len(names.split()) == 3
     out = cluster.kubectl("get", "apiservices").check().out
     assert "v1.apps" in out and "Local" in out
     assert "True" in out.splitlines()[1]
@@ -159,6 +166,8 @@ def test_a_csr_names_who_asked(cluster: Cluster, tmp_path):
     assert spec["username"] != "someone-else" and "system:masters" in spec["groups"]
     row = cluster.kubectl("get", "csr", "who", "--no-headers").check().out.split()
     assert row[2:5] == ["example.com/custom", spec["username"], "<none>"] and row[-1] == "Pending"
+    cluster.kubectl("certificate", "deny", "who").check()
+    assert cluster.kubectl("get", "csr", "who", "--no-headers").check().out.split()[-1] == "Denied"
 
 
 
