@@ -12,6 +12,8 @@ from typing import Any
 
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
+from ..controllers.crdnaming import CRDNamingController
+from ..controllers.customresourcecleanup import CustomResourceCleanupController
 from ..controllers.deployment import DeploymentController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
@@ -85,6 +87,7 @@ async def start_all(cp: Any) -> list[Any]:
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+    controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:

@@ -303,6 +303,7 @@ class RunSpec:
     config: Optional[str] = None
     image: Optional[str] = None
     timeout: float = 900.0
+    profile_out: Optional[str] = None  # keep py-spy's collapsed stacks here
 
 
 def run_once(spec: RunSpec) -> dict[str, Any]:
@@ -360,6 +361,8 @@ def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path, created_s:
         wait_for(lambda: "allGone" in timeline.reached, spec.timeout)
         timeline.reached["scaledToZeroAfter"] = scaled_at
     shares = sampler.stop()
+    if spec.profile_out and sampler.out.exists():
+        shutil.copy(sampler.out, spec.profile_out)
     stop.set()
     watcher.join(timeout=10)
     return _result(chosen, nodes, created_s, applied, timeline, done, shares)
