@@ -132,6 +132,13 @@ def test_kube_system_has_kinds_system_pods(cluster: Cluster):
     assert sum(n.startswith("kindnet-") for n in names) == len(nodes)
     assert all(p["metadata"]["annotations"]["phalanx.dev/simulated"] == "true" for p in pods)
     assert all(p["spec"]["nodeName"] for p in pods)
+    etcd: dict = {}
+    for _ in range(100):
+        etcd = cluster.kubectl("get", "pod", "etcd-e2e-control-plane", "-n", "kube-system", "-o", "json").check().json()
+        if etcd["status"].get("phase") == "Running":
+            break
+    assert etcd["metadata"]["labels"] == {"component": "etcd", "tier": "control-plane"}
+    assert etcd["status"]["podIP"] == etcd["status"]["hostIP"]  # host network, as kind's static pods
 
 
 def test_responses_carry_the_apf_headers(cluster: Cluster):
