@@ -205,3 +205,42 @@ def test_the_kinds_on_1_37_with_kubectl_1_37(cluster137: Cluster):
     assert "X-Kubernetes-Pf-Flowschema-Uid" in r.stderr
     r = cluster137.kubectl("apply", "-f", "-", input=UNKNOWN, binary=KUBECTL_137)
     assert 'no matches for kind "Widget" in version "example.com/v1"' in r.stderr
+
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.oapi.example.com}
+spec:
+  group: oapi.example.com
+  names: {kind: Gadget, plural: gadgets, singular: gadget}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+
+
+def _api_service_exists(cluster: Cluster, name: str) -> bool:
+    return cluster.kubectl("get", "apiservice", name).returncode == 0
+
+
+def test_a_crds_group_version_gets_an_api_service_while_served(cluster: Cluster):
+    gadget = "apiVersion: oapi.example.com/v1\nkind: Gadget\nmetadata: {name: g}\n"
+    assert "no matches for kind" in cluster.kubectl("apply", "-f", "-", input=gadget).stderr
+    cluster.kubectl("apply", "-f", "-", input=CRD).check()
+    try:
+        for _ in range(100):
+            if _api_service_exists(cluster, "v1.oapi.example.com"):
+                break
+        row = cluster.kubectl("get", "apiservice", "v1.oapi.example.com", "--no-headers").check().out.split()
+        assert row[1:3] == ["Local", "True"]
+    finally:
+        cluster.kubectl("delete", "crd", "gadgets.oapi.example.com").check()
+    for _ in range(100):
+        if not _api_service_exists(cluster, "v1.oapi.example.com"):
+            break
+    assert not _api_service_exists(cluster, "v1.oapi.example.com")

@@ -22,6 +22,7 @@ from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.replicationcontroller import ReplicationControllerController
+from ..controllers.crdregistration import CRDRegistrationController
 from ..controllers.csrsigning import CSRSigningController
 from .pki import pki_paths
 from ..controllers.resourceclaim import ResourceClaimController
@@ -82,7 +83,7 @@ async def start_all(cp: Any) -> list[Any]:
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    ReplicationControllerController(client, factory),
-                   CSRSigningController(client, factory, **_cluster_ca(cp)),
+                   CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
