@@ -244,3 +244,21 @@ def test_a_crds_group_version_gets_an_api_service_while_served(cluster: Cluster)
         if not _api_service_exists(cluster, "v1.oapi.example.com"):
             break
     assert not _api_service_exists(cluster, "v1.oapi.example.com")
+
+
+def test_a_flow_schema_naming_no_priority_level_is_dangling(cluster: Cluster):
+    fs = ("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: oapi-dangling}\n"
+          "spec:\n  priorityLevelConfiguration: {name: nowhere}\n  matchingPrecedence: 5000\n"
+          "  rules:\n  - subjects: [{kind: User, user: {name: nobody}}]\n"
+          "    nonResourceRules: [{verbs: [get], nonResourceURLs: [/nothing]}]\n")
+    cluster.kubectl("apply", "-f", "-", input=fs).check()
+    try:
+        row: list[str] = []
+        for _ in range(100):
+            row = cluster.kubectl("get", "flowschema", "oapi-dangling", "--no-headers").check().out.split()
+            if row[-1] != "Unknown":
+                break
+        assert row[1:4] == ["nowhere", "5000", "<none>"] and row[-1] == "True"
+        assert cluster.kubectl("get", "flowschema", "global-default", "--no-headers").check().out.split()[-1] == "False"
+    finally:
+        cluster.kubectl("delete", "flowschema", "oapi-dangling").check()

@@ -24,6 +24,7 @@ from ..controllers.replicaset import ReplicaSetController
 from ..controllers.replicationcontroller import ReplicationControllerController
 from ..controllers.crdregistration import CRDRegistrationController
 from ..controllers.csrsigning import CSRSigningController
+from ..controllers.flowschemastatus import FlowSchemaStatusController
 from .pki import pki_paths
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
@@ -84,6 +85,7 @@ async def start_all(cp: Any) -> list[Any]:
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    ReplicationControllerController(client, factory),
                    CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
+                   FlowSchemaStatusController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
