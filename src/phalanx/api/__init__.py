@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 
 GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
-                 "rbac", "authorization", "authentication", "apiextensions", "networking", "certificates",
-                 "apiregistration", "flowcontrol"]
+                 "rbac", "authorization", "authentication", "apiextensions", "storage", "networking",
+                 "certificates", "apiregistration", "flowcontrol"]
 _loaded = False
 
 

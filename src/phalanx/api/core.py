@@ -22,6 +22,7 @@ from .computeresources import canonicalize_resource_list
 from .fieldchecks import IMMUTABLE_MSG
 from .labelselectors import validate_label_name
 from .podplacement import TAINT_EFFECTS
+from .persistentvolumes import register_kinds as register_volume_kinds
 from .pods import POD_STRATEGY
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 from .services import SERVICE_STRATEGY
@@ -571,6 +572,7 @@ register(ResourceType("", "v1", "Secret", "secrets", True, SECRET_STRATEGY))
 register(ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, SERVICEACCOUNT_STRATEGY,
                       short_names=["sa"]))
 register(ResourceType("", "v1", "Event", "events", True, EVENT_STRATEGY, short_names=["ev"]))
+register_volume_kinds()
 
 
 # --- ReplicationController -----------------------------------------------------------------------

@@ -4,6 +4,8 @@
 - the `kubernetes` Service in `default`;
 - the system PriorityClasses `system-cluster-critical` and `system-node-critical`;
 - one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints;
+- kind's default StorageClass `standard` (local-path provisioner, WaitForFirstConsumer), whose
+  volumes the simulated provisioner (`controllers/volumeprovisioner.py`) creates;
 - API Priority and Fairness: upstream's default FlowSchemas and PriorityLevelConfigurations;
 - one local, Available APIService per served group-version;
 - the kube-system pods a kind cluster shows (`systempods.py`), simulated and bound to their nodes.
@@ -30,6 +32,14 @@ log = logging.getLogger("phalanx.bootstrap")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 KUBELET_VERSION = "v1.36.0"
+
+# kind's default StorageClass (its local-path-provisioner manifest).
+DEFAULT_STORAGE_CLASS = {
+    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                 "labels": {"addonmanager.kubernetes.io/mode": "EnsureExists"}},
+    "provisioner": "rancher.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+}
 
 
 def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj: dict,
@@ -119,6 +129,7 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
                  "sessionAffinity": "None"}})
     for pc in SYSTEM_PRIORITY_CLASSES:
         _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
+    _ensure(api, "storage.k8s.io", "v1", "storageclasses", "", deep_copy(DEFAULT_STORAGE_CLASS))
     nodes = {}
     for i, node in enumerate(spec.nodes):
         obj, status = node_object(node, i)
