@@ -262,3 +262,15 @@ def test_a_flow_schema_naming_no_priority_level_is_dangling(cluster: Cluster):
         assert cluster.kubectl("get", "flowschema", "global-default", "--no-headers").check().out.split()[-1] == "False"
     finally:
         cluster.kubectl("delete", "flowschema", "oapi-dangling").check()
+
+
+def test_a_service_account_falls_under_service_accounts(cluster: Cluster, ns: str):
+    cluster.kubectl("create", "serviceaccount", "bot", "-n", ns).check()
+    token = cluster.kubectl("create", "token", "bot", "-n", ns).check().out.strip()
+    r = cluster.kubectl("--token", token, "get", "--raw", "/version", "-v=8")
+    uids = {line.split(":", 1)[0].split()[-1]: line.split(":", 1)[1].strip() for line in r.stderr.splitlines()
+            if "X-Kubernetes-Pf-" in line}
+    fs = cluster.kubectl("get", "flowschema", "service-accounts", "-o", "jsonpath={.metadata.uid}").check().out
+    pl = cluster.kubectl("get", "prioritylevelconfiguration", "workload-low",
+                         "-o", "jsonpath={.metadata.uid}").check().out
+    assert uids == {"X-Kubernetes-Pf-Flowschema-Uid": fs, "X-Kubernetes-Pf-Prioritylevel-Uid": pl}, r.stderr[-2000:]
