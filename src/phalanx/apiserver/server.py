@@ -2,13 +2,15 @@
 
 `build_app(api, token=...)` returns an aiohttp application serving:
 
-- `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows);
+- `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows;
+  the checks in `monitoring.py`) and `/metrics` (Prometheus text, authorized as a non-resource URL);
 - discovery: `/api`, `/apis` (aggregated v2 or legacy by `Accept`), `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`;
 - `/openapi/v3` and its per-group-version documents; `/openapi/v2` (definitions only, JSON or
   gnostic protobuf: `api/openapiv2.py`), which kubectl's validation falls back to for unknown kinds;
 - for every served resource: list / watch / create / deletecollection on collections, and
   get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
   namespace `finalize` subresources;
+- the Metrics API `metrics.k8s.io/v1beta1` (`metricsapi.py`: simulated usage for `kubectl top`);
 - Tables for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 
 Every request but the anonymous ones must carry `Authorization: Bearer <token>`; `auth.filters`
@@ -35,7 +37,8 @@ from ..machinery import errors
 from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
-from . import discovery, listing, protobuf, tables
+from ..metrics import apiserver as apimetrics
+from . import discovery, listing, metricsapi, monitoring, protobuf, tables
 from .apf import PriorityAndFairness, TooManyRequests
 from .auth.filters import USER_KEY, RequestAuth
 from .listener import ServingLimits
@@ -104,10 +107,20 @@ class Server:
         self.ready = True
         self.started = time.time()
         self.apf = PriorityAndFairness(api)
+        self.health_checks = monitoring.HealthChecks(api.store, lambda: self.ready)
+        monitoring.register_storage_source(api.store)
 
     # -- plumbing --------------------------------------------------------------------------
     @web.middleware
     async def middleware(self, request: web.Request, handler):
+        start = time.perf_counter()
+        resp = await self._serve(request, handler)
+        labels = request.get(monitoring.LABELS_KEY)
+        if labels is not None:  # a resource request (see dispatch)
+            apimetrics.observe_request(labels, resp.status, time.perf_counter() - start)
+        return resp
+
+    async def _serve(self, request: web.Request, handler):
         try:
             answered = await self.auth.check(request)  # authentication, impersonation, RBAC; reviews
             if answered is not None:
@@ -116,7 +129,7 @@ class Server:
             # API Priority and Fairness (apf.py): classification headers, 429 for a saturated level.
             async with self.apf.admit(request, request.get(USER_KEY), deadline is None) as apf_headers:
                 request[APF_HEADERS] = apf_headers
-                return await self._serve(request, handler, deadline)
+                return await self._handle(request, handler, deadline)
         except TooManyRequests as e:
             resp = _status_response(e)
             resp.headers.update(e.headers)
@@ -133,7 +146,7 @@ class Server:
             log.exception("internal error serving %s %s", request.method, request.path)
             return _status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
 
-    async def _serve(self, request: web.Request, handler: Any, deadline: float | None) -> web.StreamResponse:
+    async def _handle(self, request: web.Request, handler: Any, deadline: float | None) -> web.StreamResponse:
         if request.content_length is not None and request.content_length > MAX_BODY:
             return _status_response(errors.too_large())
         if deadline is None:
@@ -170,9 +183,8 @@ class Server:
         r = app.router
         r.add_get("/version", self.version)
         r.add_get("/version/", self.version)
-        for p in ("/healthz", "/livez", "/readyz"):
-            r.add_get(p, self.health)
-            r.add_get(p + "/", self.health)
+        self.health_checks.routes(r)
+        r.add_get("/metrics", monitoring.serve_metrics)
         r.add_get("/api", self.core_discovery)
         r.add_get("/api/", self.core_discovery)
         r.add_get("/apis", self.groups_discovery)
@@ -194,14 +206,6 @@ class Server:
                       "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
                       "buildDate": "2026-04-22T00:00:00Z", "goVersion": "python",
                       "compiler": "cpython", "platform": "linux/amd64"})
-
-    async def health(self, request: web.Request) -> web.Response:
-        name = request.path.strip("/")
-        if name == "readyz" and not self.ready:
-            return web.Response(text="[-]phalanx-ready failed: not ready\nreadyz check failed", status=500)
-        if "verbose" in request.query:
-            return web.Response(text=f"[+]ping ok\n[+]etcd ok\n{name} check passed\n")
-        return web.Response(text="ok")
 
     def _wants_aggregated(self, request: web.Request) -> str | None:
         accept = request.headers.get("Accept", "")
@@ -277,9 +281,22 @@ class Server:
             return self._resource_list(request, group, version)
         target = self._target(group, version, rest)
         handler = _ROUTES.get((target.kind, request.method))
+        if group == metricsapi.GROUP:  # the Metrics API: computed, read-only
+            handler = metricsapi.handler(target.kind, request.method, _qbool(request, "watch"))
         if handler is None:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-        return await handler(self, request, target)
+        labels = monitoring.request_labels(request.method, request.query, request.headers.get("Content-Type", ""),
+                                           group, version, target.rt.plural, target.sub, target.namespace,
+                                           target.name)
+        request[monitoring.LABELS_KEY] = labels
+        if labels[0] != "WATCH":
+            return await handler(self, request, target)
+        longrunning = apimetrics.LONGRUNNING.labels(labels[0], *labels[2:])
+        longrunning.inc()
+        try:
+            return await handler(self, request, target)
+        finally:
+            longrunning.dec()
 
     async def _group_version(self, request: web.Request,
                              parts: list[str]) -> web.StreamResponse | tuple[str, str, list[str]]:
