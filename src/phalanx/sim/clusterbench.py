@@ -358,22 +358,26 @@ class ShapeTooLarge(RuntimeError):
     pass
 
 
-def room_for_pods(node_list: dict[str, Any]) -> int:
-    """How many pods the untainted nodes admit (`status.allocatable.pods`): the most a shape without
+def room_for_pods(node_list: dict[str, Any], pod_list: dict[str, Any] | None = None) -> int:
+    """How many pods the untainted nodes admit (`status.allocatable.pods`, less the pods already
+    bound there, such as kube-system's kube-proxy and kindnet): the most a shape without
     tolerations can run at once."""
     room = 0
+    untainted = set()
     for node in node_list.get("items") or []:
         taints = (node.get("spec") or {}).get("taints") or []
         if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints):
             continue
+        untainted.add((node.get("metadata") or {}).get("name"))
         room += int(((node.get("status") or {}).get("allocatable") or {}).get("pods") or 0)
-    return room
+    bound = [p for p in (pod_list or {}).get("items") or [] if (p.get("spec") or {}).get("nodeName") in untainted]
+    return room - len(bound)
 
 
 def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path, created_s: float) -> dict[str, Any]:
     node_list = json.loads(cluster.run_kubectl("get", "nodes", "-o", "json"))
     nodes = len(node_list.get("items") or [])
-    room = room_for_pods(node_list)
+    room = room_for_pods(node_list, json.loads(cluster.run_kubectl("get", "pods", "-A", "-o", "json")))
     at_once = chosen.pods if not chosen.finishes else min(chosen.pods, spec.parallelism)
     if room < at_once:
         raise ShapeTooLarge(f"{chosen.name}: {at_once} pods at once, but the cluster's untainted nodes admit "
