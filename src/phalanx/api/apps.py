@@ -279,3 +279,7 @@ register(ResourceType("apps", "v1", "Deployment", "deployments", True, DEPLOYMEN
                       categories=["all"], subresources=["status", "scale"]))
 register(ResourceType("apps", "v1", "ReplicaSet", "replicasets", True, REPLICASET_STRATEGY, short_names=["rs"],
                       categories=["all"], subresources=["status", "scale"]))
+
+from .statefulsets import register_kinds as register_statefulset_kinds  # noqa: E402  (it imports this module)
+
+register_statefulset_kinds()

@@ -18,6 +18,8 @@ and runs the `scheduleOne` loop; the cycles live beside it:
   upstream's messages, the PodGroup's `PodGroupScheduled` condition, and for every decision a
   diagnosis (per plugin, per node) kept on the event as the annotation
   `scheduler.phalanx.dev/diagnosis`, which `phalanx explain` reads (`reporting.py`).
+- Metrics: kube-scheduler's (`phalanx.metrics.scheduler`), recorded where a cycle ends and by the
+  profiles' `MeteredFramework` (`framework/metering.py`); the queue's depths are read when scraped.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from ..client.interface import Client
 from .apicalls import BackgroundCalls
 from ..api.scheduling.fields import COMPOSITE_POD_GROUP_API
 from ..machinery.featuregates import FeatureGates
+from ..metrics import scheduler as sm
 from .cache import SchedulerCache
 from .framework.config import KubeSchedulerConfiguration, KubeSchedulerProfile, PluginConfig, default_profile
 from .framework.constants import Obj
 from .framework.dra_manager import DRAManager
+from .framework.metering import MeteredFramework
 from .framework.events import ActionType, ClusterEvent, EventResource, node_scheduling_properties_change
 from .framework.nominator import Nominator
 from .framework.registry import Registry, in_tree_registry
@@ -46,7 +50,8 @@ from .framework.status import Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .grouppreemption import GATE as WORKLOAD_AWARE_PREEMPTION_GATE
 from .grouppreemption import GroupPreemption
-from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware
+from .plugins import (defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware,
+                      volumebinding, volumerestrictions, volumezone)
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
 from .reporting import pod_group_api, release_of
@@ -90,6 +95,7 @@ class Scheduler:
             if fw.batch is not None:  # batches expire in the scheduler's time (virtual in simulations)
                 fw.batch.clock = self.clock.now
         self.queue = SchedulingQueue(self.fw, self.clock, group_cycles=pod_group_cycles)
+        sm.PENDING_PODS.add_source(self.queue, SchedulingQueue.pending_pods)
         # informers
         self.pods = self.factory.informer("v1", "Pod")
         self.nodes = self.factory.informer("v1", "Node")
@@ -118,6 +124,7 @@ class Scheduler:
             self.queue.group_of = self.groups.forest.root_key  # a tree's leaves queue as its root
         self.queue.group_ready = self._group_ready
         self._wire()
+        self._wire_storage_events()
         self._task: asyncio.Task | None = None
         self.group_preemption = GroupPreemption(
             self.group_cycle, list(self.frameworks.values()),
@@ -136,7 +143,7 @@ class Scheduler:
         for prof in self.config.profiles:
             if permit_timeout is not None:
                 _set_plugin_arg(prof, names.GangScheduling, "permitWaitingTimeoutSeconds", permit_timeout)
-            frameworks[prof.scheduler_name] = Framework(
+            frameworks[prof.scheduler_name] = MeteredFramework(
                 prof, registry=reg, feature_gates=self.gates, snapshot=self.snapshot, nominator=self.nominator,
                 services=services, namespaces=self._namespace_labels, pod_disruption_budgets=self._pdbs,
                 percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
@@ -154,6 +161,9 @@ class Scheduler:
             names.TopologyPlacementGenerator: topologyaware.factory(self.node_topology, scheduled_pods, self.snapshot),
             names.PodGroupPodsCount: podgrouppodscount.new,
             names.DynamicResources: dynamicresources.new,
+            names.VolumeBinding: volumebinding.new,
+            names.VolumeRestrictions: volumerestrictions.new,
+            names.VolumeZone: volumezone.new,
         }
         for name, factory in plugins.items():
             if name not in reg:
@@ -172,6 +182,16 @@ class Scheduler:
         if self.composites is not None:
             self.composites.add_event_handler(on_add=self._cpg_add, on_update=self._cpg_update,
                                               on_delete=self.groups.remove_composite)
+
+    def _wire_storage_events(self) -> None:
+        """Changes of the claims, volumes and classes the volume plugins read (through informers on
+        the shared factory) are cluster events for the queue, when a profile runs one of them."""
+        volume_plugins = (names.VolumeBinding, names.VolumeRestrictions, names.VolumeZone)
+        if not any(name in fw.plugins_map for fw in self.frameworks.values() for name in volume_plugins):
+            return
+        for resource, api_version, kind in volumebinding.WATCHED:
+            self.factory.informer(api_version, kind).add_event_handler(
+                **self._feeding(resource, lambda obj: None, lambda old, new: None, lambda obj: None))
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every
