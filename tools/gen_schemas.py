@@ -73,6 +73,7 @@ PKG = {
     "resource": "io.k8s.api.resource.v1",
     "jobset": "io.x-k8s.jobset.v1alpha2",
     "rbac": "io.k8s.api.rbac.v1",
+    "discovery": "io.k8s.api.discovery.v1",
 }
 
 
@@ -100,6 +101,11 @@ SERVED_KINDS = [
     ("batch", "v1", "Job", "V1Job"),
     ("apps", "v1", "Deployment", "V1Deployment"),
     ("apps", "v1", "ReplicaSet", "V1ReplicaSet"),
+    ("apps", "v1", "DaemonSet", "V1DaemonSet"),
+    ("apps", "v1", "ControllerRevision", "V1ControllerRevision"),
+    ("batch", "v1", "CronJob", "V1CronJob"),
+    ("", "v1", "Endpoints", "V1Endpoints"),
+    ("discovery.k8s.io", "v1", "EndpointSlice", "V1EndpointSlice"),
     ("autoscaling", "v1", "Scale", "V1Scale"),
     ("policy", "v1", "PodDisruptionBudget", "V1PodDisruptionBudget"),
     ("policy", "v1", "Eviction", "V1Eviction"),
@@ -137,10 +143,15 @@ CLASS_PACKAGE_BY_KIND = {
              "Status", "StatusCause", "StatusDetails", "WatchEvent", "APIResource", "APIResourceList"},
     "apps": {"Deployment", "DeploymentCondition", "DeploymentList", "DeploymentSpec", "DeploymentStatus",
              "DeploymentStrategy", "ReplicaSet", "ReplicaSetCondition", "ReplicaSetList", "ReplicaSetSpec",
-             "ReplicaSetStatus", "RollingUpdateDeployment"},
+             "ReplicaSetStatus", "RollingUpdateDeployment", "DaemonSet", "DaemonSetCondition", "DaemonSetList",
+             "DaemonSetSpec", "DaemonSetStatus", "DaemonSetUpdateStrategy", "RollingUpdateDaemonSet",
+             "ControllerRevision", "ControllerRevisionList"},
+    "discovery": {"EndpointSlice", "EndpointSliceList", "Endpoint", "EndpointConditions", "EndpointHints",
+                  "EndpointPort", "ForZone", "ForNode"},
     "batch": {"Job", "JobCondition", "JobList", "JobSpec", "JobStatus", "JobTemplateSpec", "PodFailurePolicy",
               "PodFailurePolicyOnExitCodesRequirement", "PodFailurePolicyOnPodConditionsPattern",
-              "PodFailurePolicyRule", "SuccessPolicy", "SuccessPolicyRule", "UncountedTerminatedPods"},
+              "PodFailurePolicyRule", "SuccessPolicy", "SuccessPolicyRule", "UncountedTerminatedPods",
+              "CronJob", "CronJobList", "CronJobSpec", "CronJobStatus"},
     "policy": {"PodDisruptionBudget", "PodDisruptionBudgetList", "PodDisruptionBudgetSpec",
                "PodDisruptionBudgetStatus", "Eviction"},
     "autoscaling": {"Scale", "ScaleSpec", "ScaleStatus"},
@@ -167,6 +178,7 @@ CLASS_NAME_OVERRIDES = {
     "EventsV1EventSeries": N("events.EventSeries"),
     "ResourceV1ResourceClaim": N("resource.ResourceClaim"),
     "RbacV1Subject": N("rbac.Subject"),
+    "CoreV1EndpointPort": N("core.EndpointPort"), "DiscoveryV1EndpointPort": N("discovery.EndpointPort"),
 }
 
 
@@ -310,6 +322,14 @@ LIST_FACTS: dict[str, dict[str, str]] = {
     # apps/v1
     "apps.DeploymentStatus": {"conditions": CONDITIONS},
     "apps.ReplicaSetStatus": {"conditions": CONDITIONS},
+    "apps.DaemonSetStatus": {"conditions": CONDITIONS},
+    # core/v1 Endpoints, discovery.k8s.io/v1
+    "core.Endpoints": {"subsets": "atomic"},
+    "core.EndpointSubset": {"addresses": "atomic", "notReadyAddresses": "atomic", "ports": "atomic"},
+    "discovery.EndpointSlice": {"endpoints": "atomic", "ports": "atomic"},
+    "discovery.Endpoint": {"addresses": "set"},
+    "discovery.EndpointHints": {"forZones": "atomic", "forNodes": "atomic"},
+    "batch.CronJobStatus": {"active": "atomic"},
     # batch/v1
     "batch.JobStatus": {"conditions": "atomic|merge:type"},
     "batch.UncountedTerminatedPods": {"succeeded": "set", "failed": "set"},
@@ -392,7 +412,10 @@ INT64_FIELDS = {
     "core.SleepAction": {"seconds"},
     "apps.DeploymentStatus": {"observedGeneration"},
     "apps.ReplicaSetStatus": {"observedGeneration"},
+    "apps.DaemonSetStatus": {"observedGeneration"},
+    "apps.ControllerRevision": {"revision"},
     "batch.JobSpec": {"activeDeadlineSeconds"},
+    "batch.CronJobSpec": {"startingDeadlineSeconds"},
     "policy.PodDisruptionBudgetStatus": {"observedGeneration"},
     "resource.DeviceToleration": {"tolerationSeconds"},
     "resource.ResourcePool": {"generation", "resourceSliceCount"},
@@ -432,6 +455,9 @@ OBJECT_FIELDS = {
     ("core.ServicePort", "targetPort"): INT_OR_STRING,
     ("apps.RollingUpdateDeployment", "maxSurge"): INT_OR_STRING,
     ("apps.RollingUpdateDeployment", "maxUnavailable"): INT_OR_STRING,
+    ("apps.RollingUpdateDaemonSet", "maxSurge"): INT_OR_STRING,
+    ("apps.RollingUpdateDaemonSet", "maxUnavailable"): INT_OR_STRING,
+    ("apps.ControllerRevision", "data"): RAW_EXTENSION,
     ("policy.PodDisruptionBudgetSpec", "maxUnavailable"): INT_OR_STRING,
     ("policy.PodDisruptionBudgetSpec", "minAvailable"): INT_OR_STRING,
     ("meta.ManagedFieldsEntry", "fieldsV1"): FIELDS_V1,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
-                 "rbac", "authorization", "authentication"]
+                 "rbac", "authorization", "authentication", "discovery"]
 _loaded = False
 
 
