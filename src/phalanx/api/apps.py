@@ -312,7 +312,7 @@ def _validate_daemonset_update_strategy(strategy: Any, path: str) -> list[FieldE
 
 def validate_daemonset_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
     sel_errs, usable = _validate_selector(spec, path)
-    errs = [e for e in sel_errs if "deployment" not in e.message]
+    errs = [e for e in sel_errs if "deployment" not in e.detail]
     sel = spec.get("selector")
     if isinstance(sel, dict) and not _dict(sel.get("matchLabels")) and not _list(sel.get("matchExpressions")):
         errs.append(invalid(f"{path}.selector", sel, "empty selector is invalid for daemonset"))

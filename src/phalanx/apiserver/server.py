@@ -35,6 +35,7 @@ from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from . import discovery, listing, protobuf, tables
 from .auth.filters import RequestAuth
+from .eviction import Evictions
 from .listener import ServingLimits
 from .rest import API, WatchStream
 
@@ -295,6 +296,11 @@ class Server:
     async def _bind(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
         body = await self._body(request, t.rt)
         return _json(self.api.bind(t.ns, t.object_name, body, dry_run=self._dry_run(request)), status=201)
+
+    async def _evict(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
+        body = await self._body(request, t.rt)
+        result = Evictions(self.api).evict(t.ns, t.object_name, body, dry_run=self._dry_run(request))
+        return _json(result, status=201)
 
     # -- helpers ---------------------------------------------------------------------------
     def _dry_run(self, request: web.Request) -> bool:
@@ -711,6 +717,7 @@ _ROUTES: dict[tuple[str, str], _Route] = {
     ("object", "PATCH"): lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, None),
     ("object", "DELETE"): lambda s, r, t: s.delete(r, t.rt, t.ns, t.object_name),
     ("binding", "POST"): lambda s, r, t: s._bind(r, t),
+    ("eviction", "POST"): lambda s, r, t: s._evict(r, t),
     ("log", "GET"): lambda s, r, t: s.logs(r, t.rt, t.ns, t.object_name),
 }
 for _sub in ("status", "finalize"):

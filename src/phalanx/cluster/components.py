@@ -13,6 +13,7 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
 from ..controllers.deployment import DeploymentController
+from ..controllers.disruption import DisruptionController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
@@ -70,6 +71,7 @@ async def start_all(cp: Any) -> list[Any]:
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+    controllers.append(DisruptionController(client, factory))
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:
