@@ -14,6 +14,8 @@ from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
 from ..controllers.deployment import DeploymentController
 from ..controllers.disruption import DisruptionController
+from ..controllers.endpoints import EndpointsController
+from ..controllers.endpointslice import EndpointSliceController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
@@ -72,6 +74,7 @@ async def start_all(cp: Any) -> list[Any]:
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     controllers.append(DisruptionController(client, factory))
+    controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:
