@@ -7,7 +7,7 @@ refused by validation), a `timeZone` from the tz database, and the schedule time
 
 from __future__ import annotations
 
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -70,18 +70,8 @@ class Schedule:
         nxt: datetime = it.get_next(datetime)
         return nxt.astimezone(timezone.utc)
 
-    def times_between(self, start: datetime, end: datetime, limit: int) -> tuple[list[datetime], int]:
-        """Schedule times in (start, end], the last `limit` of them, and how many there were
-        (counting stops past `limit` + 1... no: counts all, up to a cap of 1000 beyond limit)."""
-        times: list[datetime] = []
-        count = 0
-        t = self.next_after(start)
-        while t <= end:
-            count += 1
-            times.append(t)
-            if len(times) > limit:
-                times.pop(0)
-            if count > 100 + limit + 1000:
-                break
-            t = self.next_after(t)
-        return times, count
+    def prev_at_or_before(self, t: datetime) -> datetime:
+        """The latest schedule time not after `t`."""
+        it = croniter(self.text, (t + timedelta(microseconds=1)).astimezone(self.zone))
+        prev: datetime = it.get_prev(datetime)
+        return prev.astimezone(timezone.utc)
