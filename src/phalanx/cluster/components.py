@@ -13,6 +13,7 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
 from ..controllers.cronjob import CronJobController
+from ..controllers.daemonset import DaemonSetsController
 from ..controllers.deployment import DeploymentController
 from ..controllers.disruption import DisruptionController
 from ..controllers.endpoints import EndpointsController
@@ -76,6 +77,7 @@ async def start_all(cp: Any) -> list[Any]:
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     controllers.append(DisruptionController(client, factory))
     controllers.append(CronJobController(client, factory))
+    controllers.append(DaemonSetsController(client, factory))
     controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
