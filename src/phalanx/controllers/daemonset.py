@@ -466,8 +466,9 @@ class DaemonSetsController(Controller[str]):
             h = compute_hash(template, collisions)
             labels = dict(((template.get("metadata") or {}).get("labels") or {}))
             labels[HASH_LABEL] = h
-            rev = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-                   "metadata": {"name": f"{md['name'][:223]}-{h}", "namespace": md.get("namespace", ""),
+            name = f"{md['name'][:223]}-{h}"
+            rev: Obj = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                   "metadata": {"name": name, "namespace": md.get("namespace", ""),
                                 "labels": labels,
                                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": md["name"],
                                                      "uid": md.get("uid", ""), "controller": True,
@@ -478,8 +479,7 @@ class DaemonSetsController(Controller[str]):
             except StatusError as e:
                 if e.code != 409:
                     raise
-                existing = await self.client.get("apps/v1", "ControllerRevision", md.get("namespace"),
-                                                 rev["metadata"]["name"])
+                existing = await self.client.get("apps/v1", "ControllerRevision", md.get("namespace"), name)
                 if (controller_of(existing) or {}).get("uid") == md.get("uid") and existing.get("data") == data:
                     return existing
                 collisions = (collisions or 0) + 1
