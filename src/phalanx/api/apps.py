@@ -415,7 +415,7 @@ class ControllerRevisionStrategy(Strategy):
     def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
         errs = self.validate(new, ctx)
         if new.get("data") != old.get("data"):
-            errs.append(invalid("data", "", IMMUTABLE_MSG))
+            errs.append(invalid("data", new.get("data"), IMMUTABLE_MSG))
         return errs
 
     def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
