@@ -99,7 +99,48 @@ _ADDED: dict[str, dict[str, dict]] = {}
 
 def add_release_schemas(release: str, schemas: dict[str, dict]) -> None:
     _ADDED.setdefault(release, {}).update(schemas)
-    for cached in (_components, _components_digest, _gvk_index, patch_meta, _compiled, _document_hash,
+    _clear_caches()
+
+
+# Schemas served by every release, by owner: the CustomResourceDefinition kind and the custom
+# resources of each established CRD (`apiserver/customresources.py`). None removes an owner's.
+_CUSTOM: dict[str, dict[str, dict]] = {}
+
+
+def set_custom_schemas(owner: str, schemas: Optional[dict[str, dict]]) -> None:
+    if schemas:
+        if _CUSTOM.get(owner) == schemas:
+            return
+        _CUSTOM[owner] = schemas
+    elif _CUSTOM.pop(owner, None) is None:
+        return
+    _clear_caches()
+
+
+def custom_schema_owners() -> list[str]:
+    return list(_CUSTOM)
+
+
+def _custom_schemas_of_group(group: str) -> dict[str, dict]:
+    """The custom schemas of every owner that serves a kind of `group` (what its document holds)."""
+    out: dict[str, dict] = {}
+    for schemas in _CUSTOM.values():
+        if any(gvk.get("group") == group for s in schemas.values()
+               for gvk in s.get("x-kubernetes-group-version-kind") or ()):
+            out.update(schemas)
+    return out
+
+
+def _custom_schemas() -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for schemas in _CUSTOM.values():
+        out.update(schemas)
+    return out
+
+
+def _clear_caches() -> None:
+    for cached in (_components, _release_components, _components_digest, _gvk_index, patch_meta, _compiled,
+                   _document_hash,
                    _document_bytes, _document_cached):
         cached.cache_clear()
     _COMPILERS.clear()
@@ -107,10 +148,15 @@ def add_release_schemas(release: str, schemas: dict[str, dict]) -> None:
 
 @lru_cache(maxsize=None)
 def _components(release: str) -> dict[str, dict]:
+    return {**_release_components(release), **_custom_schemas()}
+
+
+@lru_cache(maxsize=None)
+def _release_components(release: str) -> dict[str, dict]:
     files = _overlay(release)
     if not files:
         return _load("components.json")
-    return {**_components(DEFAULT_RELEASE), **_load(files[0]), **_ADDED.get(release, {})}
+    return {**_release_components(DEFAULT_RELEASE), **_load(files[0]), **_ADDED.get(release, {})}
 
 
 @lru_cache(maxsize=None)
@@ -128,6 +174,7 @@ def _components_digest(release: str = DEFAULT_RELEASE) -> str:
         h.update(_resources.files("phalanx.api.schemas").joinpath(name).read_bytes())
     if _ADDED.get(release):
         h.update(orjson.dumps(_ADDED[release], option=orjson.OPT_SORT_KEYS))
+
     return h.hexdigest()
 
 
@@ -231,6 +278,9 @@ def _document_hash(group: str, version: str, key: tuple, release: str = DEFAULT_
     h = hashlib.sha512()
     h.update(_components_digest(release).encode())
     h.update(repr((group, version, key)).encode())
+    custom = _custom_schemas_of_group(group)
+    if custom:
+        h.update(orjson.dumps(custom, option=orjson.OPT_SORT_KEYS))
     return h.hexdigest().upper()
 
 

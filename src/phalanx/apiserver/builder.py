@@ -21,6 +21,7 @@ from .. import api as api_groups
 from ..api import registry
 from ..api.registry import ResourceType
 from ..store import Store
+from .customresources import CustomResourceTypes
 from .rest import API, FeatureGateReader, KindStorage
 from .serviceip import ServiceIPAllocator
 
@@ -55,8 +56,11 @@ def build_api(store: Store, gates: FeatureGateReader, *, now: Callable[[], datet
     release = release or str(getattr(gates, "release", "1.36"))
     of_release = [rt for rt in registry.all_types() if registry.served_in(rt, release)]
     types = [rt for rt in of_release if served(rt, config)]
-    return API(store, gates, types=types, kind_storage=kind_storage(), now=now,
-               storage_versions=storage_versions(of_release))
+    api = API(store, gates, types=types, kind_storage=kind_storage(), now=now,
+              storage_versions=storage_versions(of_release))
+    if any(rt.group == "apiextensions.k8s.io" for rt in types):
+        CustomResourceTypes.attach(api)  # the custom types of the stored CRDs, then of each CRD written
+    return api
 
 
 def storage_versions(types: list[ResourceType]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from ..machinery.names import qualified_name_errors, validate_annotations, valid
 
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
-_STANDARD_FINALIZERS = (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes")
+_STANDARD_FINALIZERS = (FINALIZER_ORPHAN, FINALIZER_FOREGROUND, "kubernetes", "customresourcecleanup.apiextensions.k8s.io")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1035_MESSAGE = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
                     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "

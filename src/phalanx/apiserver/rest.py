@@ -102,6 +102,17 @@ class API:
     def types(self) -> list[ResourceType]:
         return self._types
 
+    def set_custom_types(self, key: str, types: list[ResourceType], storage_api_version: str = "") -> None:
+        """Serve `types` (the versions of one custom resource, storage key `key`) instead of what
+        was served under `key`; no types unserves it (`apiserver/customresources.py`)."""
+        kept = [rt for rt in self._types if rt.key != key]
+        self._types = kept + list(types)
+        self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
+        if types and storage_api_version:
+            self._stored_as[key] = storage_api_version
+        else:
+            self._stored_as.pop(key, None)
+
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self._by_gvr.get((group, version, plural))
         if rt is None:
@@ -187,6 +198,11 @@ class API:
         if field_validation is None:
             return []
         prefix = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+        custom_unknown = getattr(rt.strategy, "unknown_fields", None)
+        if custom_unknown is not None:  # custom resources: pruned by their structural schema
+            return self._strict_result(prefix, custom_unknown(obj) + openapi.unknown_fields(
+                rt.group, rt.version, rt.kind, {"metadata": obj.get("metadata")}, prune=True, release=self.release),
+                field_validation)
         type_errs = openapi.type_errors(rt.group, rt.version, rt.kind, obj, self.release)
         if type_errs:
             raise errors.bad_request(prefix + type_errs[0])
@@ -196,6 +212,15 @@ class API:
         problems = [f'unknown field "{p}"' for p in unknown]
         if raw is not None and openapi.duplicate_fields(raw):  # the decoder's own words and order
             problems = openapi.strict_decoding_errors(rt.group, rt.version, rt.kind, raw, self.release)
+        if problems and field_validation == "Strict":
+            raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
+        return problems
+
+    @staticmethod
+    def _strict_result(prefix: str, unknown: builtins.list[str], field_validation: str) -> builtins.list[str]:
+        if field_validation == "Ignore":
+            return []
+        problems = [f'unknown field "{p}"' for p in unknown]
         if problems and field_validation == "Strict":
             raise errors.bad_request(prefix + openapi.strict_decoding_message(problems))
         return problems

@@ -530,7 +530,11 @@ class Server:
                                            [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
             from ..machinery.meta import deep_copy
             new = deep_copy(obj)
-            new["spec"]["replicas"] = replicas
+            set_replicas = getattr(rt.strategy, "set_replicas", None)  # custom resources: the CRD's path
+            if set_replicas is not None:
+                set_replicas(new, replicas)
+            else:
+                new["spec"]["replicas"] = replicas
             obj = self.api.update(rt, namespace, name, new, field_manager=request.query.get("fieldManager"))
         return _json(_scale_of(rt, obj))
 
@@ -633,6 +637,9 @@ class Server:
 
 
 def _scale_of(rt: ResourceType, obj: dict) -> dict:
+    custom = getattr(rt.strategy, "scale_of", None)
+    if custom is not None:
+        return custom(obj)
     md = obj["metadata"]
     sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",

@@ -20,7 +20,9 @@ created as v1beta1. The JSON records the version of every run.
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -45,7 +47,17 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
 
 
 @click.command("bench")
-@click.argument("workload_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("workload_file", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--cluster", "cluster_shape", type=click.Choice(["deployment", "indexed-job"]), default=None,
+              help="instead of WORKLOAD_FILE: an end-to-end run on a real cluster (phalanx create cluster, "
+                   "kubectl apply, the HTTP API) of this shape")
+@click.option("--pods", default=2000, show_default=True, type=click.IntRange(1),
+              help="--cluster: replicas of the Deployment, completions of the Job")
+@click.option("--parallelism", default=1000, show_default=True, type=click.IntRange(1),
+              help="--cluster indexed-job: the Job's parallelism")
+@click.option("--run-for", default="10s", show_default=True, help="--cluster indexed-job: how long each pod runs")
+@click.option("--config", "cluster_config", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="--cluster: the cluster config (e.g. examples/clusters/phalanx-gpu-topology.yaml)")
 @click.option("--workload", "-w", "names", multiple=True, metavar="NAME",
               help="Case/Workload, a workload name or a case name (repeatable)")
 @click.option("--label", "label_filter", default=None, metavar="FILTER",
@@ -75,12 +87,22 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
                    "Workloads/PodGroups are created as v1beta1")
 @click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
 @click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
-def bench(workload_file, names, label_filter, runs, json_out, plot_out, profile_out, timeout, stall_timeout,
-          kubelets, overlap_create, no_store_limit, in_process, kubernetes_version, list_only, quiet) -> None:
+def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_config, names, label_filter, runs,
+          json_out, plot_out, profile_out, timeout, stall_timeout, kubelets, overlap_create, no_store_limit,
+          in_process, kubernetes_version, list_only, quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
-    SchedulingThroughput, attempt durations, extension points, peak RSS and wall time."""
+    SchedulingThroughput, attempt durations, extension points, peak RSS and wall time; or, with
+    --cluster, time a shape end to end on a real cluster as a user runs it."""
     from ..sim.harness import RunOptions, stderr_progress
     from ..sim.report import summarize
+
+    if cluster_shape is not None:
+        from ..sim.clusterbench import RunSpec
+        spec = RunSpec(cluster_shape, pods, parallelism, run_for, cluster_config,
+                       f"kindest/node:{kubernetes_version}", timeout)
+        sys.exit(_cluster_bench(spec, runs, json_out))
+    if workload_file is None:
+        raise click.UsageError("give a WORKLOAD_FILE, or --cluster SHAPE")
 
     chosen = _chosen_workloads(workload_file, names, label_filter, list_only)
     if chosen is None:
@@ -194,3 +216,28 @@ def _report(summary: dict[str, Any], results: list[dict[str, Any]], json_out: st
     if json_out:
         write_json(json_out, summary, results, extra)
         click.echo(f"JSON written to {json_out}", err=True)
+
+
+def _cluster_bench(spec: Any, runs: int, json_out: str | None) -> int:
+    """--cluster: `runs` end-to-end runs of one shape, each on a fresh cluster; one JSON line per
+    run on stdout (and all of them in `json_out`), the medians on stderr."""
+    import statistics
+
+    from ..sim.clusterbench import run_once
+    results = []
+    from ..sim.clusterbench import ShapeTooLarge
+
+    for _ in range(runs):
+        try:
+            result = run_once(spec)
+        except ShapeTooLarge as e:
+            raise click.UsageError(str(e)) from None
+        results.append(result)
+        click.echo(json.dumps(result))
+    for key in ("podsPerSecondEndToEnd", "podsPerSecondToBound", "createClusterSeconds"):
+        values = [r[key] for r in results if key in r]
+        if values:
+            click.echo(f"{key}: median {statistics.median(values)} of {len(values)} run(s)", err=True)
+    if json_out:
+        Path(json_out).write_text(json.dumps({"runs": results}, indent=2))
+    return 0 if all(r["completed"] for r in results) else 1

@@ -92,6 +92,11 @@ class Controller(Generic[KeyT]):
     def enqueue_after(self, key: KeyT, delay: float) -> None:
         self.queue.add_after(key, delay)
 
+    def enqueue_coalesced(self, key: KeyT, window: float) -> None:
+        """Sync `key` within `window` seconds, once for every such event in between (see
+        `WorkQueue.add_coalesced`): for events that change only what the sync reports."""
+        self.queue.add_coalesced(key, window)
+
     # -- behaviour ---------------------------------------------------------------------------
     async def setup(self) -> None:
         """Runs once at the start of `run()`, before informers start. Override as needed."""

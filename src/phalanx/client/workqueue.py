@@ -199,6 +199,14 @@ class WorkQueue:
         task = asyncio.get_running_loop().create_task(self._add_later(item, delay))
         self._delayed[item] = (ready_at, task)
 
+    def add_coalesced(self, item: Hashable, window: float) -> None:
+        """Add `item` within `window` seconds, collapsing every add in between into one: nothing
+        happens while the item is queued or already scheduled. For events that only refresh what a
+        sync reports (a status), so a burst of them costs one sync instead of one each."""
+        if item in self._dirty or item in self._delayed:
+            return
+        self.add_after(item, window)
+
     async def _add_later(self, item: Hashable, delay: float) -> None:
         await self.clock.sleep(delay)
         entry = self._delayed.get(item)

@@ -12,7 +12,9 @@ from typing import Any
 
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
+from ..controllers.crdnaming import CRDNamingController
 from ..controllers.cronjob import CronJobController
+from ..controllers.customresourcecleanup import CustomResourceCleanupController
 from ..controllers.daemonset import DaemonSetsController
 from ..controllers.deployment import DeploymentController
 from ..controllers.disruption import DisruptionController
@@ -75,6 +77,7 @@ async def start_all(cp: Any) -> list[Any]:
                                        cp.spec.dra_drivers),
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+    controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     controllers.append(DisruptionController(client, factory))
     controllers.append(CronJobController(client, factory))
     controllers.append(DaemonSetsController(client, factory))

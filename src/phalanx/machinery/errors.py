@@ -47,7 +47,7 @@ class FieldError:
             s = "Required value"
         elif t == "FieldValueForbidden":
             s = "Forbidden"
-        elif t == "FieldValueInvalid":
+        elif t in ("FieldValueInvalid", "FieldValueTypeInvalid"):
             s = "Invalid value"
             if self.has_value:
                 s += ": " + go_repr(self.value)

@@ -28,7 +28,8 @@ def served(version: str, release: str) -> list:
 
 def test_a_1_36_cluster_sees_exactly_the_1_36_schemas():
     base = orjson.loads((REPO / "src/phalanx/api/schemas/components.json").read_bytes())
-    assert openapi.components("1.36") == base
+    custom = ("io.k8s.apiextensions-apiserver.",)  # the CRD kind's schemas are served by every release
+    assert {k: v for k, v in openapi.components("1.36").items() if not k.startswith(custom)} == base
     assert openapi.schema_for_gvk(SCHEDULING, "v1beta1", "PodGroup", "1.36") is None
     digest = hashlib.sha512((REPO / "src/phalanx/api/schemas/components.json").read_bytes()).hexdigest()
     h = hashlib.sha512()

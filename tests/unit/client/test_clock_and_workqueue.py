@@ -117,6 +117,26 @@ async def test_add_after_keeps_the_earliest_time_for_a_waiting_key():
     assert len(q) == 0  # the later requests were folded into the first
 
 
+async def test_a_burst_of_coalesced_adds_is_one_key_within_the_window():
+    clock = VirtualClock()
+    q = WorkQueue(clock=clock)
+    for _ in range(1000):
+        q.add_coalesced("rs", 0.1)
+    assert len(q) == 0 and q.waiting() == 1
+    await clock.advance(0.1)
+    assert len(q) == 1 and await q.get() == "rs"
+    q.add_coalesced("rs", 0.1)  # while the sync runs: one more sync after it, not one per event
+    q.add_coalesced("rs", 0.1)
+    await clock.advance(0.1)
+    q.done("rs")
+    assert len(q) == 1 and await q.get() == "rs"
+    q.done("rs")
+    q.add("other")
+    q.add_coalesced("other", 0.1)  # already queued: nothing more
+    await clock.advance(1)
+    assert len(q) == 1 and q.waiting() == 0
+
+
 async def test_shutdown_wakes_waiting_workers_with_none():
     q = WorkQueue(clock=VirtualClock())
     getters = [asyncio.create_task(q.get()) for _ in range(3)]
