@@ -99,6 +99,29 @@ def test_daemonset_runs_on_every_worker_and_on_a_new_node(workers, ns):
     assert poll(lambda: jsonpath(workers, ns, "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}") == "2")
 
 
+def test_daemonset_rolls_out_a_new_image_and_back(workers, ns):
+    apply(workers, ns, {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "roll"},
+                        "spec": {"selector": {"matchLabels": {"app": "roll"}},
+                                 "template": {"metadata": {"labels": {"app": "roll"}},
+                                              "spec": {"containers": [{"name": "a", "image": "agent:1"}]}}}})
+    workers.kubectl("rollout", "status", "-n", ns, "ds/roll", "--timeout=60s").check()
+    workers.kubectl("set", "image", "-n", ns, "ds/roll", "a=agent:2").check()
+    workers.kubectl("rollout", "status", "-n", ns, "ds/roll", "--timeout=60s").check()
+
+    def images():
+        return sorted(jsonpath(workers, ns, "pods", "-l", "app=roll", "-o",
+                               "jsonpath={.items[*].spec.containers[0].image}").split())
+    assert poll(lambda: images() == ["agent:2", "agent:2"])
+    history = workers.kubectl("rollout", "history", "-n", ns, "ds/roll").check().out
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    workers.kubectl("rollout", "undo", "-n", ns, "ds/roll").check()
+    workers.kubectl("rollout", "status", "-n", ns, "ds/roll", "--timeout=60s").check()
+    assert poll(lambda: images() == ["agent:1", "agent:1"])
+    # the first revision is rolled forward to 3, not copied
+    revisions = jsonpath(workers, ns, "controllerrevisions", "-o", "jsonpath={.items[*].revision}").split()
+    assert sorted(revisions) == ["2", "3"]
+
+
 def test_cronjob_starts_a_job_on_schedule_and_from_kubectl(workers, ns):
     workers.kubectl("create", "cronjob", "tick", "-n", ns, "--image=busybox", "--schedule=* * * * *").check()
     row = workers.kubectl("get", "-n", ns, "cronjob", "tick").check().out
@@ -130,6 +153,8 @@ def test_endpoints_and_slices_list_the_ready_pods(workers, ns):
         out = workers.kubectl("get", "-n", ns, "endpoints", "web", "--no-headers").out.split()
         return len(out) >= 2 and sorted(out[1].split(",")) == sorted(f"{ip}:8080" for ip in ips)
     assert poll(listed)
+    got = workers.kubectl("get", "-n", ns, "endpoints", "web").check()
+    assert "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice" in got.stderr
     slices = workers.kubectl("get", "-n", ns, "endpointslices", "-l", "kubernetes.io/service-name=web",
                              "--no-headers").check().out.split()
     assert slices[0].startswith("web-") and slices[1:3] == ["IPv4", "8080"]

@@ -613,4 +613,6 @@ register(ResourceType("", "v1", "Secret", "secrets", True, SECRET_STRATEGY))
 register(ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, SERVICEACCOUNT_STRATEGY,
                       short_names=["sa"]))
 register(ResourceType("", "v1", "Event", "events", True, EVENT_STRATEGY, short_names=["ev"]))
-register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATEGY, short_names=["ep"]))
+register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATEGY, short_names=["ep"],
+                      deprecation_warning="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+                                          "EndpointSlice"))

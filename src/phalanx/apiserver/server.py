@@ -246,7 +246,10 @@ class Server:
         handler = _ROUTES.get((target.kind, request.method))
         if handler is None:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-        return await handler(self, request, target)
+        resp = await handler(self, request, target)
+        if target.rt.deprecation_warning and not resp.prepared:
+            resp.headers.add("Warning", "299 - " + orjson.dumps(target.rt.deprecation_warning).decode())
+        return resp
 
     async def _group_version(self, request: web.Request,
                              parts: list[str]) -> web.StreamResponse | tuple[str, str, list[str]]:
