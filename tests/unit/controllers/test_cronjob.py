@@ -120,3 +120,19 @@ def test_job_names_use_minutes_since_the_epoch():
 ])
 def test_schedules_in_a_time_zone(schedule, zone, after, expected):
     assert Schedule(schedule, zone).next_after(after) == expected
+
+
+async def test_a_restarted_controller_does_not_start_a_schedule_time_twice(env):
+    async with Cluster(env) as cl:
+        await env.client.create(cronjob(run_for="300s"))
+        assert await env.run_until(lambda: len(cl.jobs()) == 1, within=70)
+        first = cl.jobs()[0]["metadata"]["name"]
+        await cl.cronjobs.stop()
+        fresh = CronJobController(env.client, cl.factory, clock=env.clock)
+        fresh.start()
+        assert await env.run_until(lambda: fresh.synced, within=10)
+        # the same minute is not started again; the next minute is
+        assert await env.run_until(lambda: len(cl.jobs()) == 2, within=70)
+        names = [j["metadata"]["name"] for j in cl.jobs()]
+        assert names[0] == first and int(names[1].rsplit("-", 1)[1]) == int(first.rsplit("-", 1)[1]) + 1
+        await fresh.stop()

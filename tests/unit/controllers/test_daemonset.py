@@ -184,3 +184,17 @@ def test_target_node_of_an_unbound_pod_comes_from_its_affinity():
     pod = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]}]}}}}}
     assert target_node(pod) == "n7"
+
+
+async def test_a_restarted_controller_keeps_the_pods_and_revision(env):
+    async with Cluster(env) as cl:
+        await env.client.create(daemonset())
+        assert await env.run_until(lambda: cl.rolled_out() and len(cl.running_nodes()) == 3)
+        pods = sorted(p["metadata"]["name"] for p in cl.pods())
+        await cl.ds.stop()
+        fresh = DaemonSetsController(env.client, cl.factory, clock=env.clock)
+        fresh.start()
+        assert await env.run_until(lambda: fresh.synced, within=10)
+        assert not await env.run_until(lambda: sorted(p["metadata"]["name"] for p in cl.pods()) != pods, within=30)
+        assert len(fresh.revisions.list("default")) == 1
+        await fresh.stop()
