@@ -137,3 +137,38 @@ def test_scaled_values_round_up():
     assert scaled_value("50%", 3) == 2
     assert scaled_value(2, 10) == 2
     assert scaled_value("10%", 3) == 1
+
+
+async def test_eviction_body_must_name_the_pod_and_dry_run_changes_nothing(env):
+    async with Cluster(env) as cl:
+        await env.client.create(deployment(2))
+        assert await env.run_until(lambda: cl.ready(2))
+        await env.client.create(pdb("one", maxUnavailable=1))
+        assert await env.run_until(lambda: status_of(cl, "one") == (2, 1, 2, 1))
+        name = cl.pods()[0]["metadata"]["name"]
+        with pytest.raises(StatusError) as e:
+            Evictions(env.api).evict("default", name, {"metadata": {"name": "other"}})
+        assert (e.value.code, e.value.message) == (400, "name in URL does not match name in Eviction object")
+        Evictions(env.api).evict("default", name, {"metadata": {"name": name}, "deleteOptions": {"dryRun": ["All"]}})
+        pod = await env.client.get("v1", "Pod", "default", name)
+        assert not pod["metadata"].get("deletionTimestamp")
+        assert not any(c["type"] == "DisruptionTarget" for c in pod["status"]["conditions"])
+        assert (await env.client.get("policy/v1", "PodDisruptionBudget", "default", "one"))["status"][
+            "disruptionsAllowed"] == 1
+
+
+async def test_an_unfinished_eviction_is_forgotten_after_the_deletion_timeout(env):
+    async with Cluster(env) as cl:
+        await env.client.create(deployment(2))
+        assert await env.run_until(lambda: cl.ready(2))
+        await env.client.create(pdb("one", maxUnavailable=1))
+        assert await env.run_until(lambda: status_of(cl, "one") == (2, 1, 2, 1))
+        # what the eviction subresource writes, without the pod's deletion following
+        budget = await env.client.get("policy/v1", "PodDisruptionBudget", "default", "one")
+        name = cl.pods()[0]["metadata"]["name"]
+        budget["status"]["disruptionsAllowed"] = 0
+        budget["status"]["disruptedPods"] = {name: budget["metadata"]["creationTimestamp"]}
+        await env.client.update_status(budget)
+        assert await env.run_until(lambda: status_of(cl, "one") == (1, 1, 2, 0))
+        assert await env.run_until(lambda: status_of(cl, "one") == (2, 1, 2, 1), within=200)
+        assert "disruptedPods" not in cl.pdb("one")["status"]
