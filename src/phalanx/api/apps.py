@@ -281,9 +281,9 @@ register(ResourceType("apps", "v1", "ReplicaSet", "replicasets", True, REPLICASE
                       categories=["all"], subresources=["status", "scale"]))
 
 
-# -- DaemonSet and ControllerRevision --------------------------------------------------------------
+# -- DaemonSet --------------------------------------------------------------------------------
 # Rules from upstream `pkg/apis/apps/v1/defaults.go` (SetDefaults_DaemonSet), `ValidateDaemonSet*`
-# and `pkg/registry/apps/daemonset/strategy.go`; ControllerRevision from `ValidateControllerRevision`.
+# and `pkg/registry/apps/daemonset/strategy.go`. ControllerRevision is in `statefulsets.py`.
 
 DAEMONSET_UPDATE_STRATEGIES = ("OnDelete", "RollingUpdate")
 
@@ -398,42 +398,11 @@ class DaemonSetStrategy(Strategy):
                 creation_age(obj, ctx), names, images, format_label_selector(spec.get("selector"))]
 
 
-class ControllerRevisionStrategy(Strategy):
-    columns = [
-        NAME_COLUMN,
-        Column("Controller", "string", "", "Controller of the revision."),
-        Column("Revision", "integer", "", "Revision indicates the revision of the state represented by Data."),
-        AGE_COLUMN,
-    ]
-
-    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
-        errs = validate_nonnegative(obj.get("revision", 0), "revision")
-        if "data" in obj and obj["data"] is None:
-            errs.append(required("data"))
-        return errs
-
-    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
-        errs = self.validate(new, ctx)
-        if new.get("data") != old.get("data"):
-            errs.append(invalid("data", new.get("data"), IMMUTABLE_MSG))
-        return errs
-
-    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
-        md = _dict(obj.get("metadata"))
-        owner = next((r for r in _list(md.get("ownerReferences")) if isinstance(r, dict) and r.get("controller")),
-                     None)
-        controller = "<none>"
-        if owner is not None:
-            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-            kind = f"{owner.get('kind', '').lower()}.{group}" if group else owner.get("kind", "").lower()
-            controller = f"{kind}/{owner.get('name', '')}"
-        return [md.get("name", ""), controller, _int(obj.get("revision")), creation_age(obj, ctx)]
-
-
 DAEMONSET_STRATEGY = DaemonSetStrategy()
-CONTROLLER_REVISION_STRATEGY = ControllerRevisionStrategy()
 
 register(ResourceType("apps", "v1", "DaemonSet", "daemonsets", True, DAEMONSET_STRATEGY, short_names=["ds"],
                       categories=["all"], subresources=["status"]))
-register(ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", True,
-                      CONTROLLER_REVISION_STRATEGY))
+
+from .statefulsets import register_kinds as register_statefulset_kinds  # noqa: E402  (it imports this module)
+
+register_statefulset_kinds()

@@ -22,6 +22,7 @@ from .computeresources import canonicalize_resource_list
 from .fieldchecks import IMMUTABLE_MSG
 from .labelselectors import validate_label_name
 from .podplacement import TAINT_EFFECTS
+from .persistentvolumes import register_kinds as register_volume_kinds
 from .pods import POD_STRATEGY
 from .registry import AGE_COLUMN, NAME_COLUMN, Column, ResourceType, Strategy, StrategyContext, register
 from .services import SERVICE_STRATEGY
@@ -616,3 +617,4 @@ register(ResourceType("", "v1", "Event", "events", True, EVENT_STRATEGY, short_n
 register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATEGY, short_names=["ep"],
                       deprecation_warning="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
                                           "EndpointSlice"))
+register_volume_kinds()

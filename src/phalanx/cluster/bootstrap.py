@@ -3,7 +3,9 @@
 - namespaces `default`, `kube-system`, `kube-public`, `kube-node-lease`;
 - the `kubernetes` Service in `default`;
 - the system PriorityClasses `system-cluster-critical` and `system-node-critical`;
-- one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints.
+- one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints;
+- kind's default StorageClass `standard` (local-path provisioner, WaitForFirstConsumer), whose
+  volumes the simulated provisioner (`controllers/volumeprovisioner.py`) creates.
 
 Objects that already exist (a restarted cluster) are left as they are.
 """
@@ -24,6 +26,14 @@ log = logging.getLogger("phalanx.bootstrap")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 KUBELET_VERSION = "v1.36.0"
+
+# kind's default StorageClass (its local-path-provisioner manifest).
+DEFAULT_STORAGE_CLASS = {
+    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                 "labels": {"addonmanager.kubernetes.io/mode": "EnsureExists"}},
+    "provisioner": "rancher.io/local-path", "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer",
+}
 
 
 def _ensure(api: API, group: str, version: str, plural: str, namespace: str, obj: dict,
@@ -113,6 +123,7 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
                  "sessionAffinity": "None"}})
     for pc in SYSTEM_PRIORITY_CLASSES:
         _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
+    _ensure(api, "storage.k8s.io", "v1", "storageclasses", "", deep_copy(DEFAULT_STORAGE_CLASS))
     for i, node in enumerate(spec.nodes):
         obj, status = node_object(node, i)
         _ensure(api, "", "v1", "nodes", "", obj, status)

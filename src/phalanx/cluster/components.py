@@ -28,7 +28,10 @@ from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
+from ..controllers.statefulset import StatefulSetController
+from ..controllers.storageprotection import StorageProtection
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
+from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..scheduler.framework.config import load_configuration
@@ -78,6 +81,9 @@ async def start_all(cp: Any) -> list[Any]:
                    Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
                              permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
     controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
+    controllers.append(StatefulSetController(client, factory))
+    controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
+    controllers.append(StorageProtection(client, factory))
     controllers.append(DisruptionController(client, factory))
     controllers.append(CronJobController(client, factory))
     controllers.append(DaemonSetsController(client, factory))

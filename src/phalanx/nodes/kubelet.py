@@ -8,6 +8,8 @@ to such a node it walks the pod through upstream's lifecycle as the API shows it
     (Initialized, ContainersReady, Ready; container statuses, podIP, hostIP, startTime)
     -> Succeeded / Failed when a run time is set -> removal after graceful deletion.
 
+A pod whose volumes name PersistentVolumeClaims stays ContainerCreating until every claim is Bound.
+
 Per-pod behaviour comes from annotations, as KWOK stages do:
 
     phalanx.dev/run-for: 30s      containers exit after 30s (default: run forever)
@@ -83,6 +85,11 @@ def _set_conditions(status: dict, conds: list[dict]) -> None:
     status["conditions"].sort(key=lambda c: order.get(c.get("type"), 5))
 
 
+def _claim_names(pod: dict) -> list[str]:
+    return [v["persistentVolumeClaim"].get("claimName", "") for v in (pod.get("spec") or {}).get("volumes") or ()
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)]
+
+
 class SimulatedKubelets(Controller[str]):
     name = "kubelet"
     workers = 4
@@ -98,6 +105,9 @@ class SimulatedKubelets(Controller[str]):
                                     on_delete=lambda o: None)
         self.pods.add_indexer("spec.nodeName", index_pod_by_node_name)
         self.nodes.add_event_handler(on_add=self._node_added)
+        # a pod's PersistentVolumeClaims must be Bound before its containers start (the volume manager)
+        self.claims = self.informer("v1", "PersistentVolumeClaim")
+        self.claims.add_event_handler(on_add=self._claim_event, on_update=lambda o, n: self._claim_event(n))
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
         self._lease_task: asyncio.Task[None] | None = None
@@ -112,6 +122,23 @@ class SimulatedKubelets(Controller[str]):
     def _pod_event(self, pod: dict) -> None:
         if self._simulated((pod.get("spec") or {}).get("nodeName")):
             self.queue.add(object_key(pod))
+
+    def _claim_event(self, claim: dict) -> None:
+        if (claim.get("status") or {}).get("phase") != "Bound":
+            return
+        md = claim["metadata"]
+        for pod in self.pods.list(md.get("namespace")):
+            if md.get("name") in _claim_names(pod):
+                self._pod_event(pod)
+
+    def _claims_bound(self, pod: dict) -> bool:
+        ns = pod["metadata"].get("namespace", "")
+        for name in _claim_names(pod):
+            claim = self.claims.get(f"{ns}/{name}")
+            if claim is None or (claim.get("status") or {}).get("phase") != "Bound" or \
+                    claim["metadata"].get("deletionTimestamp"):
+                return False  # missing, unbound or being deleted: the volume manager waits
+        return True
 
     def _node_added(self, node: dict) -> None:
         # pods may have been bound before this node was seen
@@ -149,8 +176,13 @@ class SimulatedKubelets(Controller[str]):
                 await self._start(pod, key, node_name, status)
 
     async def _start(self, pod: dict, key: str, node_name: str, status: dict) -> None:
-        """Pending → ContainerCreating (when that stage takes time) → Running."""
+        """Pending → ContainerCreating (when that stage takes time, or until the pod's claims are
+        Bound) → Running."""
         creating = self.delays.container_creating
+        if not self._claims_bound(pod):
+            if not status.get("containerStatuses"):
+                await self._write_status(pod, self._creating_status(pod))
+            return  # the claim's update to Bound enqueues the pod again
         if not status.get("containerStatuses") and creating > 0:
             await self._write_status(pod, self._creating_status(pod))
             self.enqueue_after(key, creating)

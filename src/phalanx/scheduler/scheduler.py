@@ -46,7 +46,8 @@ from .framework.status import Status
 from .framework.types import PodInfo, QueuedPodInfo
 from .grouppreemption import GATE as WORKLOAD_AWARE_PREEMPTION_GATE
 from .grouppreemption import GroupPreemption
-from .plugins import defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware
+from .plugins import (defaultbinder, dynamicresources, gangscheduling, names, podgrouppodscount, topologyaware,
+                      volumebinding, volumerestrictions, volumezone)
 from .podgroups import PodGroupManager
 from .queue import QueuedPodGroup, SchedulingQueue
 from .reporting import pod_group_api, release_of
@@ -118,6 +119,7 @@ class Scheduler:
             self.queue.group_of = self.groups.forest.root_key  # a tree's leaves queue as its root
         self.queue.group_ready = self._group_ready
         self._wire()
+        self._wire_storage_events()
         self._task: asyncio.Task | None = None
         self.group_preemption = GroupPreemption(
             self.group_cycle, list(self.frameworks.values()),
@@ -154,6 +156,9 @@ class Scheduler:
             names.TopologyPlacementGenerator: topologyaware.factory(self.node_topology, scheduled_pods, self.snapshot),
             names.PodGroupPodsCount: podgrouppodscount.new,
             names.DynamicResources: dynamicresources.new,
+            names.VolumeBinding: volumebinding.new,
+            names.VolumeRestrictions: volumerestrictions.new,
+            names.VolumeZone: volumezone.new,
         }
         for name, factory in plugins.items():
             if name not in reg:
@@ -172,6 +177,16 @@ class Scheduler:
         if self.composites is not None:
             self.composites.add_event_handler(on_add=self._cpg_add, on_update=self._cpg_update,
                                               on_delete=self.groups.remove_composite)
+
+    def _wire_storage_events(self) -> None:
+        """Changes of the claims, volumes and classes the volume plugins read (through informers on
+        the shared factory) are cluster events for the queue, when a profile runs one of them."""
+        volume_plugins = (names.VolumeBinding, names.VolumeRestrictions, names.VolumeZone)
+        if not any(name in fw.plugins_map for fw in self.frameworks.values() for name in volume_plugins):
+            return
+        for resource, api_version, kind in volumebinding.WATCHED:
+            self.factory.informer(api_version, kind).add_event_handler(
+                **self._feeding(resource, lambda obj: None, lambda old, new: None, lambda obj: None))
 
     def _wire_dra_manager(self) -> list[Informer]:
         """Feed the DRA manager from ResourceClaim, ResourceSlice and DeviceClass informers; every
