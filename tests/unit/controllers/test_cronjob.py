@@ -136,3 +136,38 @@ async def test_a_restarted_controller_does_not_start_a_schedule_time_twice(env):
         names = [j["metadata"]["name"] for j in cl.jobs()]
         assert names[0] == first and int(names[1].rsplit("-", 1)[1]) == int(first.rsplit("-", 1)[1]) + 1
         await fresh.stop()
+
+
+async def events_of(env, name):
+    items = (await env.client.list("v1", "Event", "default"))
+    items = items[0] if isinstance(items, tuple) else items.get("items", [])
+    return [(e.get("reason"), e.get("message")) for e in items
+            if (e.get("involvedObject") or {}).get("name") == name]
+
+
+@pytest.mark.parametrize("deadline,started", [(None, True), (30, False)])
+async def test_after_many_missed_times_only_the_latest_is_started_within_its_deadline(env, deadline, started):
+    async with Cluster(env) as cl:
+        await cl.cronjobs.stop()  # the controller is "down" while three hours of schedule pass
+        spec = {"startingDeadlineSeconds": deadline} if deadline is not None else {}
+        await env.client.create(cronjob(**spec))
+        await env.clock.advance(3 * 3600 + 40)
+        fresh = CronJobController(env.client, cl.factory, clock=env.clock)
+        fresh.start()
+        assert await env.run_until(lambda: fresh.synced, within=10)
+        assert await env.run_until(lambda: bool((cl.cj().get("status") or {}).get("lastScheduleTime")) == started
+                                   and (not started or len(cl.jobs()) == 1), within=5)
+        reasons = [r for r, _ in await events_of(env, "every")]
+        if started:
+            assert "TooManyMissedTimes" in reasons
+            message = next(m for r, m in await events_of(env, "every") if r == "TooManyMissedTimes")
+            assert message.startswith("too many missed start times: 18") and message.endswith(
+                "Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+            assert cl.jobs()[0]["metadata"]["name"] == f"every-{(int(START) + 3 * 3600) // 60}"
+        else:
+            # 40 s past the minute with a 30 s deadline: no time in the window, none older is looked at;
+            # the next minute starts as usual
+            assert not cl.jobs() and "TooManyMissedTimes" not in reasons
+            assert await env.run_until(lambda: len(cl.jobs()) == 1, within=30)
+            assert cl.jobs()[0]["metadata"]["name"] == f"every-{(int(START) + 3 * 3600) // 60 + 1}"
+        await fresh.stop()
