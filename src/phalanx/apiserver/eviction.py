@@ -92,8 +92,9 @@ class Evictions:
         pdb_rt = self._rt("policy", "poddisruptionbudgets")
         pdbs = budgets_for(self.api.list(pdb_rt, namespace)["items"], pod)
         if len(pdbs) > 1:
-            raise errors.internal_error("This pod has more than one PodDisruptionBudget, which the eviction "
-                                        "subresource does not support.")
+            # upstream answers a bare Failure Status with code 500 (no reason)
+            raise errors.StatusError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction "
+                                              "subresource does not support.")
         if not pdbs:
             return
         pdb = pdbs[0]

@@ -172,3 +172,16 @@ async def test_an_unfinished_eviction_is_forgotten_after_the_deletion_timeout(en
         assert await env.run_until(lambda: status_of(cl, "one") == (1, 1, 2, 0))
         assert await env.run_until(lambda: status_of(cl, "one") == (2, 1, 2, 1), within=200)
         assert "disruptedPods" not in cl.pdb("one")["status"]
+
+
+async def test_two_budgets_for_one_pod_answer_500(env):
+    async with Cluster(env) as cl:
+        await env.client.create(deployment(1))
+        assert await env.run_until(lambda: cl.ready(1))
+        await env.client.create(pdb("a", maxUnavailable=1))
+        await env.client.create(pdb("b", maxUnavailable=1))
+        name = cl.pods()[0]["metadata"]["name"]
+        with pytest.raises(StatusError) as e:
+            Evictions(env.api).evict("default", name, {"metadata": {"name": name}})
+        assert (e.value.code, e.value.message) == (500, "This pod has more than one PodDisruptionBudget, which the "
+                                                        "eviction subresource does not support.")
