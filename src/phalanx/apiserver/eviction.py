@@ -13,7 +13,9 @@ As upstream's `EvictionREST` (`pkg/registry/core/pod/storage/eviction.go`):
   passes without a decrement when the budget is healthy (`IfHealthyBudget`) or always
   (`AlwaysAllow`);
 - the evicted pod gets `DisruptionTarget=True` (reason `EvictionByEvictionAPI`) before it is deleted
-  with the Eviction's delete options.
+  with the Eviction's delete options; a pod that passed as not ready is deleted only if it has not
+  changed since (its resourceVersion as precondition; a conflict answers 429 "... is still being
+  processed by the server").
 """
 
 from __future__ import annotations
@@ -83,12 +85,26 @@ class Evictions:
         dry_run = dry_run or bool(opts.get("dryRun"))
         pods = self._rt("", "pods")
         pod = self.api.get(pods, namespace, name)
+        pdb_name, unready = None, False
         if not _can_ignore_budget(pod):
-            self._check_budget(namespace, pod, dry_run)
-        self._disrupt_and_delete(pods, namespace, pod, opts, dry_run)
+            pdb_name, unready = self._check_budget(namespace, pod, dry_run)
+        preconditions = dict(opts.get("preconditions") or {})
+        ours = unready and not preconditions.get("resourceVersion")
+        if ours:
+            # the pod passed because it was not ready: it must not have become ready since
+            preconditions["resourceVersion"] = pod["metadata"].get("resourceVersion")
+        try:
+            self._disrupt_and_delete(pods, namespace, name, preconditions, opts, dry_run)
+        except errors.StatusError as e:
+            if e.code == 409 and ours:
+                raise _too_many_requests(f"The disruption budget {pdb_name} is still being processed by the server.",
+                                         10) from None
+            raise
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
-    def _check_budget(self, namespace: str, pod: Obj, dry_run: bool) -> None:
+    def _check_budget(self, namespace: str, pod: Obj, dry_run: bool) -> tuple[str | None, bool]:
+        """Decrements the pod's budget, or raises; returns the budget's name and whether the pod
+        passed as not ready without a decrement."""
         pdb_rt = self._rt("policy", "poddisruptionbudgets")
         pdbs = budgets_for(self.api.list(pdb_rt, namespace)["items"], pod)
         if len(pdbs) > 1:
@@ -96,23 +112,26 @@ class Evictions:
             raise errors.StatusError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction "
                                               "subresource does not support.")
         if not pdbs:
-            return
+            return None, False
         pdb = pdbs[0]
         spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
+        name = pdb["metadata"]["name"]
         if not _is_ready(pod):
             if spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
-                return
+                return name, True
             desired = int(status.get("desiredHealthy") or 0)
             if desired > 0 and int(status.get("currentHealthy") or 0) >= desired:
-                return
-        for attempt in range(3):
+                return name, True
+        for _ in range(3):
             try:
                 self._check_and_decrement(pdb_rt, namespace, pod["metadata"]["name"], pdb, dry_run)
-                return
+                return name, False
             except errors.StatusError as e:
-                if e.code != 409 or attempt == 2:
+                if e.code != 409:
                     raise
-                pdb = self.api.get(pdb_rt, namespace, pdb["metadata"]["name"])
+                pdb = self.api.get(pdb_rt, namespace, name)
+        raise errors.StatusError(504, "Timeout", f'Timeout: couldn\'t update PodDisruptionBudget "{name}" due to '
+                                 "conflicts", {"retryAfterSeconds": 10})
 
     def _check_and_decrement(self, rt: ResourceType, namespace: str, pod_name: str, pdb: Obj, dry_run: bool) -> None:
         md, status = pdb["metadata"], pdb.get("status") or {}
@@ -138,19 +157,43 @@ class Evictions:
         st.setdefault("disruptedPods", {})[pod_name] = now_rfc3339(self.api.now())
         self.api.update(rt, namespace, name, new, subresource="status")
 
-    def _disrupt_and_delete(self, rt: ResourceType, namespace: str, pod: Obj, opts: Obj, dry_run: bool) -> None:
-        name = pod["metadata"]["name"]
-        if not dry_run and not pod["metadata"].get("deletionTimestamp"):
-            new = deep_copy(pod)
+    def _disrupt_and_delete(self, rt: ResourceType, namespace: str, name: str, preconditions: Obj, opts: Obj,
+                            dry_run: bool) -> None:
+        """`addConditionAndDeletePod`: DisruptionTarget on the latest pod (the preconditions checked
+        against it), then the deletion, its resourceVersion precondition moved to our write."""
+        for _ in range(5):
+            if dry_run:
+                break
+            latest = self.api.get(rt, namespace, name)
+            _check_preconditions(latest, preconditions)
+            if latest["metadata"].get("deletionTimestamp"):
+                break
+            new = deep_copy(latest)
             conds = new.setdefault("status", {}).setdefault("conditions", [])
             conds[:] = [c for c in conds if c.get("type") != "DisruptionTarget"]
             conds.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                           "lastTransitionTime": now_rfc3339(self.api.now()), "reason": "EvictionByEvictionAPI",
                           "message": "Eviction API: evicting"})
             try:
-                self.api.update(rt, namespace, name, new, subresource="status")
+                updated = self.api.update(rt, namespace, name, new, subresource="status")
             except errors.StatusError as e:
                 if e.code != 409:
                     raise
+                continue  # changed meanwhile: read it again
+            if preconditions.get("resourceVersion"):
+                preconditions["resourceVersion"] = updated["metadata"].get("resourceVersion")
+            break
         self.api.delete(rt, namespace, name, grace_period=opts.get("gracePeriodSeconds"),
-                        preconditions=opts.get("preconditions"), dry_run=dry_run)
+                        preconditions=preconditions or None, dry_run=dry_run)
+
+
+def _check_preconditions(pod: Obj, preconditions: Obj) -> None:
+    md = pod["metadata"]
+    uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != md.get("uid"):
+        raise errors.conflict("pods", "", md["name"], f"the UID in the precondition ({uid}) does not match the UID in "
+                              f"record ({md.get('uid')}). The object might have been deleted and then recreated")
+    if rv and rv != md.get("resourceVersion"):
+        raise errors.conflict("pods", "", md["name"], f"the ResourceVersion in the precondition ({rv}) does not match "
+                              f"the ResourceVersion in record ({md.get('resourceVersion')}). The object might have "
+                              "been modified")

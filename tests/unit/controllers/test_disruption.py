@@ -185,3 +185,22 @@ async def test_two_budgets_for_one_pod_answer_500(env):
             Evictions(env.api).evict("default", name, {"metadata": {"name": name}})
         assert (e.value.code, e.value.message) == (500, "This pod has more than one PodDisruptionBudget, which the "
                                                         "eviction subresource does not support.")
+
+
+async def test_a_not_ready_pod_passes_a_healthy_budget_without_spending_it(env):
+    async with Cluster(env) as cl:
+        await env.client.create(deployment(3))
+        assert await env.run_until(lambda: cl.ready(3))
+        await env.client.create(pdb("two", minAvailable=2))
+        assert await env.run_until(lambda: status_of(cl, "two") == (3, 2, 3, 1))
+        pod = await env.client.get("v1", "Pod", "default", cl.pods()[0]["metadata"]["name"])
+        for c in pod["status"]["conditions"]:
+            if c["type"] == "Ready":
+                c["status"] = "False"
+        await env.client.update_status(pod)
+        assert await env.run_until(lambda: status_of(cl, "two") == (2, 2, 3, 0))
+        Evictions(env.api).evict("default", pod["metadata"]["name"], {"metadata": {"name": pod["metadata"]["name"]}})
+        gone = await env.client.get("v1", "Pod", "default", pod["metadata"]["name"])
+        assert gone["metadata"].get("deletionTimestamp")
+        assert "disruptedPods" not in (await env.client.get("policy/v1", "PodDisruptionBudget", "default", "two"))[
+            "status"]
