@@ -212,6 +212,9 @@ class DaemonSetsController(Controller[str]):
         key = self._owner_key(new)
         if key is None:
             return
+        if new["metadata"].get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
+            self._pod_deleted(new)  # a graceful deletion counts as observed once it starts, as upstream
+            return
         self.enqueue(key)
         ds = self.daemonsets.get(key)
         mrs = int(((ds or {}).get("spec") or {}).get("minReadySeconds") or 0)
