@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
-                 "rbac", "authorization", "authentication", "apiextensions", "storage", "discovery"]
+                 "rbac", "authorization", "authentication", "apiextensions", "storage", "metrics", "discovery"]
 _loaded = False
 
 

@@ -2,12 +2,14 @@
 
 `build_app(api, token=...)` returns an aiohttp application serving:
 
-- `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows);
+- `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows;
+  the checks in `monitoring.py`) and `/metrics` (Prometheus text, authorized as a non-resource URL);
 - discovery: `/api`, `/apis` (aggregated v2 or legacy by `Accept`), `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`;
 - `/openapi/v3` and its per-group-version documents (`/openapi/v2` answers 404, which kubectl accepts);
 - for every served resource: list / watch / create / deletecollection on collections, and
   get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
   namespace `finalize` subresources;
+- the Metrics API `metrics.k8s.io/v1beta1` (`metricsapi.py`: simulated usage for `kubectl top`);
 - Tables for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`.
 
 Every request but the anonymous ones must carry `Authorization: Bearer <token>`; `auth.filters`
@@ -33,7 +35,8 @@ from ..machinery import errors
 from ..machinery.durations import parse_duration
 from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
-from . import discovery, listing, protobuf, tables
+from ..metrics import apiserver as apimetrics
+from . import discovery, listing, metricsapi, monitoring, protobuf, tables
 from .auth.filters import RequestAuth
 from .eviction import Evictions
 from .listener import ServingLimits
@@ -92,10 +95,20 @@ class Server:
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
+        self.health_checks = monitoring.HealthChecks(api.store, lambda: self.ready)
+        monitoring.register_storage_source(api.store)
 
     # -- plumbing --------------------------------------------------------------------------
     @web.middleware
     async def middleware(self, request: web.Request, handler):
+        start = time.perf_counter()
+        resp = await self._serve(request, handler)
+        labels = request.get(monitoring.LABELS_KEY)
+        if labels is not None:  # a resource request (see dispatch)
+            apimetrics.observe_request(labels, resp.status, time.perf_counter() - start)
+        return resp
+
+    async def _serve(self, request: web.Request, handler):
         try:
             answered = await self.auth.check(request)  # authentication, impersonation, RBAC; reviews
             if answered is not None:
@@ -147,9 +160,8 @@ class Server:
         r = app.router
         r.add_get("/version", self.version)
         r.add_get("/version/", self.version)
-        for p in ("/healthz", "/livez", "/readyz"):
-            r.add_get(p, self.health)
-            r.add_get(p + "/", self.health)
+        self.health_checks.routes(r)
+        r.add_get("/metrics", monitoring.serve_metrics)
         r.add_get("/api", self.core_discovery)
         r.add_get("/api/", self.core_discovery)
         r.add_get("/apis", self.groups_discovery)
@@ -170,14 +182,6 @@ class Server:
                       "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
                       "buildDate": "2026-04-22T00:00:00Z", "goVersion": "python",
                       "compiler": "cpython", "platform": "linux/amd64"})
-
-    async def health(self, request: web.Request) -> web.Response:
-        name = request.path.strip("/")
-        if name == "readyz" and not self.ready:
-            return web.Response(text="[-]phalanx-ready failed: not ready\nreadyz check failed", status=500)
-        if "verbose" in request.query:
-            return web.Response(text=f"[+]ping ok\n[+]etcd ok\n{name} check passed\n")
-        return web.Response(text="ok")
 
     def _wants_aggregated(self, request: web.Request) -> str | None:
         accept = request.headers.get("Accept", "")
@@ -244,9 +248,26 @@ class Server:
             return self._resource_list(request, group, version)
         target = self._target(group, version, rest)
         handler = _ROUTES.get((target.kind, request.method))
+        if group == metricsapi.GROUP:  # the Metrics API: computed, read-only
+            handler = metricsapi.handler(target.kind, request.method, _qbool(request, "watch"))
         if handler is None:
             raise errors.method_not_allowed("the server does not allow this method on the requested resource")
-        resp = await handler(self, request, target)
+        labels = monitoring.request_labels(request.method, request.query, request.headers.get("Content-Type", ""),
+                                           group, version, target.rt.plural, target.sub, target.namespace,
+                                           target.name)
+        request[monitoring.LABELS_KEY] = labels
+        if labels[0] != "WATCH":
+            return self._with_warning(target, await handler(self, request, target))
+        longrunning = apimetrics.LONGRUNNING.labels(labels[0], *labels[2:])
+        longrunning.inc()
+        try:
+            return await handler(self, request, target)
+        finally:
+            longrunning.dec()
+
+    @staticmethod
+    def _with_warning(target: "RequestTarget", resp: web.StreamResponse) -> web.StreamResponse:
+        """A resource's deprecation warning (`Warning: 299 - "..."`) on a response not yet sent."""
         if target.rt.deprecation_warning and not resp.prepared:
             resp.headers.add("Warning", "299 - " + orjson.dumps(target.rt.deprecation_warning).decode())
         return resp

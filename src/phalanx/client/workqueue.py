@@ -21,14 +21,20 @@ Semantics carried over from client-go's `workqueue`:
   (5 ms, doubling, capped at 1000 s) and an overall token bucket (10 per second, burst 100);
 - `shutdown()` wakes every worker with None; `shutdown_with_drain()` first waits for keys
   being processed.
+
+A named queue records client-go's metrics (`phalanx.metrics.workqueue`: `workqueue_depth`,
+`workqueue_adds_total`, `workqueue_retries_total`, `workqueue_queue_duration_seconds`,
+`workqueue_work_duration_seconds`, labelled with the name); an unnamed one records none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from typing import Hashable
 
+from ..metrics.workqueue import QueueMetrics
 from .clock import REAL_CLOCK, Clock
 
 
@@ -115,12 +121,19 @@ class WorkQueue:
         self._delayed: dict[Hashable, tuple[float, asyncio.Task]] = {}
         self._shutting_down = False
         self._drained: asyncio.Event | None = None
+        self._metrics = QueueMetrics(self) if name else None
+        self._added_at: dict[Hashable, float] = {}  # queued keys: when they were added (metrics)
+        self._started_at: dict[Hashable, float] = {}  # keys being processed: since when (metrics)
 
     # -- basic queue -------------------------------------------------------------------------
     def add(self, item: Hashable) -> None:
         if self._shutting_down or item in self._dirty:
             return
         self._dirty.add(item)
+        m = self._metrics
+        if m is not None:
+            m.adds.inc()
+            self._added_at[item] = time.perf_counter()
         if item in self._processing:
             return
         self._queue.append(item)
@@ -149,10 +162,20 @@ class WorkQueue:
         item = self._queue.popleft()
         self._processing.add(item)
         self._dirty.discard(item)
+        m = self._metrics
+        if m is not None:
+            now = time.perf_counter()
+            m.queue_duration.observe(now - self._added_at.pop(item, now))
+            self._started_at[item] = now
         return item
 
     def done(self, item: Hashable) -> None:
         self._processing.discard(item)
+        m = self._metrics
+        if m is not None:
+            started = self._started_at.pop(item, None)
+            if started is not None:
+                m.work_duration.observe(time.perf_counter() - started)
         if item in self._dirty:
             self._queue.append(item)
             self._wake_one()
@@ -220,6 +243,8 @@ class WorkQueue:
 
     # -- rate limiting -----------------------------------------------------------------------
     def add_rate_limited(self, item: Hashable) -> None:
+        if self._metrics is not None and not self._shutting_down:
+            self._metrics.retries.inc()
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: Hashable) -> None:

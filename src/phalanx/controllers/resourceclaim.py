@@ -39,6 +39,7 @@ pod template claim then always gets its own claim. Kubernetes 1.37 fails closed 
 that matches a claim of its PodGroup gets no claim at all (the pod stays Pending rather than each
 pod of the group taking devices of its own), and a pod naming a PodGroup not there yet waits for
 it; only with `GenericWorkload` off too (no PodGroups served) does every pod claim get its own. Events are recorded as component `resource_claim`.
+Every create counts in `dynamic_resource_allocation_resourceclaim_creates_total{status,admin_access}`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ..client.informer import Informer, InformerFactory, index_pod_by_pod_group,
 from ..api.scheduling.fields import WORKLOAD_API_BY_RELEASE
 from ..machinery.featuregates import FeatureGates
 from ..dra import claims as dra
+from ..metrics import dra as dra_metrics
 from ..machinery.errors import StatusError
 from ..machinery.meta import deep_copy
 from ..client.clock import Clock
@@ -531,10 +533,13 @@ class ResourceClaimController(Controller[str]):
             claim_md["labels"] = dict(template_meta["labels"])
         body = {"apiVersion": RESOURCE_API_VERSION, "kind": "ResourceClaim", "metadata": claim_md,
                 "spec": deep_copy((template.get("spec") or {}).get("spec") or {})}
+        admin = _needs_admin_access(template)
         try:
             created = await self.client.create(body)
         except StatusError as e:
+            dra_metrics.claim_created(False, admin)
             raise _context_error(e, "create ResourceClaim ") from None
+        dra_metrics.claim_created(True, admin)
         self._created[object_key(created)] = created
         self.log.debug("created ResourceClaim %s/%s for %s %s/%s", namespace, created["metadata"]["name"],
                        owner_kind, namespace, md.get("name"))

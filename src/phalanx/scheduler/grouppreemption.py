@@ -60,6 +60,9 @@ it moves, and the final dry run guards what that cannot see (cross-node affinity
 
 What it uses: the profiles' Handles (client, informer factory, event recorder, PodGroup lister,
 nominator, PDBs, clock, off-cycle API calls) and, from the group cycle, the narrow `GroupCycleOps`.
+
+Metrics: `scheduler_workload_preemption_attempts_total{result}` per evaluation (`Success` when victims
+were chosen), `scheduler_workload_preemption_victims` per actuation.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from typing import Iterable, Optional, Sequence
 
 from phalanx.api.scheduling.fields import disrupts_as_whole, preemption_policy
 from phalanx.machinery.featuregates import UnknownFeatureGate
+from phalanx.metrics import scheduler as sm
 
 from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .cache import pod_group_key, pod_key
@@ -200,6 +204,8 @@ class GroupPreemption:
         finally:
             fw.set_snapshot(self.cycle.live_snapshot())  # dry runs pointed the framework at their copies
         self.cycle.count("group_preemption_attempts")
+        sm.workload_preemption("Success" if plan is not None else
+                               "Error" if evaluation.get("result") == "Error" else "Unschedulable", 0)
         if plan is None:
             await self._clear_nominations(members)
             # Nothing of lower priority runs: the usual case in a cluster without priorities, kept
@@ -386,6 +392,7 @@ class GroupPreemption:
         pending = self.pending[group.key] = PendingPreemption(victims, nominations, diag)
         self.cycle.count("group_preemptions")
         self.cycle.count("preemption_victims", len(victims))
+        sm.WORKLOAD_PREEMPTION_VICTIMS.observe(len(victims))
         fw.spawn_api_call(self._actuate_api_calls(fw, group, pod_group, plan, status_patches, pending))
 
     async def _actuate_api_calls(self, fw: Framework, group: QueuedPodGroup, pod_group: Obj, plan: DomainPlan,

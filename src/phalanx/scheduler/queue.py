@@ -159,6 +159,15 @@ class SchedulingQueue:
         return {"active": len(self._active_keys), "backoff": len(self._backoff_keys),
                 "unschedulable": len(self.unschedulable), "gated": len(self.gated)}
 
+    def pending_pods(self) -> dict[tuple[str, ...], float]:
+        """Pods (a group counts its members) by queue: `scheduler_pending_pods`, read when scraped."""
+        def size(e: Entity) -> int:
+            return len(e.members) if isinstance(e, QueuedPodGroup) else 1
+        active = sum(size(item.entity) for item in self._active if entity_key(item.entity) in self._active_keys)
+        return {("active",): active, ("backoff",): sum(size(e) for _, _, e in self._backoff),
+                ("unschedulable",): sum(size(e) for e, _ in self.unschedulable.values()),
+                ("gated",): len(self.gated)}
+
     # -- pods arriving and leaving ---------------------------------------------------------------
     def add(self, pod: dict) -> None:
         """A new unscheduled pod (or one seen again after a relist)."""

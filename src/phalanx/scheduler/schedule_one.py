@@ -8,12 +8,20 @@
   assumed pod and requeues it.
 
 `CycleContext` holds the scheduler's parts the pod, binding and group cycles share.
+
+Metrics (`phalanx.metrics.scheduler`): an attempt is counted and timed when it ends, from the
+start of the scheduling cycle to the end of binding (`scheduled`) or to the failure
+(`unschedulable`, `error`); a bound pod also records its attempts and the SLI latency from its
+first entry in the queue; PostFilter runs count as preemption attempts. One cycle in
+`PLUGIN_METRICS_SAMPLE_PERCENT` has its plugins timed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Optional
@@ -23,6 +31,7 @@ import orjson
 from phalanx.client.clock import Clock
 from phalanx.client.informer import Informer
 from phalanx.client.interface import Client
+from phalanx.metrics import scheduler as sm
 
 from .apicalls import BackgroundCalls, evict_pod, patch_pod_status, write_pod_unschedulable
 from .cache import SchedulerCache
@@ -45,6 +54,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("phalanx.scheduler")
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+ATTEMPT_START = "phalanx.dev/attempt-start"  # CycleState key: perf_counter() at the cycle's start
+
+
+def attempt_seconds(state: CycleState) -> Optional[float]:
+    """Seconds since the pod cycle that `state` belongs to started (None outside a pod cycle)."""
+    start = state.get(ATTEMPT_START)
+    return None if start is None else time.perf_counter() - start
 
 
 def preemptor_type(preemptor: Obj) -> str:
@@ -126,6 +142,8 @@ class PodCycle:
         fw = ctx.framework_for(pod)
         ctx.refresh_snapshot()
         state = CycleState()
+        state.write(ATTEMPT_START, time.perf_counter())
+        state.record_plugin_metrics = random.randrange(100) < sm.PLUGIN_METRICS_SAMPLE_PERCENT
         touched: set[str] = set()
 
         def assume(p: PodInfo, node: str) -> PodInfo:
@@ -149,6 +167,11 @@ class PodCycle:
             self.spawn_binding(fw, state, result.pod_info, result.node_name, qpi,
                                waiting=result.status is not None, scores=result.schedule_result)
             return
+        sm.pod_attempt(sm.ERROR if result.status.code == Code.Error else sm.UNSCHEDULABLE, fw.profile_name,
+                       time.perf_counter() - state.read(ATTEMPT_START))
+        if result.fit_error is not None and fw.post_filter_plugins:
+            post = result.post_filter_result
+            sm.preemption(len(post.victims) if post is not None else 0)
         await self._handle_failure(fw, qpi, pi, result.status, result.fit_error, result.post_filter_result)
 
     async def _handle_failure(self, fw: Framework, qpi: QueuedPodInfo, pi: PodInfo, status: Status,
@@ -239,6 +262,10 @@ class PodCycle:
             log.exception("binding %s/%s", pi.namespace, pi.name)
             st = Status.new(Code.Error, str(e))
         if st is None or st.is_success():
+            if qpi is not None:  # a group's members too; their attempt is the group's
+                first = qpi.initial_attempt_timestamp
+                sm.pod_scheduled(fw.profile_name, attempt_seconds(state), max(1, qpi.attempts),
+                                 None if first is None else self.ctx.clock.now() - first)
             await self._bound(fw, state, pi, node, scores)
         else:
             await self._binding_failed(fw, state, pi, node, qpi, st, group)
@@ -264,6 +291,9 @@ class PodCycle:
         fw.run_reserve_plugins_unreserve(state, pi, node)
         ctx.cache.forget(pi, node)
         ctx.stats["binding_failures"] += 1
+        seconds = attempt_seconds(state)
+        if seconds is not None:
+            sm.pod_attempt(sm.ERROR if st.code == Code.Error else sm.UNSCHEDULABLE, fw.profile_name, seconds)
         message = st.message()
         if st.is_rejected() and st.code != Code.Error:
             reason_text = message

@@ -12,11 +12,17 @@ diagnosis per member), after workload-aware preemption had its say.
 
 `PodGroupCycle` also gives workload-aware preemption (`grouppreemption.py`) the narrow set of
 operations it needs for its dry runs and evictions (`GroupCycleOps`).
+
+Metrics: each cycle counts in `scheduler_podgroup_schedule_attempts_total{result,profile}` and
+`scheduler_podgroup_scheduling_attempt_duration_seconds` (`scheduled`, `unschedulable` — a group
+waiting for its victims too —, `error`); the placement search is
+`scheduler_podgroup_scheduling_algorithm_duration_seconds`.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -24,6 +30,7 @@ import orjson
 
 from phalanx.client.informer import Informer
 from phalanx.machinery.errors import StatusError
+from phalanx.metrics import scheduler as sm
 
 from .apicalls import STRATEGIC_MERGE, conditions_with, timestamp
 from .framework.constants import Obj
@@ -123,11 +130,13 @@ class PodGroupCycle:
         if pg is None or not members:
             self._send_back(group, members)
             return
+        start = time.perf_counter()
         members.sort(key=lambda q: (-q.pod_info.priority, q.initial_attempt_timestamp or q.timestamp))
         if self.release != "1.36":
             mismatch = members_mismatch(pg, members, self.groups.scheduler_names(group.key))
             if mismatch:
                 await self._scheduler_error(group, pg, members, mismatch)
+                _attempt_done(sm.ERROR, ctx.framework_for(members[0].pod), start)
                 return
         if self.preemption is not None:
             self.preemption.before_group_cycle(group, members)  # workload-aware preemption: own nominations
@@ -144,19 +153,24 @@ class PodGroupCycle:
         if st is not None:
             await self._group_failed(attempt, {}, st.message(), st.plugin and {st.plugin} or set(),
                                      placements_tried=[], counted=False)
+            _attempt_done(sm.UNSCHEDULABLE, fw, start)
             return
         outcomes, skipped = self._search(attempt, placements)
+        sm.PODGROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
         feasible = [o for o in outcomes if o.feasible]
         ctx.stats["group_attempts"] += 1
         if not feasible:
             await self._no_placement_fits(attempt, outcomes)
+            _attempt_done(sm.UNSCHEDULABLE, fw, start)
             return
         chosen = self._choose(attempt, feasible)
         if chosen.victims:
             await self._waiting_on_preemption(attempt, chosen)
+            _attempt_done(sm.UNSCHEDULABLE, fw, start)
             return
         self._commit(attempt, chosen)
         self._scheduled(attempt, chosen, outcomes, skipped)
+        _attempt_done(sm.SCHEDULED, fw, start)
 
     def _live_members(self, group: QueuedPodGroup) -> list[QueuedPodInfo]:
         """The queued members that still need scheduling, with their latest objects."""
@@ -489,6 +503,10 @@ class PodGroupCycle:
                 log.warning("updating PodGroup %s status: %s", key, e.message)
             return False
         return True
+
+
+def _attempt_done(result: str, fw: Framework, start: float) -> None:
+    sm.pod_group_attempt(result, fw.profile_name, time.perf_counter() - start)
 
 
 def pod_by_pod_preemption(fw: Framework, pod_group: Obj) -> bool:

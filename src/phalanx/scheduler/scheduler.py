@@ -18,6 +18,8 @@ and runs the `scheduleOne` loop; the cycles live beside it:
   upstream's messages, the PodGroup's `PodGroupScheduled` condition, and for every decision a
   diagnosis (per plugin, per node) kept on the event as the annotation
   `scheduler.phalanx.dev/diagnosis`, which `phalanx explain` reads (`reporting.py`).
+- Metrics: kube-scheduler's (`phalanx.metrics.scheduler`), recorded where a cycle ends and by the
+  profiles' `MeteredFramework` (`framework/metering.py`); the queue's depths are read when scraped.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from ..client.interface import Client
 from .apicalls import BackgroundCalls
 from ..api.scheduling.fields import COMPOSITE_POD_GROUP_API
 from ..machinery.featuregates import FeatureGates
+from ..metrics import scheduler as sm
 from .cache import SchedulerCache
 from .framework.config import KubeSchedulerConfiguration, KubeSchedulerProfile, PluginConfig, default_profile
 from .framework.constants import Obj
 from .framework.dra_manager import DRAManager
+from .framework.metering import MeteredFramework
 from .framework.events import ActionType, ClusterEvent, EventResource, node_scheduling_properties_change
 from .framework.nominator import Nominator
 from .framework.registry import Registry, in_tree_registry
@@ -91,6 +95,7 @@ class Scheduler:
             if fw.batch is not None:  # batches expire in the scheduler's time (virtual in simulations)
                 fw.batch.clock = self.clock.now
         self.queue = SchedulingQueue(self.fw, self.clock, group_cycles=pod_group_cycles)
+        sm.PENDING_PODS.add_source(self.queue, SchedulingQueue.pending_pods)
         # informers
         self.pods = self.factory.informer("v1", "Pod")
         self.nodes = self.factory.informer("v1", "Node")
@@ -138,7 +143,7 @@ class Scheduler:
         for prof in self.config.profiles:
             if permit_timeout is not None:
                 _set_plugin_arg(prof, names.GangScheduling, "permitWaitingTimeoutSeconds", permit_timeout)
-            frameworks[prof.scheduler_name] = Framework(
+            frameworks[prof.scheduler_name] = MeteredFramework(
                 prof, registry=reg, feature_gates=self.gates, snapshot=self.snapshot, nominator=self.nominator,
                 services=services, namespaces=self._namespace_labels, pod_disruption_budgets=self._pdbs,
                 percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)

@@ -11,7 +11,12 @@ ClusterRoles, labelled `kubernetes.io/bootstrapping: rbac-defaults` and annotate
   `system:public-info-viewer` (health and version), bound to `system:authenticated` (the last also
   to `system:unauthenticated`);
 - `system:kube-scheduler`, bound to the user `system:kube-scheduler`, for a scheduler run with a
-  kubeconfig of that user (`phalanx create kubeconfig --user system:kube-scheduler`).
+  kubeconfig of that user (`phalanx create kubeconfig --user system:kube-scheduler`);
+- `system:monitoring` (`get` on `/metrics`, `/metrics/slis` and the health checks), bound to the
+  group `system:monitoring`, as upstream;
+- `system:aggregated-metrics-reader`, which metrics-server's manifest installs: read access to
+  `metrics.k8s.io` pods and nodes, aggregated into view, edit and admin (phalanx serves that API
+  itself, `apiserver/metricsapi.py`).
 
 The aggregate-to rules are upstream's for the kinds upstream names; phalanx adds its own served
 kinds (Workloads and PodGroups, ResourceClaims and templates, JobSets) to view and edit, as
@@ -41,6 +46,9 @@ AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
 PUBLIC_INFO_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+MONITORING_URLS = ["/metrics", "/metrics/slis", "/livez", "/readyz", "/healthz", "/livez/*", "/readyz/*",
+                   "/healthz/*"]
+MONITORING_GROUP = "system:monitoring"
 DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
                   "/readyz", "/version", "/version/"]
 
@@ -159,7 +167,18 @@ def bootstrap_cluster_roles() -> list[Obj]:
         cluster_role("edit", [], aggregate_to="admin", aggregate_from="edit"),
         cluster_role("admin", [], aggregate_from="admin"),
         cluster_role("system:kube-scheduler", SCHEDULER_RULES),
+        cluster_role("system:monitoring", [url_rule(["get"], MONITORING_URLS)]),
+        metrics_reader_role(),
     ]
+
+
+def metrics_reader_role() -> Obj:
+    """metrics-server's `system:aggregated-metrics-reader`: labelled into view, edit and admin."""
+    role = cluster_role("system:aggregated-metrics-reader", [rule(READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+                        aggregate_to="view")
+    for to in ("edit", "admin"):
+        role["metadata"]["labels"][AGGREGATE_TO + to] = "true"
+    return role
 
 
 def bootstrap_cluster_role_bindings() -> list[Obj]:
@@ -170,6 +189,7 @@ def bootstrap_cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [("Group", ALL_AUTHENTICATED), ("Group", ALL_UNAUTHENTICATED)]),
         cluster_role_binding("system:kube-scheduler", "system:kube-scheduler", [("User", "system:kube-scheduler")]),
+        cluster_role_binding("system:monitoring", "system:monitoring", [("Group", MONITORING_GROUP)]),
     ]
 
 
