@@ -18,6 +18,8 @@ As upstream's `DaemonSetsController`:
 - `RollingUpdate` replaces old pods node by node within `maxUnavailable`, or with `maxSurge`
   starts the new pod first and deletes the old one once the new one is available; `OnDelete`
   replaces only pods someone deleted;
+- pod events that only refresh the status are batched per DaemonSet for 100 ms (the last pod of a
+  batch of creations, and deletions, sync at once);
 - status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`, `numberReady`,
   `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`, `observedGeneration`, which
   `kubectl rollout status ds/<name>` reads.
@@ -45,6 +47,7 @@ COMPONENT = "daemonset-controller"
 HASH_LABEL = "controller-revision-hash"
 GENERATION_LABEL = "pod-template-generation"
 BURST_REPLICAS = 250
+POD_BATCH_PERIOD = 0.1  # seconds: status-only pod events of one DaemonSet within it make one sync
 
 DAEMON_TOLERATIONS = [
     ("node.kubernetes.io/not-ready", "NoExecute"),
@@ -206,7 +209,10 @@ class DaemonSetsController(Controller[str]):
         key = self._owner_key(pod)
         if key is not None:
             self.expectations.creation_observed(key)
-            self.enqueue(key)
+            if self.expectations.satisfied(key):
+                self.enqueue(key)  # the last pod of a batch: sync at once
+            else:
+                self.queue.add_after(key, POD_BATCH_PERIOD)  # the earliest pending add wins
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         key = self._owner_key(new)
@@ -215,7 +221,7 @@ class DaemonSetsController(Controller[str]):
         if new["metadata"].get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
             self._pod_deleted(new)  # a graceful deletion counts as observed once it starts, as upstream
             return
-        self.enqueue(key)
+        self.queue.add_after(key, POD_BATCH_PERIOD)  # the earliest pending add wins
         ds = self.daemonsets.get(key)
         mrs = int(((ds or {}).get("spec") or {}).get("minReadySeconds") or 0)
         if mrs > 0 and not is_pod_ready(old) and is_pod_ready(new):

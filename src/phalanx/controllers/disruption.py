@@ -14,6 +14,8 @@ eviction subresource and the scheduler's preemption read, as upstream's `Disrupt
 - `disruptionsAllowed`: `currentHealthy - desiredHealthy`, never below 0 (0 without expected pods);
 - `observedGeneration` and the `DisruptionAllowed` condition (`SufficientPods` /
   `InsufficientPods`).
+
+Pod events are batched per budget for 100 ms; a budget's own changes sync at once.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .podcontrol import is_pod_ready
 Obj = dict[str, Any]
 
 DELETION_TIMEOUT = 120.0  # seconds an eviction's pod may take to start terminating
+POD_BATCH_PERIOD = 0.1  # seconds: pod events of one budget within it make one sync
 _SCALED_KINDS = {("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "Deployment"),
                  ("", "ReplicationController")}
 
@@ -73,7 +76,7 @@ class DisruptionController(Controller[str]):
     def _pod_changed(self, pod: Obj) -> None:
         for pdb in self.pdbs.list((pod.get("metadata") or {}).get("namespace")):
             if selects(pdb, pod):
-                self.enqueue(object_key(pdb))
+                self.queue.add_after(object_key(pdb), POD_BATCH_PERIOD)  # the earliest pending add wins
 
     # -- sync --------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:

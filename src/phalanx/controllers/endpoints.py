@@ -132,9 +132,14 @@ def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
     return subsets
 
 
+POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one sync
+
+
 class ServicePodsController(Controller[str]):
     """Services and the pods they select: a Service's key is queued when it changes and when a pod
-    it selects (before or after the change) does."""
+    it selects (before or after the change) does; pod events are batched per Service for
+    `POD_BATCH_PERIOD` (upstream's `--endpoint-updates-batch-period`), so a rollout of many pods
+    costs a few syncs rather than one per pod event."""
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
                  workers: int | None = None):
@@ -150,7 +155,7 @@ class ServicePodsController(Controller[str]):
         for svc in self.services.list(pod["metadata"].get("namespace")):
             sel = service_selector(svc)
             if sel is not None and selector_matches(sel, labels):
-                self.enqueue(object_key(svc))
+                self.queue.add_after(object_key(svc), POD_BATCH_PERIOD)  # the earliest pending add wins
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         self._pod_changed(new)
