@@ -114,9 +114,18 @@ def _tolerated(taint: Obj, tolerations: list[Obj]) -> bool:
     return False
 
 
-def should_run(ds: Obj, node: Obj) -> tuple[bool, bool]:
-    """`NodeShouldRunDaemonPod`: (should run a pod there, may keep a running one)."""
+def daemon_pod_spec(ds: Obj) -> Obj:
+    """The template's pod spec with the daemon tolerations: what `should_run` judges nodes by."""
     spec = deep_copy(((ds.get("spec") or {}).get("template") or {}).get("spec") or {})
+    add_daemon_tolerations(spec)
+    return spec
+
+
+def should_run(ds: Obj, node: Obj, spec: Obj | None = None) -> tuple[bool, bool]:
+    """`NodeShouldRunDaemonPod`: (should run a pod there, may keep a running one). `spec` is
+    `daemon_pod_spec(ds)`, computed once for many nodes."""
+    if spec is None:
+        spec = daemon_pod_spec(ds)
     name = node["metadata"]["name"]
     if spec.get("nodeName") and spec["nodeName"] != name:
         return False, False
@@ -127,7 +136,6 @@ def should_run(ds: Obj, node: Obj) -> tuple[bool, bool]:
         "requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None and not node_selector_matches(required, node):
         return False, False
-    add_daemon_tolerations(spec)
     tolerations = spec["tolerations"]
     untolerated = [t for t in (node.get("spec") or {}).get("taints") or []
                    if t.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(t, tolerations)]
@@ -273,8 +281,9 @@ class DaemonSetsController(Controller[str]):
         delete: list[Obj] = []
         nodes = {n["metadata"]["name"]: n for n in self.nodes.list()}
         surge = rolling_limits(ds, 1)[0] > 0 and self._is_rolling(ds)
+        spec = daemon_pod_spec(ds)
         for name, node in nodes.items():
-            run, keep = should_run(ds, node)
+            run, keep = should_run(ds, node, spec)
             pods = by_node.get(name, [])
             if run and not pods:
                 need.append(name)
@@ -384,7 +393,9 @@ class DaemonSetsController(Controller[str]):
 
     async def _rolling_update(self, key: str, ds: Obj, by_node: dict[str, list[Obj]], current_hash: str) -> None:
         nodes = {n["metadata"]["name"]: n for n in self.nodes.list()}
-        desired = sum(1 for n in nodes.values() if should_run(ds, n)[0])
+        spec = daemon_pod_spec(ds)
+        eligible = {name for name, n in nodes.items() if should_run(ds, n, spec)[0]}
+        desired = len(eligible)
         surge, unavailable = rolling_limits(ds, desired)
         mrs = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         now = self.clock.now()
@@ -397,8 +408,7 @@ class DaemonSetsController(Controller[str]):
         candidates: list[str] = []
         old_to_delete: list[Obj] = []
         for name, pods in by_node.items():
-            node = nodes.get(name)
-            if node is None or not should_run(ds, node)[0]:
+            if name not in eligible:
                 continue
             new, old, ok = self._split(pods, current_hash)
             if not ok:
@@ -516,8 +526,9 @@ class DaemonSetsController(Controller[str]):
         mrs = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         now = self.clock.now()
         generation = str(ds["metadata"].get("generation"))
+        spec = daemon_pod_spec(ds)
         for node in self.nodes.list():
-            run, _ = should_run(ds, node)
+            run, _ = should_run(ds, node, spec)
             pods = [p for p in by_node.get(node["metadata"]["name"], [])]
             if not run:
                 misscheduled += 1 if pods else 0
