@@ -618,3 +618,78 @@ register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATE
                       deprecation_warning="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
                                           "EndpointSlice"))
 register_volume_kinds()
+
+
+# --- ReplicationController -----------------------------------------------------------------------
+# The older form of ReplicaSet (`pkg/apis/core/validation.ValidateReplicationController`): a plain
+# label map for a selector, defaulted from the template's labels. Its controller is
+# controllers/replicationcontroller.py.
+def _rc_default(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    template_labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+    if template_labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(template_labels)
+        md = obj.setdefault("metadata", {})
+        if not md.get("labels"):
+            md["labels"] = dict(template_labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+
+
+def _rc_spec_errors(spec: Obj, ctx: StrategyContext) -> list[FieldError]:
+    from .apps import validate_template_for_replica_set  # apps imports nothing of core; keep it lazy
+    from .fieldchecks import validate_nonnegative
+    errs = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
+    errs += validate_nonnegative(spec.get("minReadySeconds", 0), "spec.minReadySeconds")
+    selector = spec.get("selector")
+    if not selector:
+        errs.append(required("spec.selector"))
+        return errs
+    for key, value in _dict(selector).items():
+        errs += [e for e in validate_label_name(key, "spec.selector")]
+        errs += [invalid("spec.selector", value, m) for m in label_value_errors(str(value))]
+    errs += validate_template_for_replica_set(spec.get("template"), {"matchLabels": selector}, "spec.template", ctx,
+                                              "ReplicationController")
+    return errs
+
+
+class ReplicationControllerStrategy(Strategy):
+    columns = [
+        NAME_COLUMN,
+        Column("Desired", "integer", "", "Replicas is the number of desired replicas."),
+        Column("Current", "integer", "", "Replicas is the most recently observed number of replicas."),
+        Column("Ready", "integer", "", "The number of ready replicas for this replication controller."),
+        AGE_COLUMN,
+        Column("Containers", "string", "", "Names of each container in the template.", 1),
+        Column("Images", "string", "", "Images referenced by each container in the template.", 1),
+        Column("Selector", "string", "", "Selector is a label query over pods that should match the replicas "
+                                         "count.", 1),
+    ]
+    status_is_subresource = True
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        from .poddefaults import default_pod_template
+        _rc_default(obj)
+        default_pod_template(_dict(obj.get("spec")).get("template"), ctx)
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj["status"] = {"replicas": 0}
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return _rc_spec_errors(_dict(obj.get("spec")), ctx)
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        from .batch import layout_container_cells
+        from .labelselectors import format_labels
+        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
+        return [_name(obj), spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0),
+                creation_age(obj, ctx), names, images, format_labels(spec.get("selector"))]
+
+
+register(ResourceType("", "v1", "ReplicationController", "replicationcontrollers", True,
+                      ReplicationControllerStrategy(), short_names=["rc"], categories=["all"],
+                      subresources=["status", "scale"]))

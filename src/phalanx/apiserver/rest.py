@@ -387,7 +387,7 @@ class API:
         if rv and rv != omd.get("resourceVersion"):
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
         _copy_fields(omd, md, _METADATA_SERVER_OWNED)
-        if subresource == "status":
+        if subresource in ("status", "approval"):  # approval: CSR conditions, as status
             errs = self._prepare_status_update(rt, obj, old)
         else:
             errs = self._prepare_update(rt, obj, old)

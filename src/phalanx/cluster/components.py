@@ -26,6 +26,11 @@ from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
+from ..controllers.replicationcontroller import ReplicationControllerController
+from ..controllers.crdregistration import CRDRegistrationController
+from ..controllers.csrsigning import CSRSigningController
+from ..controllers.flowschemastatus import FlowSchemaStatusController
+from .pki import pki_paths
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
@@ -54,6 +59,16 @@ class Components:
         await self.factory.stop()
 
 
+def _cluster_ca(cp: Any) -> dict[str, bytes]:
+    """The cluster CA's certificate and key, for the CSR signer (none for a cluster without PKI)."""
+    if not cp.state_dir:
+        return {}
+    paths = pki_paths(cp.state_dir)
+    if not (paths.ca_cert_file.exists() and paths.ca_key_file.exists()):
+        return {}
+    return {"ca_cert_pem": paths.ca_cert_file.read_bytes(), "ca_key_pem": paths.ca_key_file.read_bytes()}
+
+
 def _scheduler_config(cp: Any) -> Any:
     raw = cp.spec.scheduler.get("config")
     if not raw:
@@ -76,10 +91,14 @@ async def start_all(cp: Any) -> list[Any]:
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
+                   ReplicationControllerController(client, factory),
+                   CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
+                   FlowSchemaStatusController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
-                                       cp.spec.dra_drivers),
-                   Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
-                             permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+                                       cp.spec.dra_drivers)]
+    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
+        controllers.append(Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
+                                     permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
     controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     controllers.append(StatefulSetController(client, factory))
     controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
