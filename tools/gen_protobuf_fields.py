@@ -68,6 +68,7 @@ PACKAGE_GROUPS = {
     "k8s.io/api/resource/v1": "resource.k8s.io",
     "k8s.io/api/rbac/v1": "rbac.authorization.k8s.io",
     "k8s.io/api/storage/v1": "storage.k8s.io",
+    "k8s.io/api/discovery/v1": "discovery.k8s.io",
     "k8s.io/api/authorization/v1": "authorization.k8s.io",
     "k8s.io/api/authentication/v1": "authentication.k8s.io",
     "k8s.io/api/networking/v1": "networking.k8s.io",
