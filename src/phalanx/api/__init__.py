@@ -10,7 +10,7 @@ import importlib
 
 GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
                  "rbac", "authorization", "authentication", "apiextensions", "storage", "metrics", "networking",
-                 "certificates", "apiregistration", "flowcontrol"]
+                 "certificates", "apiregistration", "flowcontrol", "discovery"]
 _loaded = False
 
 

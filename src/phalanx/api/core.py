@@ -549,6 +549,47 @@ class EventStrategy(Strategy):
         return core_event_row(obj, ctx)
 
 
+def format_endpoints(subsets: Any) -> str:
+    """The ENDPOINTS cell (printer `formatEndpoints`): `ip:port` pairs, three at most, then
+    ` + N more...`; `<none>` when there are none."""
+    shown: list[str] = []
+    count = 0
+    for subset in _list(subsets):
+        subset = _dict(subset)
+        ports = _list(subset.get("ports")) or [None]
+        for port in ports:
+            for addr in _list(subset.get("addresses")):
+                count += 1
+                if len(shown) < 3:
+                    ip = _dict(addr).get("ip", "")
+                    shown.append(f"{ip}:{_dict(port).get('port')}" if port is not None else str(ip))
+    if not shown:
+        return "<none>"
+    return ",".join(shown) + (f" + {count - 3} more..." if count > 3 else "")
+
+
+class EndpointsStrategy(Strategy):
+    """core/v1 Endpoints (written by the endpoints controller; `ValidateEndpoints` in short)."""
+    columns = [NAME_COLUMN, Column("Endpoints", "string", "", "Endpoints of the service"), AGE_COLUMN]
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        for i, subset in enumerate(_list(obj.get("subsets"))):
+            for field in ("addresses", "notReadyAddresses"):
+                for j, addr in enumerate(_list(_dict(subset).get(field))):
+                    if not _dict(addr).get("ip"):
+                        errs.append(required(f"subsets[{i}].{field}[{j}].ip", ""))
+            for j, port in enumerate(_list(_dict(subset).get("ports"))):
+                p = _dict(port).get("port")
+                if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= 65535:
+                    errs.append(invalid(f"subsets[{i}].ports[{j}].port", p,
+                                        "must be between 1 and 65535, inclusive"))
+        return errs
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        return [_name(obj), format_endpoints(obj.get("subsets")), creation_age(obj, ctx)]
+
+
 # --- registration --------------------------------------------------------------------------------
 
 NAMESPACE_STRATEGY = NamespaceStrategy()
@@ -557,6 +598,7 @@ CONFIGMAP_STRATEGY = ConfigMapStrategy()
 SECRET_STRATEGY = SecretStrategy()
 SERVICEACCOUNT_STRATEGY = ServiceAccountStrategy()
 EVENT_STRATEGY = EventStrategy()
+ENDPOINTS_STRATEGY = EndpointsStrategy()
 
 register(ResourceType("", "v1", "Namespace", "namespaces", False, NAMESPACE_STRATEGY, short_names=["ns"],
                       subresources=["status", "finalize"],
@@ -564,7 +606,7 @@ register(ResourceType("", "v1", "Namespace", "namespaces", False, NAMESPACE_STRA
 register(ResourceType("", "v1", "Node", "nodes", False, NODE_STRATEGY, short_names=["no"],
                       subresources=["status"]))
 register(ResourceType("", "v1", "Pod", "pods", True, POD_STRATEGY, short_names=["po"], categories=["all"],
-                      subresources=["status", "binding", "log"]))
+                      subresources=["status", "binding", "log", "eviction"]))
 register(ResourceType("", "v1", "Service", "services", True, SERVICE_STRATEGY, short_names=["svc"],
                       categories=["all"], subresources=["status"]))
 register(ResourceType("", "v1", "ConfigMap", "configmaps", True, CONFIGMAP_STRATEGY, short_names=["cm"]))
@@ -572,6 +614,9 @@ register(ResourceType("", "v1", "Secret", "secrets", True, SECRET_STRATEGY))
 register(ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, SERVICEACCOUNT_STRATEGY,
                       short_names=["sa"]))
 register(ResourceType("", "v1", "Event", "events", True, EVENT_STRATEGY, short_names=["ev"]))
+register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATEGY, short_names=["ep"],
+                      deprecation_warning="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+                                          "EndpointSlice"))
 register_volume_kinds()
 
 

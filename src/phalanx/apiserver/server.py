@@ -41,6 +41,7 @@ from ..metrics import apiserver as apimetrics
 from . import discovery, listing, metricsapi, monitoring, protobuf, tables
 from .apf import PriorityAndFairness, TooManyRequests
 from .auth.filters import USER_KEY, RequestAuth
+from .eviction import Evictions
 from .listener import ServingLimits
 from .rest import API, WatchStream
 
@@ -290,13 +291,20 @@ class Server:
                                            target.name)
         request[monitoring.LABELS_KEY] = labels
         if labels[0] != "WATCH":
-            return await handler(self, request, target)
+            return self._with_warning(target, await handler(self, request, target))
         longrunning = apimetrics.LONGRUNNING.labels(labels[0], *labels[2:])
         longrunning.inc()
         try:
             return await handler(self, request, target)
         finally:
             longrunning.dec()
+
+    @staticmethod
+    def _with_warning(target: "RequestTarget", resp: web.StreamResponse) -> web.StreamResponse:
+        """A resource's deprecation warning (`Warning: 299 - "..."`) on a response not yet sent."""
+        if target.rt.deprecation_warning and not resp.prepared:
+            resp.headers.add("Warning", "299 - " + orjson.dumps(target.rt.deprecation_warning).decode())
+        return resp
 
     async def _group_version(self, request: web.Request,
                              parts: list[str]) -> web.StreamResponse | tuple[str, str, list[str]]:
@@ -346,6 +354,11 @@ class Server:
     async def _bind(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
         body = await self._body(request, t.rt)
         return _json(self.api.bind(t.ns, t.object_name, body, dry_run=self._dry_run(request)), status=201)
+
+    async def _evict(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
+        body = await self._body(request, t.rt)
+        result = Evictions(self.api).evict(t.ns, t.object_name, body, dry_run=self._dry_run(request))
+        return _json(result, status=201)
 
     # -- helpers ---------------------------------------------------------------------------
     def _dry_run(self, request: web.Request) -> bool:
@@ -773,6 +786,7 @@ _ROUTES: dict[tuple[str, str], _Route] = {
     ("object", "PATCH"): lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, None),
     ("object", "DELETE"): lambda s, r, t: s.delete(r, t.rt, t.ns, t.object_name),
     ("binding", "POST"): lambda s, r, t: s._bind(r, t),
+    ("eviction", "POST"): lambda s, r, t: s._evict(r, t),
     ("log", "GET"): lambda s, r, t: s.logs(r, t.rt, t.ns, t.object_name),
 }
 for _sub in ("status", "finalize", "approval"):

@@ -13,8 +13,13 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
 from ..controllers.crdnaming import CRDNamingController
+from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
+from ..controllers.daemonset import DaemonSetsController
 from ..controllers.deployment import DeploymentController
+from ..controllers.disruption import DisruptionController
+from ..controllers.endpoints import EndpointsController
+from ..controllers.endpointslice import EndpointSliceController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
@@ -98,6 +103,10 @@ async def start_all(cp: Any) -> list[Any]:
     controllers.append(StatefulSetController(client, factory))
     controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
     controllers.append(StorageProtection(client, factory))
+    controllers.append(DisruptionController(client, factory))
+    controllers.append(CronJobController(client, factory))
+    controllers.append(DaemonSetsController(client, factory))
+    controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:
