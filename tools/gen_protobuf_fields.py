@@ -68,8 +68,12 @@ PACKAGE_GROUPS = {
     "k8s.io/api/resource/v1": "resource.k8s.io",
     "k8s.io/api/rbac/v1": "rbac.authorization.k8s.io",
     "k8s.io/api/storage/v1": "storage.k8s.io",
+    "k8s.io/api/discovery/v1": "discovery.k8s.io",
     "k8s.io/api/authorization/v1": "authorization.k8s.io",
     "k8s.io/api/authentication/v1": "authentication.k8s.io",
+    "k8s.io/api/networking/v1": "networking.k8s.io",
+    "k8s.io/api/certificates/v1": "certificates.k8s.io",
+    "k8s.io/api/flowcontrol/v1": "flowcontrol.apiserver.k8s.io",
     "k8s.io/apimachinery/pkg/apis/meta/v1": None,  # kinds valid in every group-version
 }
 META_PKG = "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -433,18 +437,29 @@ def json_names(msg: dict, messages: dict) -> set[str]:
     return names
 
 
+# Served schemas kubectl never sends as protobuf, so a missing Go struct or field is no gap:
+# - the scheduling.k8s.io/v1alpha3 building blocks 1.36's components hold only because JobSet's
+#   spec.scheduling embeds them (JobSet is not in kubectl's scheme: it goes as JSON; kubectl 1.36.4
+#   has no Go type for them);
+# - kube-aggregator's types (APIService) are not in kubectl either.
+JSON_ONLY_PREFIXES = ("io.k8s.kube-aggregator.", "io.k8s.api.scheduling.v1alpha3.")
+# Fields kubectl's Go types carry in a shape the table cannot hold (a map of slices needs a wrapper
+# message): requests using them should come as JSON; the table records the rest of the type.
+KNOWN_MISSING_FIELDS = {"io.k8s.api.certificates.v1.CertificateSigningRequestSpec": {"extra"}}
+
+
 def cross_check(messages: dict) -> list[str]:
     """Every property of a schema phalanx serves must have a protobuf field (apiVersion and kind
-    come from the envelope)."""
+    come from the envelope), but for what kubectl only ever sends as JSON (above)."""
     components = json.loads(COMPONENTS.read_text())
     problems = []
     for name, schema in sorted(components.items()):
         props = set(schema.get("properties", {})) - {"apiVersion", "kind"}
         if name not in messages:
-            if props and name.startswith("io.k8s."):
+            if props and name.startswith("io.k8s.") and not name.startswith(JSON_ONLY_PREFIXES):
                 problems.append(f"{name}: no Go struct in the binary")
             continue
-        missing = props - json_names(messages[name], messages)
+        missing = props - json_names(messages[name], messages) - KNOWN_MISSING_FIELDS.get(name, set())
         if missing:
             problems.append(f"{name}: properties without a protobuf field: {sorted(missing)}")
     return problems
@@ -458,11 +473,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="fail if the committed output is stale")
     parser.add_argument("--kubectl", type=Path, default=DEFAULT_KUBECTL, help="kubectl binary to read")
+    parser.add_argument("--write-despite-problems", action="store_true",
+                        help="write the table even if some served schemas lack protobuf fields "
+                             "(the 1.37 kinds a 1.36 kubectl does not have; CSR spec.extra)")
     args = parser.parse_args(argv)
     table, problems = generate(args.kubectl)
     for p in problems:
         print("problem:", p, file=sys.stderr)
-    if problems:
+    if problems and not args.write_despite_problems:
         return 1
     text = render(table)
     if args.check:

@@ -24,7 +24,10 @@ Where the facts come from:
   `$ref` to `io.k8s.api.batch.v1.JobTemplateSpec` so strict validation and `kubectl explain`
   reach into the pod template.
 
-Descriptions are our own one-liners, written for the top-level kinds and their spec/status only.
+Descriptions are upstream's, read from the installed `kubernetes-validate` package (the JSON schemas
+of upstream's OpenAPI, per release) by `tools/upstream_docs.py` after the schemas are built; the
+one-liners below stay only where upstream has none (JobSet: no maintained Python package ships its
+documentation).
 
 The script refuses to run if a list field of a served kind has no entry in `LIST_FACTS`: every list
 must say how it merges.
@@ -46,6 +49,7 @@ import sys
 from pathlib import Path
 
 from kubernetes.client import models as M
+from upstream_docs import apply_descriptions, definitions, upstream_property
 from kubernetes.client.configuration import Configuration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,8 +77,17 @@ PKG = {
     "resource": "io.k8s.api.resource.v1",
     "jobset": "io.x-k8s.jobset.v1alpha2",
     "rbac": "io.k8s.api.rbac.v1",
+    "networking": "io.k8s.api.networking.v1",
+    "certificates": "io.k8s.api.certificates.v1",
+    "flowcontrol": "io.k8s.api.flowcontrol.v1",
+    "apiregistration": "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1",
     "storage": "io.k8s.api.storage.v1",
+    "discovery": "io.k8s.api.discovery.v1",
 }
+# Packages whose structs are found by name in upstream's definitions (upstream_docs), with their
+# list semantics, integer formats and typed fields read from there too: the kinds added for the
+# tools that touch them (ReplicationController, Ingress, CSR, APIService, APF).
+UPSTREAM_PACKAGES = ("networking", "certificates", "flowcontrol", "apiregistration")
 
 
 def N(short: str) -> str:
@@ -106,6 +119,10 @@ SERVED_KINDS = [
     ("", "v1", "PersistentVolumeClaim", "V1PersistentVolumeClaim"),
     ("", "v1", "PersistentVolume", "V1PersistentVolume"),
     ("storage.k8s.io", "v1", "StorageClass", "V1StorageClass"),
+    ("apps", "v1", "DaemonSet", "V1DaemonSet"),
+    ("batch", "v1", "CronJob", "V1CronJob"),
+    ("", "v1", "Endpoints", "V1Endpoints"),
+    ("discovery.k8s.io", "v1", "EndpointSlice", "V1EndpointSlice"),
     ("autoscaling", "v1", "Scale", "V1Scale"),
     ("policy", "v1", "PodDisruptionBudget", "V1PodDisruptionBudget"),
     ("policy", "v1", "Eviction", "V1Eviction"),
@@ -120,6 +137,14 @@ SERVED_KINDS = [
     ("rbac.authorization.k8s.io", "v1", "ClusterRole", "V1ClusterRole"),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding", "V1RoleBinding"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "V1ClusterRoleBinding"),
+    ("", "v1", "ReplicationController", "V1ReplicationController"),
+    ("networking.k8s.io", "v1", "Ingress", "V1Ingress"),
+    ("networking.k8s.io", "v1", "IngressClass", "V1IngressClass"),
+    ("networking.k8s.io", "v1", "NetworkPolicy", "V1NetworkPolicy"),
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest", "V1CertificateSigningRequest"),
+    ("apiregistration.k8s.io", "v1", "APIService", "V1APIService"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "V1FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "V1PriorityLevelConfiguration"),
 ]
 # Kinds with no List of their own (subresource bodies).
 NO_LIST = {"Binding", "Scale", "Eviction"}
@@ -146,11 +171,16 @@ CLASS_PACKAGE_BY_KIND = {
              "ReplicaSetStatus", "RollingUpdateDeployment", "StatefulSet", "StatefulSetCondition",
              "StatefulSetList", "StatefulSetOrdinals", "StatefulSetPersistentVolumeClaimRetentionPolicy",
              "StatefulSetSpec", "StatefulSetStatus", "StatefulSetUpdateStrategy",
-             "RollingUpdateStatefulSetStrategy", "ControllerRevision", "ControllerRevisionList"},
+             "RollingUpdateStatefulSetStrategy", "ControllerRevision", "ControllerRevisionList",
+             "DaemonSet", "DaemonSetCondition", "DaemonSetList", "DaemonSetSpec", "DaemonSetStatus",
+             "DaemonSetUpdateStrategy", "RollingUpdateDaemonSet"},
     "storage": {"StorageClass", "StorageClassList"},
+    "discovery": {"EndpointSlice", "EndpointSliceList", "Endpoint", "EndpointConditions", "EndpointHints",
+                  "EndpointPort", "ForZone", "ForNode"},
     "batch": {"Job", "JobCondition", "JobList", "JobSpec", "JobStatus", "JobTemplateSpec", "PodFailurePolicy",
               "PodFailurePolicyOnExitCodesRequirement", "PodFailurePolicyOnPodConditionsPattern",
-              "PodFailurePolicyRule", "SuccessPolicy", "SuccessPolicyRule", "UncountedTerminatedPods"},
+              "PodFailurePolicyRule", "SuccessPolicy", "SuccessPolicyRule", "UncountedTerminatedPods",
+              "CronJob", "CronJobList", "CronJobSpec", "CronJobStatus"},
     "policy": {"PodDisruptionBudget", "PodDisruptionBudgetList", "PodDisruptionBudgetSpec",
                "PodDisruptionBudgetStatus", "Eviction"},
     "autoscaling": {"Scale", "ScaleSpec", "ScaleStatus"},
@@ -177,6 +207,9 @@ CLASS_NAME_OVERRIDES = {
     "EventsV1EventSeries": N("events.EventSeries"),
     "ResourceV1ResourceClaim": N("resource.ResourceClaim"),
     "RbacV1Subject": N("rbac.Subject"),
+    "FlowcontrolV1Subject": N("flowcontrol.Subject"),
+    "ApiregistrationV1ServiceReference": N("apiregistration.ServiceReference"),
+    "CoreV1EndpointPort": N("core.EndpointPort"), "DiscoveryV1EndpointPort": N("discovery.EndpointPort"),
 }
 
 
@@ -191,7 +224,23 @@ def schema_name(cls_name: str) -> str:
     for pkg, kinds in CLASS_PACKAGE_BY_KIND.items():
         if kind in kinds:
             return f"{PKG[pkg]}.{kind}"
+    for pkg in UPSTREAM_PACKAGES:
+        if f"{PKG[pkg]}.{kind}" in definitions("1.36"):
+            return f"{PKG[pkg]}.{kind}"
     return f"{PKG['core']}.{kind}"
+
+
+def upstream(sname: str, field: str) -> dict:
+    """Upstream's schema of a field (empty when upstream has none)."""
+    return upstream_property("1.36", N(sname), field) or {}
+
+
+def upstream_list_facts(sname: str, field: str) -> dict | None:
+    """The list and patch extensions upstream declares on a field; None if upstream has no such field."""
+    prop = upstream_property("1.36", N(sname), field)
+    if prop is None:
+        return None
+    return {k: v for k, v in prop.items() if k.startswith("x-kubernetes-")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +379,14 @@ LIST_FACTS: dict[str, dict[str, str]] = {
     "core.TopologySelectorLabelRequirement": {"values": "atomic"},
     "core.TopologySelectorTerm": {"matchLabelExpressions": "atomic"},
     "storage.StorageClass": {"allowedTopologies": "atomic", "mountOptions": "atomic"},
+    "apps.DaemonSetStatus": {"conditions": CONDITIONS},
+    # core/v1 Endpoints, discovery.k8s.io/v1
+    "core.Endpoints": {"subsets": "atomic"},
+    "core.EndpointSubset": {"addresses": "atomic", "notReadyAddresses": "atomic", "ports": "atomic"},
+    "discovery.EndpointSlice": {"endpoints": "atomic", "ports": "atomic"},
+    "discovery.Endpoint": {"addresses": "set"},
+    "discovery.EndpointHints": {"forZones": "atomic", "forNodes": "atomic"},
+    "batch.CronJobStatus": {"active": "atomic"},
     # batch/v1
     "batch.JobStatus": {"conditions": "atomic|merge:type"},
     "batch.UncountedTerminatedPods": {"succeeded": "set", "failed": "set"},
@@ -413,8 +470,10 @@ INT64_FIELDS = {
     "apps.DeploymentStatus": {"observedGeneration"},
     "apps.ReplicaSetStatus": {"observedGeneration"},
     "apps.StatefulSetStatus": {"observedGeneration"},
+    "apps.DaemonSetStatus": {"observedGeneration"},
     "apps.ControllerRevision": {"revision"},
     "batch.JobSpec": {"activeDeadlineSeconds"},
+    "batch.CronJobSpec": {"startingDeadlineSeconds"},
     "policy.PodDisruptionBudgetStatus": {"observedGeneration"},
     "resource.DeviceToleration": {"tolerationSeconds"},
     "resource.ResourcePool": {"generation", "resourceSliceCount"},
@@ -456,6 +515,8 @@ OBJECT_FIELDS = {
     ("apps.RollingUpdateDeployment", "maxSurge"): INT_OR_STRING,
     ("apps.RollingUpdateDeployment", "maxUnavailable"): INT_OR_STRING,
     ("apps.RollingUpdateStatefulSetStrategy", "maxUnavailable"): INT_OR_STRING,
+    ("apps.RollingUpdateDaemonSet", "maxSurge"): INT_OR_STRING,
+    ("apps.RollingUpdateDaemonSet", "maxUnavailable"): INT_OR_STRING,
     ("apps.ControllerRevision", "data"): RAW_EXTENSION,
     ("policy.PodDisruptionBudgetSpec", "maxUnavailable"): INT_OR_STRING,
     ("policy.PodDisruptionBudgetSpec", "minAvailable"): INT_OR_STRING,
@@ -552,85 +613,13 @@ GO_TYPES = {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Our own descriptions (kubectl explain), for the top-level kinds and their spec/status.
+# Our own descriptions (kubectl explain) where upstream has none: JobSet. Every other description is
+# upstream's, laid on by upstream_docs.apply_descriptions.
 # ---------------------------------------------------------------------------------------------
 KIND_DESCRIPTIONS = {
-    "rbac.Role": "A Role is a namespaced set of rules: what may be done to which resources of its namespace.",
-    "rbac.ClusterRole": "A ClusterRole is a set of rules for the whole cluster, or aggregated from other ClusterRoles.",
-    "rbac.RoleBinding": "A RoleBinding grants the rules of a Role or ClusterRole to subjects, in its namespace.",
-    "rbac.ClusterRoleBinding": "A ClusterRoleBinding grants the rules of a ClusterRole to subjects, cluster-wide.",
-    "rbac.PolicyRule": "One rule: verbs on resources of API groups (optionally by name), or on non-resource URLs.",
-    "core.Namespace": "A Namespace is a named scope that groups namespaced objects.",
-    "core.NamespaceSpec": "What a namespace asks for: the finalizers that must run before it is removed.",
-    "core.NamespaceStatus": "The observed state of a namespace: its phase and conditions.",
-    "core.Node": "A Node is a machine (here: a simulated one) that runs pods.",
-    "core.NodeSpec": "How a node is configured: pod CIDRs, taints, whether it takes new pods.",
-    "core.NodeStatus": "The observed state of a node: capacity, allocatable resources, conditions, addresses.",
-    "core.Pod": "A Pod is a group of containers scheduled together onto one node.",
-    "core.PodSpec": "The desired state of a pod: its containers, volumes, scheduling constraints and claims.",
-    "core.PodStatus": "The observed state of a pod, written by the scheduler and the kubelet.",
-    "core.PodTemplateSpec": "A template from which pods are created: their metadata and spec.",
-    "core.Container": "One container of a pod: image, command, environment, ports and resources.",
-    "core.Binding": "A Binding assigns a pod to a node; it is the body of the pods/binding subresource.",
-    "core.Service": "A Service gives a stable name and address to a set of pods.",
-    "core.ServiceSpec": "The desired behaviour of a service: selector, ports and type.",
-    "core.ServiceStatus": "The observed state of a service: load balancer and conditions.",
-    "core.ConfigMap": "A ConfigMap holds non-secret configuration data for pods to consume.",
-    "core.Secret": "A Secret holds a small amount of sensitive data, base64-encoded.",
-    "core.ServiceAccount": "A ServiceAccount is an identity for processes that run in pods.",
-    "core.Event": "An Event reports something that happened to an object (core/v1 form).",
-    "events.Event": "An Event reports something that happened to an object (events.k8s.io/v1 form).",
-    "coordination.Lease": "A Lease is a lightweight lock, used for leader election and node heartbeats.",
-    "coordination.LeaseSpec": "The holder of a lease and its timing.",
-    "batch.Job": "A Job runs pods until a given number of them complete successfully.",
-    "batch.JobSpec": "The desired behaviour of a job: its pod template, completions, parallelism and limits.",
-    "batch.JobStatus": "The observed state of a job: pod counts, conditions and completion times.",
-    "batch.JobTemplateSpec": "A template from which jobs are created: their metadata and spec.",
-    "apps.Deployment": "A Deployment keeps a number of identical pods running and rolls out changes to them.",
-    "apps.DeploymentSpec": "The desired state of a deployment: replicas, selector, pod template and rollout strategy.",
-    "apps.DeploymentStatus": "The observed state of a deployment: replica counts and conditions.",
-    "apps.ReplicaSet": "A ReplicaSet keeps a number of identical pods running.",
-    "apps.ReplicaSetSpec": "The desired state of a replica set: replicas, selector and pod template.",
-    "apps.ReplicaSetStatus": "The observed state of a replica set: replica counts and conditions.",
-    "apps.StatefulSet": "A StatefulSet runs pods with stable names and stable storage, created and updated in order.",
-    "apps.StatefulSetSpec": "The desired state of a stateful set: replicas, pod template, claim templates, update strategy.",
-    "apps.StatefulSetStatus": "The observed state of a stateful set: replica counts and its current and update revisions.",
-    "apps.ControllerRevision": "A ControllerRevision is an immutable snapshot of a controller's pod template at one revision.",
-    "core.PersistentVolumeClaim": "A PersistentVolumeClaim asks for storage; it is bound to one PersistentVolume.",
-    "core.PersistentVolumeClaimSpec": "What a claim asks for: access modes, size, storage class, volume mode.",
-    "core.PersistentVolumeClaimStatus": "The observed state of a claim: its phase, capacity and access modes.",
-    "core.PersistentVolume": "A PersistentVolume is a piece of storage in the cluster, provisioned by an administrator or a provisioner.",
-    "core.PersistentVolumeSpec": "The volume's capacity, access modes, source, reclaim policy and the claim it is bound to.",
-    "core.PersistentVolumeStatus": "The observed state of a volume: its phase.",
-    "storage.StorageClass": "A StorageClass names a provisioner and the parameters of the volumes it provisions.",
-    "autoscaling.Scale": "A Scale is the body of the scale subresource: desired and observed replicas.",
-    "policy.PodDisruptionBudget": "A PodDisruptionBudget limits how many pods of a set may be evicted at once.",
-    "policy.PodDisruptionBudgetSpec": "The desired budget: a selector and minAvailable or maxUnavailable.",
-    "policy.PodDisruptionBudgetStatus": "The observed state of a budget: healthy pods and allowed disruptions.",
-    "policy.Eviction": "An Eviction asks to evict a pod while honouring disruption budgets.",
-    "scheduling.PriorityClass": "A PriorityClass maps a class name to a pod priority value.",
-    "schedulingalpha.Workload": "A Workload declares the pod group templates of an application for workload-aware scheduling.",
-    "schedulingalpha.WorkloadSpec": "The desired state of a workload: the controlling object and its pod group templates.",
-    "schedulingalpha.PodGroup": "A PodGroup is a set of pods scheduled together, for example all-or-nothing as a gang.",
-    "schedulingalpha.PodGroupSpec": "The desired state of a pod group: its scheduling policy, constraints and shared resource claims.",
-    "schedulingalpha.PodGroupStatus": "The observed state of a pod group: its conditions and generated resource claims.",
-    "schedulingalpha.PodGroupSchedulingPolicy": "How the pods of a group are scheduled: basic (one by one) or gang (all or nothing).",
-    "resource.DeviceClass": "A DeviceClass names a kind of device and the selectors and configuration that go with it.",
-    "resource.DeviceClassSpec": "The selectors and configuration that define a device class.",
-    "resource.ResourceSlice": "A ResourceSlice publishes devices of one driver and pool that claims may be allocated from.",
-    "resource.ResourceSliceSpec": "The driver, pool, node selection and devices of a resource slice.",
-    "resource.ResourceClaim": "A ResourceClaim asks for devices; once allocated it is reserved for its consumers.",
-    "resource.ResourceClaimSpec": "What a claim asks for: device requests, constraints and configuration.",
-    "resource.ResourceClaimStatus": "The allocation of a claim and the consumers it is reserved for.",
-    "resource.ResourceClaimTemplate": "A ResourceClaimTemplate is a template from which resource claims are generated.",
-    "resource.ResourceClaimTemplateSpec": "The metadata and spec given to each claim generated from a template.",
     "jobset.JobSet": "A JobSet runs a group of replicated jobs as one unit.",
     "jobset.JobSetSpec": "The desired state of a job set: its replicated jobs and success, failure and startup policies.",
     "jobset.JobSetStatus": "The observed state of a job set: its conditions, restarts and per-replicated-job counts.",
-    "meta.ObjectMeta": "Metadata every persisted object carries: name, namespace, labels, annotations, owners.",
-    "meta.ListMeta": "Metadata of a list: resource version and continuation token.",
-    "meta.Status": "The result of an operation that returns no object, such as an error.",
-    "meta.DeleteOptions": "Options for a delete request.",
 }
 FIELD_DESCRIPTIONS = {
     "metadata": "Standard object metadata.",
@@ -852,6 +841,11 @@ def list_facts(spec: str) -> dict:
     return out
 
 
+# Python client types that map to one JSON schema whatever the field.
+PLAIN_TYPES = {"float": {"type": "number", "format": "double"}, "bool": {"type": "boolean"},
+               "date": {"type": "string", "format": "date"}}
+
+
 class Generator:
     def __init__(self) -> None:
         self.schemas: dict[str, dict] = {}
@@ -892,6 +886,8 @@ class Generator:
             facts = LIST_FACTS.get(sname, {}).get(field)
             if sname.endswith("List") and field == "items":
                 pass  # List kinds: upstream declares no list semantics for items
+            elif facts is None and upstream_list_facts(sname, field) is not None:
+                s.update(upstream_list_facts(sname, field) or {})
             elif facts is None:
                 self.missing_lists.append(f"{sname}.{field}")
             else:
@@ -916,8 +912,27 @@ class Generator:
             self.go_types.setdefault(N(sname), {})[field] = go_type
         return s
 
+    def upstream_typed(self, sname: str, field: str, t: str) -> dict | None:
+        """For the packages read from upstream (UPSTREAM_PACKAGES): list-valued map values, byte
+        strings, int64 and IntOrString fields as upstream's definitions type them; None otherwise."""
+        if t.startswith("list["):
+            return {"type": "array", "items": self.type_schema(sname, field, t[5:-1])}
+        if sname.split(".")[0] not in UPSTREAM_PACKAGES:
+            return None
+        up = upstream(sname, field)
+        if t == "str" and up.get("format") == "byte":
+            return {"type": "string", "format": "byte"}
+        if t == "int" and up.get("format") == "int64":
+            return {"type": "integer", "format": "int64"}
+        if t == "object" and (sname, field) not in OBJECT_FIELDS and up.get("$ref", "").endswith(INT_OR_STRING):
+            return ref(INT_OR_STRING)
+        return None
+
     def type_schema(self, sname: str, field: str, t: str) -> dict:
         key = (sname, field)
+        typed = self.upstream_typed(sname, field, t)
+        if typed is not None:
+            return typed
         if t == "str":
             if field in QUANTITY_FIELDS.get(sname, ()):
                 return ref(QUANTITY)
@@ -927,14 +942,10 @@ class Generator:
         if t == "int":
             fmt = "int64" if field in INT64_FIELDS.get(sname, ()) else "int32"
             return {"type": "integer", "format": fmt}
-        if t == "float":
-            return {"type": "number", "format": "double"}
-        if t == "bool":
-            return {"type": "boolean"}
+        if t in PLAIN_TYPES:
+            return dict(PLAIN_TYPES[t])
         if t == "datetime":
             return ref(MICRO_TIME if field in MICRO_TIME_FIELDS.get(sname, ()) else TIME)
-        if t == "date":
-            return {"type": "string", "format": "date"}
         if t == "object":
             if key not in OBJECT_FIELDS:
                 raise SystemExit(f"untyped 'object' field {sname}.{field}: add it to OBJECT_FIELDS")
@@ -1022,6 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     gen = Generator()
     gen.run()
+    apply_descriptions(gen.schemas, "1.36")
     outputs = {OUT_DIR / "components.json": render(gen.schemas),
                OUT_DIR / "gotypes.json": render(gen.go_types)}
     if args.check:

@@ -18,7 +18,7 @@ Where the facts come from, as for 1.36: field names, JSON types and required fie
 models (pydantic: `attribute_map`, `openapi_types`, `model_fields[...].is_required()`); list and
 merge semantics, enums and the empty marker structs (`basic: {}`, `single: {}`) tabulated here from
 upstream's 1.37 Go types (`staging/src/k8s.io/api/scheduling/v1beta1/types.go`). Descriptions are
-our own one-liners, for the kinds and their spec/status.
+upstream's 1.37 ones, from the installed `kubernetes-validate` package (`tools/upstream_docs.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from kubernetes.client import models as M
+from upstream_docs import apply_descriptions
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "src" / "phalanx" / "api" / "schemas"
@@ -260,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     base = json.loads((OUT_DIR / "components.json").read_text())
     gen = Generator()
     gen.run(base)
+    apply_descriptions(gen.schemas, "1.37")
     outputs = {OUT_DIR / "components-1.37.json": render(gen.schemas),
                OUT_DIR / "gotypes-1.37.json": render({})}
     if args.check:

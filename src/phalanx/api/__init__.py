@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 
 GROUP_MODULES = ["core", "events", "coordination", "batch", "apps", "scheduling", "resource", "jobset", "policy",
-                 "rbac", "authorization", "authentication", "apiextensions", "storage", "metrics"]
+                 "rbac", "authorization", "authentication", "apiextensions", "storage", "metrics", "networking",
+                 "certificates", "apiregistration", "flowcontrol", "discovery"]
 _loaded = False
 
 

@@ -280,6 +280,129 @@ register(ResourceType("apps", "v1", "Deployment", "deployments", True, DEPLOYMEN
 register(ResourceType("apps", "v1", "ReplicaSet", "replicasets", True, REPLICASET_STRATEGY, short_names=["rs"],
                       categories=["all"], subresources=["status", "scale"]))
 
+
+# -- DaemonSet --------------------------------------------------------------------------------
+# Rules from upstream `pkg/apis/apps/v1/defaults.go` (SetDefaults_DaemonSet), `ValidateDaemonSet*`
+# and `pkg/registry/apps/daemonset/strategy.go`. ControllerRevision is in `statefulsets.py`.
+
+DAEMONSET_UPDATE_STRATEGIES = ("OnDelete", "RollingUpdate")
+
+
+def _validate_daemonset_update_strategy(strategy: Any, path: str) -> list[FieldError]:
+    strategy = _dict(strategy)
+    stype = strategy.get("type")
+    if stype not in DAEMONSET_UPDATE_STRATEGIES:
+        return [not_supported(f"{path}.type", stype, DAEMONSET_UPDATE_STRATEGIES)]
+    if stype != "RollingUpdate":
+        return []
+    ru = strategy.get("rollingUpdate")
+    if ru is None:
+        return [required(f"{path}.rollingUpdate")]
+    ru, rp = _dict(ru), f"{path}.rollingUpdate"
+    mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
+    errs = validate_positive_int_or_percent(mu, f"{rp}.maxUnavailable") + is_not_more_than_100_percent(
+        mu, f"{rp}.maxUnavailable")
+    if ms is not None:
+        errs += validate_positive_int_or_percent(ms, f"{rp}.maxSurge") + is_not_more_than_100_percent(
+            ms, f"{rp}.maxSurge")
+    if int_or_percent_value(mu) == 0 and int_or_percent_value(ms) == 0:
+        errs.append(invalid(f"{rp}.maxUnavailable", mu, "may not be 0 when `maxSurge` is 0"))
+    return errs
+
+
+def validate_daemonset_spec(spec: Obj, path: str, ctx: Any) -> list[FieldError]:
+    sel_errs, usable = _validate_selector(spec, path)
+    errs = [e for e in sel_errs if "deployment" not in e.detail]
+    sel = spec.get("selector")
+    if isinstance(sel, dict) and not _dict(sel.get("matchLabels")) and not _list(sel.get("matchExpressions")):
+        errs.append(invalid(f"{path}.selector", sel, "empty selector is invalid for daemonset"))
+    if usable:
+        errs += validate_template_for_replica_set(spec.get("template"), sel, f"{path}.template", ctx, "DaemonSet")
+    errs += validate_nonnegative(spec.get("minReadySeconds", 0), f"{path}.minReadySeconds")
+    if spec.get("revisionHistoryLimit") is not None:
+        errs += validate_nonnegative(spec["revisionHistoryLimit"], f"{path}.revisionHistoryLimit")
+    errs += _validate_daemonset_update_strategy(spec.get("updateStrategy"), f"{path}.updateStrategy")
+    return errs
+
+
+class DaemonSetStrategy(Strategy):
+    columns = [
+        NAME_COLUMN,
+        Column("Desired", "integer", "", "The total number of nodes that should be running the daemon pod."),
+        Column("Current", "integer", "", "The number of nodes that are running at least 1 daemon pod and are "
+                                         "supposed to run the daemon pod."),
+        Column("Ready", "integer", "", "The number of nodes that should be running the daemon pod and have one or "
+                                       "more of the daemon pod running and ready."),
+        Column("Up-to-date", "integer", "", "The total number of nodes that are running updated daemon pod"),
+        Column("Available", "integer", "", "The number of nodes that should be running the daemon pod and have one "
+                                           "or more of the daemon pod running and available."),
+        Column("Node Selector", "string", "", "NodeSelector is a selector which must be true for the pod to fit on "
+                                              "a node."),
+        AGE_COLUMN,
+        CONTAINERS_COLUMN,
+        IMAGES_COLUMN,
+        Column("Selector", "string", "", "A label query over pods that are managed by the daemon set.", 1),
+    ]
+    status_is_subresource = True
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        strategy = spec.get("updateStrategy")
+        if not isinstance(strategy, dict):
+            strategy = spec["updateStrategy"] = {}
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.get("rollingUpdate")
+            if not isinstance(ru, dict):
+                ru = strategy["rollingUpdate"] = {}
+            ru.setdefault("maxUnavailable", 1)
+            ru.setdefault("maxSurge", 0)
+        if spec.get("revisionHistoryLimit") is None:
+            spec["revisionHistoryLimit"] = 10
+        default_pod_template(spec.get("template"), ctx)
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj["status"] = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                         "numberReady": 0}
+        drop_disabled_pod_spec_fields(_template_spec(obj), None, ctx)
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return validate_daemonset_spec(_dict(obj.get("spec")), "spec", ctx)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        errs = self.validate(new, ctx)
+        nsel, osel = _dict(new.get("spec")).get("selector"), _dict(old.get("spec")).get("selector")
+        if nsel != osel:
+            errs.append(invalid("spec.selector", nsel, IMMUTABLE_MSG))
+        return errs
+
+    def validate_status_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        st = _dict(new.get("status"))
+        errs: list[FieldError] = []
+        for f in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
+                  "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable"):
+            errs += validate_nonnegative(st.get(f, 0), f"status.{f}")
+        return errs
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        tspec = _dict(_dict(spec.get("template")).get("spec"))
+        names, images = layout_container_cells(_list(tspec.get("containers")))
+        node_selector = ",".join(f"{k}={v}" for k, v in sorted(_dict(tspec.get("nodeSelector")).items())) or "<none>"
+        return [_dict(obj.get("metadata")).get("name", ""), _int(status.get("desiredNumberScheduled")),
+                _int(status.get("currentNumberScheduled")), _int(status.get("numberReady")),
+                _int(status.get("updatedNumberScheduled")), _int(status.get("numberAvailable")), node_selector,
+                creation_age(obj, ctx), names, images, format_label_selector(spec.get("selector"))]
+
+
+DAEMONSET_STRATEGY = DaemonSetStrategy()
+
+register(ResourceType("apps", "v1", "DaemonSet", "daemonsets", True, DAEMONSET_STRATEGY, short_names=["ds"],
+                      categories=["all"], subresources=["status"]))
+
 from .statefulsets import register_kinds as register_statefulset_kinds  # noqa: E402  (it imports this module)
 
 register_statefulset_kinds()

@@ -522,3 +522,122 @@ JOB_STRATEGY = JobStrategy()
 
 register(ResourceType("batch", "v1", "Job", "jobs", True, JOB_STRATEGY, categories=["all"], subresources=["status"]))
 batchscheduling.register_schemas()
+
+
+# -- CronJob ---------------------------------------------------------------------------------------
+# Rules from upstream `SetDefaults_CronJob`, `ValidateCronJob*` and `pkg/registry/batch/cronjob`.
+
+CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+CRONJOB_MAX_NAME_LENGTH = 52
+CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
+
+def _validate_schedule(spec: Obj, path: str, creating: bool) -> list[FieldError]:
+    from ..machinery import cronschedule
+    schedule = spec.get("schedule")
+    if not schedule:
+        return [required(f"{path}.schedule", "")]
+    errs: list[FieldError] = []
+    try:
+        cronschedule.check(str(schedule))
+    except cronschedule.ScheduleError as e:
+        errs.append(invalid(f"{path}.schedule", schedule, str(e)))
+    tz = spec.get("timeZone")
+    if cronschedule.has_tz_prefix(str(schedule)):
+        if tz is not None:
+            errs.append(invalid(f"{path}.schedule", schedule,
+                                "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+        elif creating:
+            errs.append(invalid(f"{path}.schedule", schedule,
+                                "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    if tz is not None:
+        try:
+            if not tz:
+                raise cronschedule.ScheduleError("")
+            cronschedule.load_zone(str(tz))
+        except cronschedule.ScheduleError:
+            errs.append(invalid(f"{path}.timeZone", tz, "unknown time zone " + str(tz)))
+    return errs
+
+
+def validate_cronjob(obj: Obj, ctx: Any, creating: bool) -> list[FieldError]:
+    spec = _dict(obj.get("spec"))
+    name = _dict(obj.get("metadata")).get("name", "")
+    errs: list[FieldError] = []
+    if len(name) > CRONJOB_MAX_NAME_LENGTH:
+        errs.append(invalid("metadata.name", name, f"must be no more than {CRONJOB_MAX_NAME_LENGTH} characters"))
+    errs += _validate_schedule(spec, "spec", creating)
+    cp = spec.get("concurrencyPolicy")
+    if cp not in CONCURRENCY_POLICIES:
+        errs.append(not_supported("spec.concurrencyPolicy", cp, CONCURRENCY_POLICIES))
+    for f in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        if spec.get(f) is not None:
+            errs += validate_nonnegative(spec[f], f"spec.{f}")
+    jt = _dict(spec.get("jobTemplate"))
+    jspec = jt.get("spec")
+    if not isinstance(jspec, dict):
+        errs.append(required("spec.jobTemplate.spec", ""))
+    else:
+        errs += _validate_job_spec(jspec, "spec.jobTemplate.spec", ctx)
+    return errs
+
+
+class CronJobStrategy(Strategy):
+    columns = [
+        NAME_COLUMN,
+        Column("Schedule", "string", "", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+        Column("Timezone", "string", "", "The time zone name for the given schedule."),
+        Column("Suspend", "boolean", "", "This flag tells the controller to suspend subsequent executions."),
+        Column("Active", "integer", "", "A list of pointers to currently running jobs."),
+        Column("Last Schedule", "string", "", "Information when was the last time the job was successfully "
+                                              "scheduled."),
+        AGE_COLUMN,
+        Column("Containers", "string", "", "Names of each container in the template.", 1),
+        Column("Images", "string", "", "Images referenced by each container in the template.", 1),
+        Column("Selector", "string", "", "A label query over pods that should match the pod count.", 1),
+    ]
+    status_is_subresource = True
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("concurrencyPolicy", "Allow")
+        if spec.get("suspend") is None:
+            spec["suspend"] = False
+        if spec.get("successfulJobsHistoryLimit") is None:
+            spec["successfulJobsHistoryLimit"] = 3
+        if spec.get("failedJobsHistoryLimit") is None:
+            spec["failedJobsHistoryLimit"] = 1
+        jspec = _dict(spec.get("jobTemplate")).get("spec")
+        if isinstance(jspec, dict):
+            JOB_STRATEGY.default({"metadata": {"labels": {"_": ""}}, "spec": jspec}, ctx)
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj["status"] = {}
+        jspec = _dict(_dict(_dict(obj.get("spec")).get("jobTemplate")).get("spec"))
+        drop_disabled_pod_spec_fields(_dict(_dict(jspec.get("template")).get("spec")), None, ctx)
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return validate_cronjob(obj, ctx, creating=True)
+
+    def validate_update(self, new: Obj, old: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return validate_cronjob(new, ctx, creating=False)
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        jspec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+        names, images = layout_container_cells(_list(_dict(_dict(jspec.get("template")).get("spec")).get("containers")))
+        last = status.get("lastScheduleTime")
+        last_cell = "<none>"
+        if last and parse_rfc3339(last) is not None:
+            last_cell = human_duration((ctx.now() - parse_rfc3339(last)).total_seconds())  # type: ignore[operator]
+        return [_dict(obj.get("metadata")).get("name", ""), spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+                bool(spec.get("suspend")), len(_list(status.get("active"))), last_cell, creation_age(obj, ctx),
+                names, images, format_label_selector(jspec.get("selector"))]
+
+
+CRONJOB_STRATEGY = CronJobStrategy()
+
+register(ResourceType("batch", "v1", "CronJob", "cronjobs", True, CRONJOB_STRATEGY, short_names=["cj"],
+                      categories=["all"], subresources=["status"]))

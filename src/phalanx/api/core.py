@@ -549,6 +549,47 @@ class EventStrategy(Strategy):
         return core_event_row(obj, ctx)
 
 
+def format_endpoints(subsets: Any) -> str:
+    """The ENDPOINTS cell (printer `formatEndpoints`): `ip:port` pairs, three at most, then
+    ` + N more...`; `<none>` when there are none."""
+    shown: list[str] = []
+    count = 0
+    for subset in _list(subsets):
+        subset = _dict(subset)
+        ports = _list(subset.get("ports")) or [None]
+        for port in ports:
+            for addr in _list(subset.get("addresses")):
+                count += 1
+                if len(shown) < 3:
+                    ip = _dict(addr).get("ip", "")
+                    shown.append(f"{ip}:{_dict(port).get('port')}" if port is not None else str(ip))
+    if not shown:
+        return "<none>"
+    return ",".join(shown) + (f" + {count - 3} more..." if count > 3 else "")
+
+
+class EndpointsStrategy(Strategy):
+    """core/v1 Endpoints (written by the endpoints controller; `ValidateEndpoints` in short)."""
+    columns = [NAME_COLUMN, Column("Endpoints", "string", "", "Endpoints of the service"), AGE_COLUMN]
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        for i, subset in enumerate(_list(obj.get("subsets"))):
+            for field in ("addresses", "notReadyAddresses"):
+                for j, addr in enumerate(_list(_dict(subset).get(field))):
+                    if not _dict(addr).get("ip"):
+                        errs.append(required(f"subsets[{i}].{field}[{j}].ip", ""))
+            for j, port in enumerate(_list(_dict(subset).get("ports"))):
+                p = _dict(port).get("port")
+                if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= 65535:
+                    errs.append(invalid(f"subsets[{i}].ports[{j}].port", p,
+                                        "must be between 1 and 65535, inclusive"))
+        return errs
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        return [_name(obj), format_endpoints(obj.get("subsets")), creation_age(obj, ctx)]
+
+
 # --- registration --------------------------------------------------------------------------------
 
 NAMESPACE_STRATEGY = NamespaceStrategy()
@@ -557,6 +598,7 @@ CONFIGMAP_STRATEGY = ConfigMapStrategy()
 SECRET_STRATEGY = SecretStrategy()
 SERVICEACCOUNT_STRATEGY = ServiceAccountStrategy()
 EVENT_STRATEGY = EventStrategy()
+ENDPOINTS_STRATEGY = EndpointsStrategy()
 
 register(ResourceType("", "v1", "Namespace", "namespaces", False, NAMESPACE_STRATEGY, short_names=["ns"],
                       subresources=["status", "finalize"],
@@ -564,7 +606,7 @@ register(ResourceType("", "v1", "Namespace", "namespaces", False, NAMESPACE_STRA
 register(ResourceType("", "v1", "Node", "nodes", False, NODE_STRATEGY, short_names=["no"],
                       subresources=["status"]))
 register(ResourceType("", "v1", "Pod", "pods", True, POD_STRATEGY, short_names=["po"], categories=["all"],
-                      subresources=["status", "binding", "log"]))
+                      subresources=["status", "binding", "log", "eviction"]))
 register(ResourceType("", "v1", "Service", "services", True, SERVICE_STRATEGY, short_names=["svc"],
                       categories=["all"], subresources=["status"]))
 register(ResourceType("", "v1", "ConfigMap", "configmaps", True, CONFIGMAP_STRATEGY, short_names=["cm"]))
@@ -572,4 +614,82 @@ register(ResourceType("", "v1", "Secret", "secrets", True, SECRET_STRATEGY))
 register(ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, SERVICEACCOUNT_STRATEGY,
                       short_names=["sa"]))
 register(ResourceType("", "v1", "Event", "events", True, EVENT_STRATEGY, short_names=["ev"]))
+register(ResourceType("", "v1", "Endpoints", "endpoints", True, ENDPOINTS_STRATEGY, short_names=["ep"],
+                      deprecation_warning="v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+                                          "EndpointSlice"))
 register_volume_kinds()
+
+
+# --- ReplicationController -----------------------------------------------------------------------
+# The older form of ReplicaSet (`pkg/apis/core/validation.ValidateReplicationController`): a plain
+# label map for a selector, defaulted from the template's labels. Its controller is
+# controllers/replicationcontroller.py.
+def _rc_default(obj: Obj) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    template_labels = _dict(_dict(spec.get("template")).get("metadata")).get("labels")
+    if template_labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(template_labels)
+        md = obj.setdefault("metadata", {})
+        if not md.get("labels"):
+            md["labels"] = dict(template_labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+
+
+def _rc_spec_errors(spec: Obj, ctx: StrategyContext) -> list[FieldError]:
+    from .apps import validate_template_for_replica_set  # apps imports nothing of core; keep it lazy
+    from .fieldchecks import validate_nonnegative
+    errs = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
+    errs += validate_nonnegative(spec.get("minReadySeconds", 0), "spec.minReadySeconds")
+    selector = spec.get("selector")
+    if not selector:
+        errs.append(required("spec.selector"))
+        return errs
+    for key, value in _dict(selector).items():
+        errs += [e for e in validate_label_name(key, "spec.selector")]
+        errs += [invalid("spec.selector", value, m) for m in label_value_errors(str(value))]
+    errs += validate_template_for_replica_set(spec.get("template"), {"matchLabels": selector}, "spec.template", ctx,
+                                              "ReplicationController")
+    return errs
+
+
+class ReplicationControllerStrategy(Strategy):
+    columns = [
+        NAME_COLUMN,
+        Column("Desired", "integer", "", "Replicas is the number of desired replicas."),
+        Column("Current", "integer", "", "Replicas is the most recently observed number of replicas."),
+        Column("Ready", "integer", "", "The number of ready replicas for this replication controller."),
+        AGE_COLUMN,
+        Column("Containers", "string", "", "Names of each container in the template.", 1),
+        Column("Images", "string", "", "Images referenced by each container in the template.", 1),
+        Column("Selector", "string", "", "Selector is a label query over pods that should match the replicas "
+                                         "count.", 1),
+    ]
+    status_is_subresource = True
+
+    def default(self, obj: Obj, ctx: StrategyContext) -> None:
+        from .poddefaults import default_pod_template
+        _rc_default(obj)
+        default_pod_template(_dict(obj.get("spec")).get("template"), ctx)
+
+    def prepare_for_create(self, obj: Obj, ctx: StrategyContext) -> None:
+        obj["status"] = {"replicas": 0}
+
+    def validate(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
+        return _rc_spec_errors(_dict(obj.get("spec")), ctx)
+
+    def row(self, obj: Obj, ctx: StrategyContext) -> list[Any]:
+        from .batch import layout_container_cells
+        from .labelselectors import format_labels
+        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        names, images = layout_container_cells(_list(_dict(_dict(spec.get("template")).get("spec")).get("containers")))
+        return [_name(obj), spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0),
+                creation_age(obj, ctx), names, images, format_labels(spec.get("selector"))]
+
+
+register(ResourceType("", "v1", "ReplicationController", "replicationcontrollers", True,
+                      ReplicationControllerStrategy(), short_names=["rc"], categories=["all"],
+                      subresources=["status", "scale"]))

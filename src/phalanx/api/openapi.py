@@ -178,6 +178,16 @@ def _components_digest(release: str = DEFAULT_RELEASE) -> str:
     return h.hexdigest()
 
 
+def components_digest(release: str = DEFAULT_RELEASE) -> str:
+    """A digest of a release's schemas: what a cached document derived from them is keyed by."""
+    return _components_digest(release)
+
+
+def info_version(release: str = DEFAULT_RELEASE) -> str:
+    """The `info.version` of a release's OpenAPI documents (`v1.36.0`)."""
+    return _INFO_VERSIONS.get(release, OPENAPI_INFO["version"])
+
+
 def component(name: str, release: str = DEFAULT_RELEASE) -> dict:
     """The schema named `name` (upstream naming); KeyError if there is none."""
     return components(release)[name]

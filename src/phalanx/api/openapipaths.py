@@ -68,6 +68,7 @@ _WRITE_PARAMS = [_P_DRY_RUN, _P_FIELD_MANAGER, _P_FIELD_VALIDATION]
 _SCALE = "io.k8s.api.autoscaling.v1.Scale"
 _SCALE_GVK = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 _BINDING = "io.k8s.api.core.v1.Binding"
+_EVICTION = "io.k8s.api.policy.v1.Eviction"
 
 
 def api_resources_path_item(group: str, version: str) -> dict:
@@ -214,6 +215,13 @@ class _ResourcePaths:
                                            "201": _json_response(_BINDING, "Created"), "401": _UNAUTHORIZED})
         entry["post"]["x-kubernetes-group-version-kind"] = {"group": "", "version": "v1", "kind": "Binding"}
 
+    def eviction_ops(self, entry: dict, suffix: str) -> None:
+        entry["post"] = self.op("post", "create", f"create eviction of a {self.rt.kind}", suffix=suffix,
+                                parameters=list(_WRITE_PARAMS), requestBody=_body({"$ref": REF_PREFIX + _EVICTION}),
+                                responses={"200": _json_response(_EVICTION),
+                                           "201": _json_response(_EVICTION, "Created"), "401": _UNAUTHORIZED})
+        entry["post"]["x-kubernetes-group-version-kind"] = {"group": "policy", "version": "v1", "kind": "Eviction"}
+
     def log_ops(self, entry: dict, suffix: str) -> None:
         entry["get"] = self.op("connect", "read", f"read log of the specified {self.rt.kind}", suffix=suffix,
                                parameters=[_query("container", "The container to stream logs of."),
@@ -225,7 +233,8 @@ class _ResourcePaths:
 
 # The subresources with endpoints in the document, and the schemas their operations refer to.
 _SUBRESOURCE_OPS = {"status": (_ResourcePaths.status_ops, None), "scale": (_ResourcePaths.scale_ops, _SCALE),
-                    "binding": (_ResourcePaths.binding_ops, _BINDING), "log": (_ResourcePaths.log_ops, None)}
+                    "binding": (_ResourcePaths.binding_ops, _BINDING), "log": (_ResourcePaths.log_ops, None),
+                    "eviction": (_ResourcePaths.eviction_ops, _EVICTION)}
 
 
 def add_resource_paths(paths: dict, group: str, version: str, rt: Any, kind_name: Optional[str],

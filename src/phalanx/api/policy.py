@@ -26,6 +26,29 @@ def int_or_string_cell(value: Any) -> str:
     return str(value)
 
 
+def set_disruption_allowed_condition(status: Obj, now: str) -> None:
+    """`pdbhelper.UpdateDisruptionAllowedCondition`: DisruptionAllowed True (SufficientPods) while
+    disruptions are allowed, else False (InsufficientPods); the transition time moves on a change."""
+    allowed = int(status.get("disruptionsAllowed") or 0) > 0
+    cond = {"type": "DisruptionAllowed", "status": "True" if allowed else "False",
+            "observedGeneration": int(status.get("observedGeneration") or 0),
+            "lastTransitionTime": now, "reason": "SufficientPods" if allowed else "InsufficientPods", "message": ""}
+    set_condition(status, cond)
+
+
+def set_condition(status: Obj, cond: Obj) -> None:
+    """`meta.SetStatusCondition`: replace the condition of that type, keeping its transition time
+    unless the status changed."""
+    conds = status.setdefault("conditions", [])
+    for i, c in enumerate(conds):
+        if c.get("type") == cond["type"]:
+            if c.get("status") == cond["status"]:
+                cond = {**cond, "lastTransitionTime": c.get("lastTransitionTime", cond["lastTransitionTime"])}
+            conds[i] = cond
+            return
+    conds.append(cond)
+
+
 class PodDisruptionBudgetStrategy(Strategy):
     columns = [
         NAME_COLUMN,

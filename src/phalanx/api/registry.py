@@ -183,6 +183,9 @@ class ResourceType:
     # When several versions of one resource are served in a release, the one whose shape the store
     # holds (upstream's storage version); the others are converted on the way in and out.
     storage_version: bool = True
+    # A deprecation warning every request for this resource answers with (upstream's
+    # `Warning: 299 - "..."`, e.g. v1 Endpoints since 1.33).
+    deprecation_warning: str = ""
 
     def __post_init__(self) -> None:
         if not self.singular:

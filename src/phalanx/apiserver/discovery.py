@@ -18,7 +18,8 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "log": ["get"],
-              "scale": ["get", "patch", "update"], "finalize": ["update"], "eviction": ["create"]}
+              "scale": ["get", "patch", "update"], "finalize": ["update"], "eviction": ["create"],
+              "approval": ["get", "patch", "update"]}
 
 
 def _sub_kind(rt: ResourceType, sub: str) -> tuple[str, str, str]:

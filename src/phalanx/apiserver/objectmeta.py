@@ -44,10 +44,17 @@ def validate_object_meta(rt: ResourceType, obj: dict[str, Any], old: dict[str, A
         errs.append(errors.required("metadata.namespace", ""))
     if not rt.namespaced and md.get("namespace"):
         errs.append(errors.forbidden("metadata.namespace", "not allowed on this type"))
-    errs += validate_labels(md.get("labels"), "metadata.labels")
-    errs += validate_annotations(md.get("annotations"), "metadata.annotations")
-    errs += _owner_reference_errors(md.get("ownerReferences") or [])
-    errs += _finalizer_errors(md.get("finalizers") or [])
+    # Each check only when its field is set: most objects carry labels at most (hot path).
+    labels, annotations = md.get("labels"), md.get("annotations")
+    if labels:
+        errs += validate_labels(labels, "metadata.labels")
+    if annotations:
+        errs += validate_annotations(annotations, "metadata.annotations")
+    refs, finalizers = md.get("ownerReferences"), md.get("finalizers")
+    if refs:
+        errs += _owner_reference_errors(refs)
+    if finalizers:
+        errs += _finalizer_errors(finalizers)
     if old is not None:
         omd = old["metadata"]
         if md.get("name") != omd.get("name"):

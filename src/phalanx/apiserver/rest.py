@@ -387,7 +387,7 @@ class API:
         if rv and rv != omd.get("resourceVersion"):
             raise errors.conflict(rt.plural, rt.group, name, errors.OBJECT_MODIFIED)
         _copy_fields(omd, md, _METADATA_SERVER_OWNED)
-        if subresource == "status":
+        if subresource in ("status", "approval"):  # approval: CSR conditions, as status
             errs = self._prepare_status_update(rt, obj, old)
         else:
             errs = self._prepare_update(rt, obj, old)
@@ -695,9 +695,9 @@ class API:
         if bmd.get("uid") and bmd["uid"] != md.get("uid"):
             raise errors.conflict("pods/binding", "", name,
                                   f"Precondition failed: UID in precondition: {bmd['uid']}, UID in object meta: {md.get('uid')}")
-        new = deep_copy(pod)
+        new = _binding_copy(pod)
         new["spec"]["nodeName"] = node
-        conds = new.setdefault("status", {}).setdefault("conditions", [])
+        conds = new["status"]["conditions"]
         now = now_rfc3339(self.now())
         for c in conds:
             if c.get("type") == "PodScheduled":
@@ -708,9 +708,9 @@ class API:
         else:
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now})
         if bmd.get("annotations"):
-            new["metadata"].setdefault("annotations", {}).update(bmd["annotations"])
+            new["metadata"]["annotations"] = {**(new["metadata"].get("annotations") or {}), **bmd["annotations"]}
         if dry_run:
-            return new
+            return deep_copy(new)
         try:
             self.store.update(rt.key, namespace, name, new, expected_rv=md.get("resourceVersion"))
         except StoreConflict:
@@ -885,3 +885,14 @@ class WatchStream:
     def close(self) -> None:
         self.watcher.close()
 
+
+def _binding_copy(pod: Obj) -> Obj:
+    """The next version of a stored pod for a binding: new dicts for what a binding writes
+    (metadata, spec, status and its conditions); the rest is shared with the stored object, which
+    nobody changes in place (a full deep copy of the pod cost a serialization round trip per bind)."""
+    new = dict(pod)
+    new["metadata"] = dict(pod["metadata"])
+    new["spec"] = dict(pod["spec"])
+    status = new["status"] = dict(pod.get("status") or {})
+    status["conditions"] = [dict(c) for c in status.get("conditions") or []]
+    return new

@@ -5,7 +5,8 @@
 - `/version`, `/healthz`, `/livez`, `/readyz` (anonymous, as upstream's public-info-viewer allows;
   the checks in `monitoring.py`) and `/metrics` (Prometheus text, authorized as a non-resource URL);
 - discovery: `/api`, `/apis` (aggregated v2 or legacy by `Accept`), `/api/v1`, `/apis/<g>`, `/apis/<g>/<v>`;
-- `/openapi/v3` and its per-group-version documents (`/openapi/v2` answers 404, which kubectl accepts);
+- `/openapi/v3` and its per-group-version documents; `/openapi/v2` (definitions only, JSON or
+  gnostic protobuf: `api/openapiv2.py`), which kubectl's validation falls back to for unknown kinds;
 - for every served resource: list / watch / create / deletecollection on collections, and
   get / update / patch / delete on items, with the `status`, `binding`, `log`, `scale` and
   namespace `finalize` subresources;
@@ -30,6 +31,7 @@ import orjson
 from aiohttp import web
 
 from ..machinery.releases import PATCH_VERSIONS, git_version, release_of
+from ..api.certificates import set_requester
 from ..api.registry import ResourceType
 from ..machinery import errors
 from ..machinery.durations import parse_duration
@@ -37,7 +39,9 @@ from ..machinery.yamldecode import YAMLDecodeError, decode_yaml
 from ..machinery.errors import StatusError
 from ..metrics import apiserver as apimetrics
 from . import discovery, listing, metricsapi, monitoring, podlogs, protobuf, tables
-from .auth.filters import RequestAuth
+from .apf import PriorityAndFairness, TooManyRequests
+from .auth.filters import USER_KEY, RequestAuth
+from .eviction import Evictions
 from .listener import ServingLimits
 from .rest import API, WatchStream
 
@@ -72,6 +76,15 @@ def _page_not_found() -> web.Response:
     return resp
 
 
+APF_HEADERS = web.RequestKey("phalanx.apf-headers", dict)
+
+
+async def _add_apf_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Every response, streams included, carries the request's FlowSchema and PriorityLevel UIDs."""
+    for key, value in request.get(APF_HEADERS, {}).items():
+        response.headers.setdefault(key, value)
+
+
 def _status_response(err: StatusError) -> web.Response:
     return _json(err.status(), status=err.code)
 
@@ -94,6 +107,7 @@ class Server:
         self.server_address = server_address
         self.ready = True
         self.started = time.time()
+        self.apf = PriorityAndFairness(api)
         self.health_checks = monitoring.HealthChecks(api.store, lambda: self.ready)
         monitoring.register_storage_source(api.store)
 
@@ -112,16 +126,15 @@ class Server:
             answered = await self.auth.check(request)  # authentication, impersonation, RBAC; reviews
             if answered is not None:
                 return answered
-            if request.content_length is not None and request.content_length > MAX_BODY:
-                return _status_response(errors.too_large())
             deadline = self._deadline(request)
-            if deadline is None:
-                return await handler(request)
-            try:
-                async with asyncio.timeout(deadline):
-                    return await handler(request)
-            except TimeoutError:
-                return _status_response(_request_timeout())
+            # API Priority and Fairness (apf.py): classification headers, 429 for a saturated level.
+            async with self.apf.admit(request, request.get(USER_KEY), deadline is None) as apf_headers:
+                request[APF_HEADERS] = apf_headers
+                return await self._handle(request, handler, deadline)
+        except TooManyRequests as e:
+            resp = _status_response(e)
+            resp.headers.update(e.headers)
+            return resp
         except StatusError as e:
             return _status_response(e)
         except web.HTTPRequestEntityTooLarge:
@@ -133,6 +146,17 @@ class Server:
         except Exception as e:  # a bug: report it as upstream reports internal errors, keep serving
             log.exception("internal error serving %s %s", request.method, request.path)
             return _status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
+
+    async def _handle(self, request: web.Request, handler: Any, deadline: float | None) -> web.StreamResponse:
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            return _status_response(errors.too_large())
+        if deadline is None:
+            return await handler(request)
+        try:
+            async with asyncio.timeout(deadline):
+                return await handler(request)
+        except TimeoutError:
+            return _status_response(_request_timeout())
 
     def _deadline(self, request: web.Request) -> float | None:
         """Seconds a request may take, as kube-apiserver's timeout filter gives them: the server's
@@ -156,6 +180,7 @@ class Server:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self.middleware], client_max_size=MAX_BODY + 1024)
+        app.on_response_prepare.append(_add_apf_headers)
         r = app.router
         r.add_get("/version", self.version)
         r.add_get("/version/", self.version)
@@ -165,6 +190,7 @@ class Server:
         r.add_get("/api/", self.core_discovery)
         r.add_get("/apis", self.groups_discovery)
         r.add_get("/apis/", self.groups_discovery)
+        r.add_get("/openapi/v2", self.openapi_v2)
         r.add_get("/openapi/v3", self.openapi_index)
         r.add_get("/openapi/v3/{path:.*}", self.openapi_document)
         r.add_route("*", "/api/{tail:.*}", self.dispatch)
@@ -216,6 +242,15 @@ class Server:
             by_gv.setdefault((rt.group, rt.version), []).append(rt)
         return _json(openapi.openapi_v3_index(sorted(by_gv), by_gv, self.api.release))
 
+    async def openapi_v2(self, request: web.Request) -> web.Response:
+        from ..api import openapi, openapiv2
+        roots = [name for rt in self.api.types
+                 if (name := openapi.schema_name_for_gvk(rt.group, rt.version, rt.kind, self.api.release))]
+        protobuf = "com.github.proto-openapi.spec.v2" in request.headers.get("Accept", "")
+        resp = web.Response(body=openapiv2.openapi_v2_bytes(roots, self.api.release, protobuf=protobuf))
+        resp.headers["Content-Type"] = openapiv2.PROTOBUF_V2_CONTENT_TYPE if protobuf else "application/json"
+        return resp
+
     async def openapi_document(self, request: web.Request) -> web.Response:
         from ..api import openapi
         path = request.match_info["path"].strip("/")
@@ -260,13 +295,20 @@ class Server:
                                            target.name)
         request[monitoring.LABELS_KEY] = labels
         if labels[0] != "WATCH":
-            return await handler(self, request, target)
+            return self._with_warning(target, await handler(self, request, target))
         longrunning = apimetrics.LONGRUNNING.labels(labels[0], *labels[2:])
         longrunning.inc()
         try:
             return await handler(self, request, target)
         finally:
             longrunning.dec()
+
+    @staticmethod
+    def _with_warning(target: "RequestTarget", resp: web.StreamResponse) -> web.StreamResponse:
+        """A resource's deprecation warning (`Warning: 299 - "..."`) on a response not yet sent."""
+        if target.rt.deprecation_warning and not resp.prepared:
+            resp.headers.add("Warning", "299 - " + orjson.dumps(target.rt.deprecation_warning).decode())
+        return resp
 
     async def _group_version(self, request: web.Request,
                              parts: list[str]) -> web.StreamResponse | tuple[str, str, list[str]]:
@@ -316,6 +358,11 @@ class Server:
     async def _bind(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
         body = await self._body(request, t.rt)
         return _json(self.api.bind(t.ns, t.object_name, body, dry_run=self._dry_run(request)), status=201)
+
+    async def _evict(self, request: web.Request, t: "RequestTarget") -> web.StreamResponse:
+        body = await self._body(request, t.rt)
+        result = Evictions(self.api).evict(t.ns, t.object_name, body, dry_run=self._dry_run(request))
+        return _json(result, status=201)
 
     # -- helpers ---------------------------------------------------------------------------
     def _dry_run(self, request: web.Request) -> bool:
@@ -423,6 +470,8 @@ class Server:
         body = self._decode(raw, request.headers.get("Content-Type", "application/json"), rt)
         if not isinstance(body, dict):
             raise errors.bad_request("couldn't get version/kind; json parse error: the body is not a JSON object")
+        if rt.kind == "CertificateSigningRequest":
+            set_requester(body, request.get(USER_KEY))  # spec.username & co. name who asked
         warnings: list[str] = []
         obj = self.api.create(rt, namespace, body, dry_run=self._dry_run(request),
                               field_manager=request.query.get("fieldManager") or _default_manager(request),
@@ -688,7 +737,9 @@ def _scale_of(rt: ResourceType, obj: dict) -> dict:
     if custom is not None:
         return custom(obj)
     md = obj["metadata"]
-    sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    sel = (obj.get("spec") or {}).get("selector") or {}
+    if rt.kind != "ReplicationController":  # a plain label map there; a LabelSelector elsewhere
+        sel = sel.get("matchLabels") or {}
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {"name": md["name"], "namespace": md.get("namespace"), "uid": md.get("uid"),
                          "resourceVersion": md.get("resourceVersion"),
@@ -774,9 +825,10 @@ _ROUTES: dict[tuple[str, str], _Route] = {
     ("object", "PATCH"): lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, None),
     ("object", "DELETE"): lambda s, r, t: s.delete(r, t.rt, t.ns, t.object_name),
     ("binding", "POST"): lambda s, r, t: s._bind(r, t),
+    ("eviction", "POST"): lambda s, r, t: s._evict(r, t),
     ("log", "GET"): lambda s, r, t: s.logs(r, t.rt, t.ns, t.object_name),
 }
-for _sub in ("status", "finalize"):
+for _sub in ("status", "finalize", "approval"):
     _ROUTES[(_sub, "GET")] = _get
     _ROUTES[(_sub, "PUT")] = lambda s, r, t: s.update(r, t.rt, t.ns, t.object_name, t.sub)
     _ROUTES[(_sub, "PATCH")] = lambda s, r, t: s.patch(r, t.rt, t.ns, t.object_name, t.sub)

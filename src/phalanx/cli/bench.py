@@ -58,6 +58,9 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
 @click.option("--run-for", default="10s", show_default=True, help="--cluster indexed-job: how long each pod runs")
 @click.option("--config", "cluster_config", default=None, type=click.Path(exists=True, dir_okay=False),
               help="--cluster: the cluster config (e.g. examples/clusters/phalanx-gpu-topology.yaml)")
+@click.option("--external-scheduler", is_flag=True,
+              help="--cluster: turn the built-in scheduler off and run `phalanx scheduler --kubeconfig` as its "
+                   "own process (a phalanx.dev/v1alpha1 --config, or none)")
 @click.option("--workload", "-w", "names", multiple=True, metavar="NAME",
               help="Case/Workload, a workload name or a case name (repeatable)")
 @click.option("--label", "label_filter", default=None, metavar="FILTER",
@@ -87,7 +90,7 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
                    "Workloads/PodGroups are created as v1beta1")
 @click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
 @click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
-def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_config, names, label_filter, runs,
+def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_config, external_scheduler, names, label_filter, runs,
           json_out, plot_out, profile_out, timeout, stall_timeout, kubelets, overlap_create, no_store_limit,
           in_process, kubernetes_version, list_only, quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
@@ -99,7 +102,7 @@ def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_conf
     if cluster_shape is not None:
         from ..sim.clusterbench import RunSpec
         spec = RunSpec(cluster_shape, pods, parallelism, run_for, cluster_config,
-                       f"kindest/node:{kubernetes_version}", timeout)
+                       f"kindest/node:{kubernetes_version}", timeout, external_scheduler=external_scheduler)
         sys.exit(_cluster_bench(spec, runs, json_out))
     if workload_file is None:
         raise click.UsageError("give a WORKLOAD_FILE, or --cluster SHAPE")

@@ -5,7 +5,10 @@
 - the system PriorityClasses `system-cluster-critical` and `system-node-critical`;
 - one Node per `NodeSpec` of the cluster config, Ready, with kind's labels and taints;
 - kind's default StorageClass `standard` (local-path provisioner, WaitForFirstConsumer), whose
-  volumes the simulated provisioner (`controllers/volumeprovisioner.py`) creates.
+  volumes the simulated provisioner (`controllers/volumeprovisioner.py`) creates;
+- API Priority and Fairness: upstream's default FlowSchemas and PriorityLevelConfigurations;
+- one local, Available APIService per served group-version;
+- the kube-system pods a kind cluster shows (`systempods.py`), simulated and bound to their nodes.
 
 Objects that already exist (a restarted cluster) are left as they are.
 """
@@ -20,7 +23,10 @@ from ..apiserver.rest import API
 from ..machinery import errors
 from ..machinery.meta import deep_copy
 from ..machinery.timestamps import now_rfc3339
+from ..api.apiregistration import local_api_services
+from ..api.flowcontrol import default_objects
 from .spec import ClusterSpec, NodeSpec
+from .systempods import owner_reference, system_pods
 
 log = logging.getLogger("phalanx.bootstrap")
 
@@ -124,6 +130,43 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
     for pc in SYSTEM_PRIORITY_CLASSES:
         _ensure(api, "scheduling.k8s.io", "v1", "priorityclasses", "", deep_copy(pc))
     _ensure(api, "storage.k8s.io", "v1", "storageclasses", "", deep_copy(DEFAULT_STORAGE_CLASS))
+    nodes = {}
     for i, node in enumerate(spec.nodes):
         obj, status = node_object(node, i)
-        _ensure(api, "", "v1", "nodes", "", obj, status)
+        nodes[node.name] = _ensure(api, "", "v1", "nodes", "", obj, status)
+    _ensure_cluster_objects(api, spec, nodes)
+
+
+def _ensure_api_services(api: API, now: str) -> None:
+    """One APIService per served group-version; those bootstrap made for group-versions no longer
+    served (another runtime config after a restart) go, as kube-apiserver's autoregistration does."""
+    wanted = local_api_services(((rt.group, rt.version) for rt in api.types), now)
+    for svc in wanted:
+        status = svc.pop("status")
+        _ensure(api, "apiregistration.k8s.io", "v1", "apiservices", "", svc, status)
+    try:
+        rt = api.resource("apiregistration.k8s.io", "v1", "apiservices")
+    except errors.StatusError:
+        return
+    names = {svc["metadata"]["name"] for svc in wanted}
+    for old in api.list(rt, None, label_selector="kube-aggregator.kubernetes.io/automanaged=onstart")["items"]:
+        if old["metadata"]["name"] not in names:
+            api.delete(rt, "", old["metadata"]["name"])
+
+
+def _ensure_cluster_objects(api: API, spec: ClusterSpec, nodes: dict[str, dict | None]) -> None:
+    now = now_rfc3339()
+    for plural, obj in default_objects():
+        level = obj["spec"].get("priorityLevelConfiguration", {}).get("name")
+        status = {"conditions": [{"type": "Dangling", "status": "False", "reason": "Found", "lastTransitionTime": now,
+                                  "message": f"This FlowSchema references the PriorityLevelConfiguration object "
+                                             f"named \"{level}\" and it exists"}]} if level else None
+        _ensure(api, "flowcontrol.apiserver.k8s.io", "v1", plural, "", obj, status)
+    _ensure_api_services(api, now)
+    version = getattr(spec, "kubernetes_version", None) or KUBELET_VERSION
+    version = version if version.startswith("v") else f"v{version}"
+    for pod in system_pods(spec, version):
+        node = nodes.get(pod["spec"]["nodeName"])
+        if node is not None and "kubernetes.io/config.mirror" in pod["metadata"]["annotations"]:
+            pod["metadata"]["ownerReferences"] = [owner_reference(node)]
+        _ensure(api, "", "v1", "pods", "kube-system", pod)

@@ -13,14 +13,24 @@ from typing import Any
 from ..client import InformerFactory, InProcessClient
 from ..client.controller import Controller
 from ..controllers.crdnaming import CRDNamingController
+from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
+from ..controllers.daemonset import DaemonSetsController
 from ..controllers.deployment import DeploymentController
+from ..controllers.disruption import DisruptionController
+from ..controllers.endpoints import EndpointsController
+from ..controllers.endpointslice import EndpointSliceController
 from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
+from ..controllers.replicationcontroller import ReplicationControllerController
+from ..controllers.crdregistration import CRDRegistrationController
+from ..controllers.csrsigning import CSRSigningController
+from ..controllers.flowschemastatus import FlowSchemaStatusController
+from .pki import pki_paths
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
@@ -50,6 +60,16 @@ class Components:
         await self.factory.stop()
 
 
+def _cluster_ca(cp: Any) -> dict[str, bytes]:
+    """The cluster CA's certificate and key, for the CSR signer (none for a cluster without PKI)."""
+    if not cp.state_dir:
+        return {}
+    paths = pki_paths(cp.state_dir)
+    if not (paths.ca_cert_file.exists() and paths.ca_key_file.exists()):
+        return {}
+    return {"ca_cert_pem": paths.ca_cert_file.read_bytes(), "ca_key_pem": paths.ca_key_file.read_bytes()}
+
+
 def _scheduler_config(cp: Any) -> Any:
     raw = cp.spec.scheduler.get("config")
     if not raw:
@@ -73,14 +93,22 @@ async def start_all(cp: Any) -> list[Any]:
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
+                   ReplicationControllerController(client, factory),
+                   CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
+                   FlowSchemaStatusController(client, factory),
                    SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
-                                       cp.spec.dra_drivers),
-                   Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
-                             permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))]
+                                       cp.spec.dra_drivers)]
+    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
+        controllers.append(Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
+                                     permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
     controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     controllers.append(StatefulSetController(client, factory))
     controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
     controllers.append(StorageProtection(client, factory))
+    controllers.append(DisruptionController(client, factory))
+    controllers.append(CronJobController(client, factory))
+    controllers.append(DaemonSetsController(client, factory))
+    controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
     for c in controllers:

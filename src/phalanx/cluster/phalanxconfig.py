@@ -23,7 +23,7 @@ PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "kubernetesVersion", "featureGates", "runtimeConfig",
                           "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler")
 PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay", "stages")
-PHALANX_SCHEDULER_FIELDS = ("permitWaitingTimeout", "config")
+PHALANX_SCHEDULER_FIELDS = ("enabled", "permitWaitingTimeout", "config")
 PHALANX_POOL_FIELDS = ("name", "count", "role", "labels", "capacity", "taints")
 TAINT_FIELDS = ("key", "value", "effect")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -135,6 +135,9 @@ def _parse_scheduler(section: dict, reader: DocumentReader, spec: ClusterSpec) -
     for k, v in section.items():
         if k not in PHALANX_SCHEDULER_FIELDS:
             reader.error(f"scheduler.{k}", f"unknown field; allowed: {', '.join(PHALANX_SCHEDULER_FIELDS)}")
+        elif k == "enabled":
+            if reader.expect(v, "scheduler.enabled", "boolean"):
+                spec.scheduler["enabled"] = v
         elif k == "permitWaitingTimeout":
             seconds = duration_seconds(v)
             if seconds is None:

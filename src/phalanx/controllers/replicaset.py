@@ -54,14 +54,18 @@ def rs_condition(status: Obj, ctype: str) -> dict | None:
 class ReplicaSetController(Controller[str]):
     name = "replicaset"
     workers = 5  # --concurrent-replicaset-syncs
+    # The kind managed; the ReplicationController controller (replicationcontroller.py) reuses this one.
+    api_version = "apps/v1"
+    kind = "ReplicaSet"
+    component = COMPONENT
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None, workers: int | None = None,
                  burst_replicas: int = BURST_REPLICAS):
         super().__init__(client, factory, clock=clock, workers=workers)
         self.burst_replicas = burst_replicas
-        self.pod_control = PodControl(client, COMPONENT)
+        self.pod_control = PodControl(client, self.component)
         self.expectations = ControllerExpectations(self.clock)
-        self.replica_sets = self.informer("apps/v1", "ReplicaSet")
+        self.replica_sets = self.informer(self.api_version, self.kind)
         self.pods = self.informer("v1", "Pod")
         add_workload_indexers(self.pods)
         self.replica_sets.add_event_handler(on_add=lambda rs: self.enqueue(object_key(rs)),
@@ -69,6 +73,10 @@ class ReplicaSetController(Controller[str]):
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
 
     # -- event handlers --------------------------------------------------------------------------
+    def selector_of(self, rs: Obj) -> Any:
+        """The pods the object selects (`spec.selector`, a LabelSelector)."""
+        return selector_of(rs)
+
     def _update_rs(self, old: Obj, cur: Obj) -> None:
         """A new spec or metadata is synced at once; a write of the status alone (this controller's
         own, most of the time) only within the status window."""
@@ -84,7 +92,7 @@ class ReplicaSetController(Controller[str]):
         self.enqueue(key)
 
     def _resolve(self, namespace: str, ref: dict | None) -> Obj | None:
-        if not ref or ref.get("kind") != "ReplicaSet":
+        if not ref or ref.get("kind") != self.kind:
             return None
         rs = self.replica_sets.get(f"{namespace}/{ref.get('name')}")
         if rs is None or rs["metadata"].get("uid") != ref.get("uid"):
@@ -95,7 +103,7 @@ class ReplicaSetController(Controller[str]):
         md = pod.get("metadata") or {}
         out = []
         for rs in self.replica_sets.list(md.get("namespace")):
-            sel = selector_of(rs)
+            sel = self.selector_of(rs)
             if not sel.empty and sel.matches(md.get("labels") or {}):
                 out.append(rs)
         return out
@@ -170,7 +178,7 @@ class ReplicaSetController(Controller[str]):
             return
         rs = deep_copy(shared)
         satisfied = self.expectations.satisfied(key)
-        selector = selector_of(rs)
+        selector = self.selector_of(rs)
         if selector.is_nothing:
             return  # an invalid selector: nothing to manage
         active = [p for p in candidates_for(self.pods, rs) if is_pod_active(p)]
@@ -271,7 +279,7 @@ class ReplicaSetController(Controller[str]):
 
         async def attempt(conflicted: bool) -> None:
             # after a conflict (the Deployment controller changed the spec): write onto the latest version
-            latest = await self.client.get("apps/v1", "ReplicaSet", md.get("namespace", ""), md["name"]) \
+            latest = await self.client.get(self.api_version, self.kind, md.get("namespace", ""), md["name"]) \
                 if conflicted else rs
             if latest["metadata"].get("uid") != md.get("uid"):
                 return

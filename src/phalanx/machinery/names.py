@@ -136,9 +136,18 @@ def is_c_identifier(value: str) -> bool:
     return bool(value) and value[0] in _C_IDENT_START and _C_IDENT_CHARS.fullmatch(value) is not None
 
 
+# Label pairs found valid, checked again by a set lookup: most objects repeat a few labels. Bounded:
+# cleared when full.
+_VALID_LABELS: set[tuple[str, str]] = set()
+_VALID_LABELS_MAX = 8192
+
+
 def validate_labels(labels: dict[str, Any] | None, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for k, v in (labels or {}).items():
+        if isinstance(v, str) and (k, v) in _VALID_LABELS:
+            continue
+        n = len(errs)
         for m in qualified_name_errors(k):
             errs.append(invalid(path, k, m))
         if not isinstance(v, str):
@@ -146,6 +155,10 @@ def validate_labels(labels: dict[str, Any] | None, path: str) -> list[FieldError
             continue
         for m in label_value_errors(v):
             errs.append(invalid(f"{path}", v, m))
+        if len(errs) == n:
+            if len(_VALID_LABELS) >= _VALID_LABELS_MAX:
+                _VALID_LABELS.clear()
+            _VALID_LABELS.add((k, v))
     return errs
 
 

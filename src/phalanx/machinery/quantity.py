@@ -243,12 +243,15 @@ def parse_quantity(q: QuantityLike) -> Fraction:
     """The exact value of a quantity string (or a JSON number), as upstream's ParseQuantity."""
     if isinstance(q, Fraction):
         return q
-    return _parse(_coerce(q))[0]
+    text = q if isinstance(q, str) else _coerce(q)
+    # `_parse` inlined (hot: every resource quantity of every pod and node)
+    return (_parse_cached(text) if len(text) <= _CACHED_TEXT_MAX else _parse_uncached(text))[0]
 
 
 def parse_quantity_format(q: str | int | float) -> tuple[Fraction, Format]:
     """Value and the format its suffix selects (what upstream keeps in `Quantity.Format`)."""
-    value, fmt, _ = _parse(_coerce(q))
+    text = q if isinstance(q, str) else _coerce(q)
+    value, fmt, _ = _parse_cached(text) if len(text) <= _CACHED_TEXT_MAX else _parse_uncached(text)
     return value, fmt
 
 

@@ -349,7 +349,8 @@ class SimulatedKubelets(Controller[str]):
         status["phase"] = "Running"
         status["hostIP"] = self._host_ip(node_name)
         status["hostIPs"] = [{"ip": status["hostIP"]}]
-        ip = self._pod_ip_for(key, node_name)
+        # A host-network pod has its node's address, as upstream's kubelet reports it.
+        ip = status["hostIP"] if (pod.get("spec") or {}).get("hostNetwork") else self._pod_ip_for(key, node_name)
         status["podIP"] = ip
         status["podIPs"] = [{"ip": ip}]
         status.setdefault("startTime", now)

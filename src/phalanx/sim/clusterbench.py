@@ -170,6 +170,34 @@ def delete_cluster(cluster: Cluster) -> None:
                    timeout=120)
 
 
+def without_scheduler(config: Optional[str], tmp: Path) -> str:
+    """A copy of a phalanx-format cluster config with the built-in scheduler off."""
+    doc: dict[str, Any] = yaml.safe_load(Path(config).read_text()) if config else {}
+    if not doc:
+        doc = {"apiVersion": "phalanx.dev/v1alpha1", "kind": "Cluster"}
+    if doc.get("apiVersion") != "phalanx.dev/v1alpha1":
+        raise ValueError("--external-scheduler needs a phalanx.dev/v1alpha1 cluster config (or none)")
+    doc.setdefault("scheduler", {})["enabled"] = False
+    out = tmp / "cluster-without-scheduler.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return str(out)
+
+
+def start_scheduler(cluster: Cluster, tmp: Path) -> subprocess.Popen[bytes]:
+    """`phalanx scheduler --kubeconfig` as its own process, as kube-scheduler runs beside a cluster."""
+    log = open(tmp / "scheduler.log", "wb")
+    return subprocess.Popen(cluster.phalanx + ["scheduler", "--kubeconfig", str(cluster.kubeconfig)],
+                            env=cluster.env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 # -- following the pods ---------------------------------------------------------------------------------
 
 def watch_pods(cluster: Cluster, timeline: PodTimeline, stop: threading.Event) -> threading.Thread:
@@ -304,16 +332,25 @@ class RunSpec:
     image: Optional[str] = None
     timeout: float = 900.0
     profile_out: Optional[str] = None  # keep py-spy's collapsed stacks here
+    external_scheduler: bool = False  # no built-in scheduler: `phalanx scheduler --kubeconfig` in its own process
 
 
 def run_once(spec: RunSpec) -> dict[str, Any]:
     chosen = shape(spec.shape, spec.pods, spec.parallelism, spec.run_for)
     with tempfile.TemporaryDirectory(prefix="phalanx-clusterbench-") as tmp_dir:
         tmp = Path(tmp_dir)
-        cluster, created_s = create_cluster(tmp, spec.config, spec.image)
+        config = without_scheduler(spec.config, tmp) if spec.external_scheduler else spec.config
+        cluster, created_s = create_cluster(tmp, config, spec.image)
+        scheduler = start_scheduler(cluster, tmp) if spec.external_scheduler else None
         try:
-            return _drive(cluster, chosen, spec, tmp, created_s)
+            result = _drive(cluster, chosen, spec, tmp, created_s)
+            if scheduler is not None:
+                result["schedulerProcessCpuSeconds"] = round(_cpu_seconds(scheduler.pid), 2)
+            return result
         finally:
+            if scheduler is not None:
+                scheduler.terminate()
+                scheduler.wait(timeout=30)
             delete_cluster(cluster)
 
 
@@ -321,22 +358,26 @@ class ShapeTooLarge(RuntimeError):
     pass
 
 
-def room_for_pods(node_list: dict[str, Any]) -> int:
-    """How many pods the untainted nodes admit (`status.allocatable.pods`): the most a shape without
+def room_for_pods(node_list: dict[str, Any], pod_list: dict[str, Any] | None = None) -> int:
+    """How many pods the untainted nodes admit (`status.allocatable.pods`, less the pods already
+    bound there, such as kube-system's kube-proxy and kindnet): the most a shape without
     tolerations can run at once."""
     room = 0
+    untainted = set()
     for node in node_list.get("items") or []:
         taints = (node.get("spec") or {}).get("taints") or []
         if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints):
             continue
+        untainted.add((node.get("metadata") or {}).get("name"))
         room += int(((node.get("status") or {}).get("allocatable") or {}).get("pods") or 0)
-    return room
+    bound = [p for p in (pod_list or {}).get("items") or [] if (p.get("spec") or {}).get("nodeName") in untainted]
+    return room - len(bound)
 
 
 def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path, created_s: float) -> dict[str, Any]:
     node_list = json.loads(cluster.run_kubectl("get", "nodes", "-o", "json"))
     nodes = len(node_list.get("items") or [])
-    room = room_for_pods(node_list)
+    room = room_for_pods(node_list, json.loads(cluster.run_kubectl("get", "pods", "-A", "-o", "json")))
     at_once = chosen.pods if not chosen.finishes else min(chosen.pods, spec.parallelism)
     if room < at_once:
         raise ShapeTooLarge(f"{chosen.name}: {at_once} pods at once, but the cluster's untainted nodes admit "

@@ -13,7 +13,8 @@ Watch semantics follow the API server's:
   client relists); the history is bounded by events and by bytes (`phalanx.store.history`);
 - `watch(key, from_rv=None, initial=True)` first replays every current object as ADDED.
 
-Reads: each bucket keeps its keys ordered, so `list` never sorts, and `snapshot(key, ns, rv)`
+Reads: each bucket puts its keys in order lazily (`phalanx.store.bucket`), so `list` sorts only
+what was added since the last ordered read, and `snapshot(key, ns, rv)`
 reads a bucket as it was at a past resourceVersion, page by page (`phalanx.store.snapshot`).
 """
 
@@ -29,8 +30,8 @@ import time
 from typing import Any, Callable, Iterator, Optional
 
 import orjson
-from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
+from .bucket import Bucket
 from .history import Event, WatchHistory
 from .snapshot import Snapshot, namespace_bounds, overlay_since
 
@@ -187,7 +188,7 @@ class Store:
     OVERLAYS_KEPT = 32  # paginated lists in progress whose snapshot overlay is kept between pages
 
     def __init__(self, history: int | None = None, history_bytes: int | None = None):
-        self._objects: dict[str, SortedDict] = {}
+        self._objects: dict[str, Bucket] = {}
         self._rv = 0
         self._history = WatchHistory(history, history_bytes)
         self._overlays: collections.OrderedDict[tuple[str, str | None, int],
@@ -248,7 +249,7 @@ class Store:
             if bucket is None:
                 return [], self._rv
             if namespace is None:
-                return list(bucket.values()), self._rv
+                return bucket.ordered_values(), self._rv
             low, high = namespace_bounds(namespace)
             return [bucket[k] for k in bucket.irange(low, high, inclusive=(True, False))], self._rv
 
@@ -265,7 +266,7 @@ class Store:
         with self._lock:
             bucket = self._objects.get(key)
             if bucket is None:
-                bucket = self._objects[key] = SortedDict()
+                bucket = self._objects[key] = Bucket()
             rv = self._rv
             if at_rv is None or at_rv == rv:
                 yield Snapshot(bucket, namespace, rv, {})
@@ -331,23 +332,23 @@ class Store:
         with self._lock:
             bucket = self._objects.get(key)
             if bucket is None:
-                bucket = self._objects[key] = SortedDict()
+                bucket = self._objects[key] = Bucket()
             if (namespace, name) in bucket:
                 raise StoreAlreadyExists(name)
             rv = self._next_rv()
             self._stamp(obj, rv)
             data = orjson.dumps(obj)
             self.persist_put(key, namespace, name, rv, obj, data)
-            bucket[(namespace, name)] = obj
+            bucket.add((namespace, name), obj)
             self._remember(key, namespace, name, data)
             self._emit(Event("ADDED", key, namespace, name, rv, obj, None, len(data)))
             return obj
 
     def update(self, key: str, namespace: str, name: str, obj: Obj, expected_rv: str | None = None) -> Obj:
         with self._lock:
-            bucket = self._objects.get(key) or {}
-            old = bucket.get((namespace, name))
-            if old is None:
+            bucket = self._objects.get(key)
+            old = bucket.get((namespace, name)) if bucket is not None else None
+            if bucket is None or old is None:
                 raise StoreNotFound(name)
             if expected_rv and expected_rv != old["metadata"].get("resourceVersion"):
                 raise StoreConflict(name)
@@ -365,16 +366,16 @@ class Store:
 
     def delete(self, key: str, namespace: str, name: str, expected_rv: str | None = None) -> Obj:
         with self._lock:
-            bucket = self._objects.get(key) or {}
-            old = bucket.get((namespace, name))
-            if old is None:
+            bucket = self._objects.get(key)
+            old = bucket.get((namespace, name)) if bucket is not None else None
+            if bucket is None or old is None:
                 raise StoreNotFound(name)
             if expected_rv and expected_rv != old["metadata"].get("resourceVersion"):
                 raise StoreConflict(name)
             self._check_unchanged(key, namespace, name, old)
             rv = self._next_rv()
             self.persist_delete(key, namespace, name, rv)
-            del bucket[(namespace, name)]
+            bucket.remove((namespace, name))
             self._remember(key, namespace, name, None)
             # The DELETED event carries the last state with the deletion's resourceVersion.
             gone = dict(old)
@@ -387,8 +388,11 @@ class Store:
         """Install an object read from durable storage (no event, no new resourceVersion)."""
         bucket = self._objects.get(key)
         if bucket is None:
-            bucket = self._objects[key] = SortedDict()
-        bucket[(namespace, name)] = obj
+            bucket = self._objects[key] = Bucket()
+        if (namespace, name) in bucket:
+            bucket[(namespace, name)] = obj
+        else:
+            bucket.add((namespace, name), obj)
         self._remember(key, namespace, name, data)
 
     # -- watch ---------------------------------------------------------------------------

@@ -69,9 +69,11 @@ class WatchHistory:
         return iter(self._events)
 
     def append(self, ev: Event) -> None:
-        self._events.append(ev)
-        self.bytes += ev.size
         events = self._events
+        events.append(ev)
+        self.bytes += ev.size
+        if len(events) <= self.max_events and self.bytes <= self.max_bytes:
+            return  # the common case: both bounds hold
         # The newest event always stays, even alone over the byte bound: a watcher that has
         # seen everything but it can still resume.
         while len(events) > 1 and (len(events) > self.max_events or self.bytes > self.max_bytes):

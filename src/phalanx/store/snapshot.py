@@ -2,11 +2,12 @@
 
 A paginated list must be a snapshot: every page comes from the first page's resourceVersion R,
 whatever was written since (upstream reads etcd at revision R). The store keeps each bucket's
-keys ordered (`SortedDict`) and the recent events (`WatchHistory`); the state at R is the current
+keys ordered (`Bucket`) and the recent events (`WatchHistory`); the state at R is the current
 state with the events after R undone. For every key those events touched, the first of them
 says what the key held at R: nothing before an ADDED, the `old` object before a MODIFIED or a
 DELETED. A page merges the untouched current keys with that overlay, starting after the
-continue key, so it costs O(page + events since R + log n), never a sort of the bucket.
+continue key, so it costs O(page + events since R + log n), plus a linear merge of the keys
+added or removed since the previous ordered read, never a full sort of the bucket.
 
 When an event after R has left the history, R cannot be rebuilt: `Store.snapshot` raises
 `StoreGone` and the API answers 410 Expired as upstream does for a compacted revision.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Iterable, Iterator
 
-from sortedcontainers import SortedDict  # type: ignore[import-untyped]
+from .bucket import Bucket
 
 Obj = dict[str, Any]
 Key = tuple[str, ...]  # (namespace, name), or (namespace,) as a range bound
@@ -33,7 +34,7 @@ def namespace_bounds(namespace: str | None) -> tuple[Key | None, Key | None]:
 class Snapshot:
     """One bucket (optionally one namespace) at resourceVersion `rv`."""
 
-    def __init__(self, bucket: SortedDict, namespace: str | None, rv: int,
+    def __init__(self, bucket: Bucket, namespace: str | None, rv: int,
                  overlay: dict[tuple[str, str], Obj | None]):
         self.rv = rv
         self._bucket = bucket

@@ -62,7 +62,7 @@ def pod(name="p", **spec):
 # --- registration ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("group,version,plural,short,categories,subresources,namespaced", [
-    ("", "v1", "pods", ["po"], ["all"], ["status", "binding", "log"], True),
+    ("", "v1", "pods", ["po"], ["all"], ["status", "binding", "log", "eviction"], True),
     ("", "v1", "nodes", ["no"], [], ["status"], False),
     ("", "v1", "namespaces", ["ns"], [], ["status", "finalize"], False),
     ("", "v1", "services", ["svc"], ["all"], ["status"], True),

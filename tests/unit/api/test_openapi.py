@@ -288,18 +288,33 @@ def test_field_types_and_formats(schema, field, expected):
         assert prop["type"] == expected
 
 
+def _ref(prop: dict) -> str:
+    """The schema a property refers to: `$ref`, or upstream's `allOf` wrapper when it has a description."""
+    return prop["$ref"] if "$ref" in prop else prop["allOf"][0]["$ref"]
+
+
 def test_time_quantity_and_int_or_string_fields_reference_their_types():
     meta = openapi.component("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")["properties"]
-    assert meta["creationTimestamp"]["$ref"].endswith("meta.v1.Time")
+    assert _ref(meta["creationTimestamp"]).endswith("meta.v1.Time")
     lease = openapi.component("io.k8s.api.coordination.v1.LeaseSpec")["properties"]
-    assert lease["renewTime"]["$ref"].endswith("meta.v1.MicroTime")
+    assert _ref(lease["renewTime"]).endswith("meta.v1.MicroTime")
     req = openapi.component("io.k8s.api.core.v1.ResourceRequirements")["properties"]
     assert req["limits"]["additionalProperties"]["$ref"].endswith("resource.Quantity")
     port = openapi.component("io.k8s.api.core.v1.ServicePort")["properties"]
-    assert port["targetPort"]["$ref"].endswith("intstr.IntOrString")
+    assert _ref(port["targetPort"]).endswith("intstr.IntOrString")
     assert port["protocol"]["default"] == "TCP"
     assert openapi.component("io.k8s.api.core.v1.Secret")["properties"]["data"]["additionalProperties"] == \
         {"type": "string", "format": "byte"}
+
+
+def test_descriptions_are_upstreams_for_built_in_kinds():
+    spec = openapi.component("io.k8s.api.scheduling.v1alpha2.PodGroupSpec")
+    policy = spec["properties"]["schedulingPolicy"]
+    assert policy["description"].startswith("SchedulingPolicy defines the scheduling policy for this instance")
+    assert _ref(policy).endswith("v1alpha2.PodGroupSchedulingPolicy")
+    assert openapi.component("io.k8s.api.core.v1.Pod")["description"].startswith("Pod is a collection of containers")
+    beta = openapi.component("io.k8s.api.scheduling.v1beta1.PodGroupSpec", release="1.37")
+    assert beta["properties"]["schedulingPolicy"]["description"].startswith("schedulingPolicy defines")  # 1.37 words
 
 
 def test_required_fields_come_from_the_python_client():
@@ -313,7 +328,7 @@ def test_jobset_pod_template_is_the_core_schema():
     rj = openapi.component("io.x-k8s.jobset.v1alpha2.ReplicatedJob")["properties"]
     assert rj["template"]["$ref"].endswith("io.k8s.api.batch.v1.JobTemplateSpec")
     job_spec = openapi.component("io.k8s.api.batch.v1.JobSpec")["properties"]
-    assert job_spec["template"]["$ref"].endswith("io.k8s.api.core.v1.PodTemplateSpec")
+    assert _ref(job_spec["template"]).endswith("io.k8s.api.core.v1.PodTemplateSpec")
     assert rj["replicas"]["default"] == 1
     assert "x-kubernetes-preserve-unknown-fields" not in str(openapi.reachable_schemas(
         ["io.x-k8s.jobset.v1alpha2.JobSet"]))

@@ -78,7 +78,7 @@ def test_1_37_patch_meta_knows_template_and_claim_keys():
 def test_committed_1_37_schemas_match_the_generator():
     if not CLIENT_37.is_dir():
         pytest.skip("the kubernetes 37.x client is not installed at .venv/client-37")
-    env = {**os.environ, "PYTHONPATH": str(CLIENT_37)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CLIENT_37), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, str(REPO / "tools" / "gen_schemas_137.py"), "--check"],
                             capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr

@@ -495,12 +495,17 @@ def test_phalanx_kubelet_delays_and_scheduler_settings():
     assert spec.kubelet == {"containerCreatingDelay": 2.0, "terminatingDelay": 0.5}
     assert spec.scheduler["permitWaitingTimeout"] == 600.0
     assert spec.scheduler["config"]["percentageOfNodesToScore"] == 50
+    assert spec.scheduler.get("enabled", True) is True
+    off = parse_cluster_config(PHALANX_HEAD + "scheduler:\n  enabled: false\n", "c.yaml")
+    assert off.scheduler["enabled"] is False
 
 
 @pytest.mark.parametrize("body, expected", [
     ("kubelet:\n  slowness: 1s\n", "kubelet.slowness: unknown field; allowed: containerCreatingDelay, terminatingDelay"),
     ("kubelet:\n  containerCreatingDelay: soon\n", 'kubelet.containerCreatingDelay: invalid duration "soon"'),
     ("scheduler:\n  permitWaitingTimeout: never\n", 'scheduler.permitWaitingTimeout: invalid duration "never"'),
+    ("scheduler:\n  enabled: nope\n", "scheduler.enabled: expected a boolean, got"),
+    ("scheduler:\n  replicas: 2\n", "scheduler.replicas: unknown field; allowed: enabled, permitWaitingTimeout, config"),
 ])
 def test_phalanx_kubelet_and_scheduler_errors(body, expected):
     assert f"c.yaml: {expected}" in problems(PHALANX_HEAD + body, "c.yaml")

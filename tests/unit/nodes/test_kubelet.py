@@ -57,6 +57,18 @@ async def test_bound_pod_runs_with_upstream_conditions(env):
     await stop(k, f)
 
 
+async def test_a_host_network_pod_has_its_nodes_address(env):
+    k, f = await start(env)
+    p = pod("h")
+    p["spec"]["hostNetwork"] = True
+    await env.client.create(p)
+    await env.client.bind("default", "h", "n1")
+    await env.run_until(lambda: (k.pods.get("default/h") or {}).get("status", {}).get("phase") == "Running", within=10)
+    st = (await env.client.get("v1", "Pod", "default", "h"))["status"]
+    assert st["podIP"] == st["hostIP"] and st["podIPs"] == [{"ip": st["hostIP"]}]
+    await stop(k, f)
+
+
 async def test_unbound_pod_is_left_alone(env):
     k, f = await start(env)
     await env.client.create(pod("idle"))

@@ -1,0 +1,138 @@
+"""API Priority and Fairness as clients see it: every request is classified by the FlowSchemas
+(`api/flowcontrol.py`), answered with the `X-Kubernetes-PF-FlowSchema-UID` and
+`X-Kubernetes-PF-PriorityLevel-UID` headers, and refused with 429 `TooManyRequests` and
+`Retry-After` when its priority level is saturated.
+
+    apf = PriorityAndFairness(api)
+    async with apf.admit(request, user) as headers:   # raises StatusError 429 when saturated
+        response = await handler(request)
+    response.headers.update(headers)
+
+What is simplified, against upstream's filter: a Limited level's concurrency limit is its share of
+`SERVER_CONCURRENCY` (upstream's default --max-requests-inflight 400 + --max-mutating-requests-inflight
+200), `nominalConcurrencyShares` over the sum of all Limited levels' shares, at least 1; there are no
+queues (a request over the limit is rejected at once, whatever `limitResponse` says), no borrowing,
+and long-running requests (watches, followed logs) are classified but not counted. The FlowSchemas
+and levels are read from the store at most once a second, so a change takes effect within a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import Any, AsyncIterator, Optional
+
+from aiohttp import web
+
+from ..api.flowcontrol import RequestInfo, match_flow_schema
+from ..machinery.errors import StatusError
+from .rest import API
+
+SERVER_CONCURRENCY = 600
+REFRESH_SECONDS = 1.0
+RETRY_AFTER = "1"
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _split(parts: list[str]) -> tuple[str, list[str]] | None:
+    """(API group, the path after the version) of a resource path; None for a non-resource URL."""
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        return "", parts[2:]
+    if parts[:1] == ["apis"] and len(parts) >= 4:
+        return parts[1], parts[3:]
+    return None
+
+
+def _verb(method: str, rest: list[str], watch: bool) -> str:
+    if method == "GET":
+        return "watch" if watch else ("list" if len(rest) == 1 else "get")
+    if method == "DELETE" and len(rest) == 1:
+        return "deletecollection"
+    return _VERBS.get(method, "get")
+
+
+def request_info(request: web.Request, user: Any) -> RequestInfo:
+    """The verb, group, resource and namespace of a request, as upstream's RequestInfo has them."""
+    name = getattr(user, "name", "system:anonymous")
+    groups = list(getattr(user, "groups", ()) or ()) if user is not None else ["system:unauthenticated"]
+    info = RequestInfo(user=name, groups=groups, path=request.path, resource_request=False,
+                       verb=_VERBS.get(request.method, "get"))
+    split = _split([p for p in request.path.split("/") if p])
+    if split is None:
+        return info
+    info.api_group, rest = split
+    if rest[0] == "namespaces" and len(rest) > 2:
+        info.namespace, rest = rest[1], rest[2:]
+    info.resource_request = True
+    info.resource = rest[0]
+    info.verb = _verb(request.method, rest, request.query.get("watch") in ("1", "true"))
+    return info
+
+
+def _limits(levels: dict[str, dict]) -> dict[str, int]:
+    """Each Limited level's concurrency limit: its share of SERVER_CONCURRENCY, at least 1."""
+    shares = {name: ((pl.get("spec") or {}).get("limited") or {}).get("nominalConcurrencyShares", 30)
+              for name, pl in levels.items() if (pl.get("spec") or {}).get("type") == "Limited"}
+    total = sum(shares.values()) or 1
+    return {name: max(1, math.ceil(SERVER_CONCURRENCY * share / total)) for name, share in shares.items()}
+
+
+class PriorityAndFairness:
+    def __init__(self, api: API) -> None:
+        self.api = api
+        self._loaded_at = -math.inf
+        self._schemas: list[dict] = []
+        self._levels: dict[str, dict] = {}
+        self._in_flight: dict[str, int] = {}
+        self._limits: dict[str, int] = {}
+
+    def _refresh(self) -> None:
+        now = time.monotonic()
+        if now - self._loaded_at < REFRESH_SECONDS:
+            return
+        self._loaded_at = now
+        try:
+            fs_rt = self.api.resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas")
+            pl_rt = self.api.resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations")
+        except StatusError:
+            return  # flowcontrol not served: nothing to classify by
+        self._schemas = sorted(self.api.list(fs_rt, None).get("items", []),
+                               key=lambda s: ((s.get("spec") or {}).get("matchingPrecedence", 1000),
+                                              s["metadata"]["name"]))
+        self._levels = {pl["metadata"]["name"]: pl for pl in self.api.list(pl_rt, None).get("items", [])}
+        self._limits = _limits(self._levels)
+
+    @contextlib.asynccontextmanager
+    async def admit(self, request: web.Request, user: Any, long_running: bool) -> AsyncIterator[dict[str, str]]:
+        """Classify the request; yield the headers to send; count it against its level while it runs."""
+        self._refresh()
+        schema = match_flow_schema(self._schemas, request_info(request, user))
+        if schema is None:
+            yield {}
+            return
+        level_name = (schema.get("spec") or {}).get("priorityLevelConfiguration", {}).get("name", "")
+        level = self._levels.get(level_name)
+        headers = {"X-Kubernetes-PF-FlowSchema-UID": schema["metadata"].get("uid", "")}
+        if level is not None:
+            headers["X-Kubernetes-PF-PriorityLevel-UID"] = level["metadata"].get("uid", "")
+        limit = None if long_running else self._limits.get(level_name)
+        if limit is None:
+            yield headers
+            return
+        if self._in_flight.get(level_name, 0) >= limit:
+            raise TooManyRequests(headers)
+        self._in_flight[level_name] = self._in_flight.get(level_name, 0) + 1
+        try:
+            yield headers
+        finally:
+            self._in_flight[level_name] -= 1
+
+
+class TooManyRequests(StatusError):
+    """429 for a saturated priority level, with the classification headers and `Retry-After`."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__(429, "TooManyRequests", "Too many requests, please try again later.",
+                         {"retryAfterSeconds": int(RETRY_AFTER)})
+        self.headers = {**headers, "Retry-After": RETRY_AFTER}

@@ -1,0 +1,226 @@
+"""The endpoints controller (kube-controller-manager's `endpoint`): core/v1 Endpoints for Services
+with a selector.
+
+For each Service with `spec.selector`, an Endpoints of the same name lists the selected pods that
+have an IP: ready ones under `addresses`, the others under `notReadyAddresses` (all under
+`addresses` with `publishNotReadyAddresses`). Each service port resolves its `targetPort` on the pod
+(a number as is, a name through the pod's container ports; a pod without that port is left out of
+that port's subset), and addresses with the same ports are packed into one subset, as upstream's
+`RepackSubsets`. Terminating pods and finished pods are left out. Endpoints of a Service that has
+gone or lost its selector are deleted; a Service without selector is left to its user.
+
+Also the pod/port helpers the EndpointSlice controller shares (`pods_for_service`, `endpoint_ports`,
+`pod_is_ready`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..client.clock import Clock
+from ..client.controller import Controller
+from ..client.informer import Informer, InformerFactory, object_key
+from ..client.interface import Client
+from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy
+from .podcontrol import is_pod_ready
+
+Obj = dict[str, Any]
+
+MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
+MANAGED_BY = "endpoint-controller"
+HEADLESS_LABEL = "service.kubernetes.io/headless"
+
+
+def selector_matches(selector: dict, labels: dict | None) -> bool:
+    labels = labels or {}
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def service_selector(svc: Obj) -> dict | None:
+    """The map selector of a Service that has one (a nil or empty selector manages nothing)."""
+    sel = (svc.get("spec") or {}).get("selector")
+    return sel if isinstance(sel, dict) and sel else None
+
+
+def should_be_in_endpoints(pod: Obj, include_terminating: bool = False) -> bool:
+    """`ShouldPodBeInEndpoints`: not finished, has an IP, not terminating (unless asked for)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Failed", "Succeeded"):
+        return False
+    if not status.get("podIP") and not status.get("podIPs"):
+        return False
+    return include_terminating or not pod["metadata"].get("deletionTimestamp")
+
+
+def pods_for_service(pods: Informer, svc: Obj, include_terminating: bool = False) -> list[Obj]:
+    sel = service_selector(svc)
+    if sel is None:
+        return []
+    ns = svc["metadata"].get("namespace")
+    return sorted((p for p in pods.list(ns) if selector_matches(sel, p["metadata"].get("labels"))
+                   and should_be_in_endpoints(p, include_terminating)), key=lambda p: p["metadata"]["name"])
+
+
+def find_port(pod: Obj, svc_port: Obj) -> int | None:
+    """`podutil.FindPort`: the pod's port a service port's targetPort names."""
+    target = svc_port.get("targetPort", svc_port.get("port"))
+    if isinstance(target, int) and not isinstance(target, bool):
+        return target
+    protocol = svc_port.get("protocol", "TCP")
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for p in c.get("ports") or []:
+            if p.get("name") == target and p.get("protocol", "TCP") == protocol:
+                port = p.get("containerPort")
+                return port if isinstance(port, int) else None
+    return None
+
+
+def endpoint_ports(pod: Obj, svc: Obj) -> list[Obj]:
+    """The EndpointPorts of `svc` this pod serves, in the service's order."""
+    out = []
+    for sp in (svc.get("spec") or {}).get("ports") or []:
+        port = find_port(pod, sp)
+        if port is None:
+            continue
+        ep: Obj = {"name": sp.get("name", ""), "port": port, "protocol": sp.get("protocol", "TCP")}
+        if sp.get("appProtocol"):
+            ep["appProtocol"] = sp["appProtocol"]
+        out.append(ep)
+    return out
+
+
+def pod_is_ready(pod: Obj, svc: Obj) -> bool:
+    return bool((svc.get("spec") or {}).get("publishNotReadyAddresses")) or is_pod_ready(pod)
+
+
+def _address(pod: Obj, svc: Obj) -> Obj:
+    md, spec = pod["metadata"], pod.get("spec") or {}
+    addr: Obj = {"ip": (pod.get("status") or {}).get("podIP")}
+    if spec.get("hostname") and spec.get("subdomain") == svc["metadata"]["name"]:
+        addr["hostname"] = spec["hostname"]
+    if spec.get("nodeName"):
+        addr["nodeName"] = spec["nodeName"]
+    addr["targetRef"] = {"kind": "Pod", "namespace": md.get("namespace", ""), "name": md["name"],
+                         "uid": md.get("uid", "")}
+    return addr
+
+
+def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
+    """Subsets packed by port set (`RepackSubsets`): addresses sorted by IP, ports by name."""
+    groups: dict[tuple, dict[str, list[Obj]]] = {}
+    has_ports = bool((svc.get("spec") or {}).get("ports"))
+    for pod in pods:
+        ports = endpoint_ports(pod, svc)
+        if has_ports and not ports:
+            continue
+        key = tuple(sorted((p["name"], p["port"], p["protocol"], p.get("appProtocol", "")) for p in ports))
+        group = groups.setdefault(key, {"addresses": [], "notReadyAddresses": [], "ports": ports})
+        group["addresses" if pod_is_ready(pod, svc) else "notReadyAddresses"].append(_address(pod, svc))
+    subsets = []
+    for key in sorted(groups):
+        g = groups[key]
+        subset: Obj = {}
+        for field in ("addresses", "notReadyAddresses"):
+            if g[field]:
+                subset[field] = sorted(g[field], key=lambda a: (a["ip"], a["targetRef"]["uid"]))
+        if g["ports"]:
+            subset["ports"] = sorted(g["ports"], key=lambda p: p["name"])
+        subsets.append(subset)
+    return subsets
+
+
+POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one sync
+
+
+class ServicePodsController(Controller[str]):
+    """Services and the pods they select: a Service's key is queued when it changes and when a pod
+    it selects (before or after the change) does; pod events are batched per Service for
+    `POD_BATCH_PERIOD` (upstream's `--endpoint-updates-batch-period`), so a rollout of many pods
+    costs a few syncs rather than one per pod event."""
+
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None):
+        super().__init__(client, factory, clock=clock, workers=workers)
+        self.services = self.informer("v1", "Service")
+        self.pods = self.informer("v1", "Pod")
+        self.enqueue_on(self.services)
+        self.pods.add_event_handler(on_add=self._pod_changed, on_update=self._pod_updated,
+                                    on_delete=self._pod_changed)
+
+    def _pod_changed(self, pod: Obj) -> None:
+        labels = pod["metadata"].get("labels")
+        for svc in self.services.list(pod["metadata"].get("namespace")):
+            sel = service_selector(svc)
+            if sel is not None and selector_matches(sel, labels):
+                self.queue.add_after(object_key(svc), POD_BATCH_PERIOD)  # the earliest pending add wins
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        self._pod_changed(new)
+        if (old["metadata"].get("labels") or {}) != (new["metadata"].get("labels") or {}):
+            self._pod_changed(old)
+
+
+class EndpointsController(ServicePodsController):
+    name = "endpoint"
+    workers = 5  # --concurrent-endpoint-syncs
+
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None):
+        super().__init__(client, factory, clock=clock, workers=workers)
+        self.endpoints = self.informer("v1", "Endpoints")
+        # deleted Endpoints are recreated; managed ones left behind by a deleted Service (seen at
+        # start) are deleted
+        self.endpoints.add_event_handler(on_add=lambda ep: self.enqueue(object_key(ep)) if _managed(ep) else None,
+                                         on_delete=lambda ep: self.enqueue(object_key(ep)))
+
+    async def sync(self, key: str) -> None:
+        ns, _, name = key.partition("/")
+        svc = self.services.get(key)
+        current = self.endpoints.get(key)
+        if svc is None or service_selector(svc) is None:
+            if svc is None and current is not None:
+                await self._delete(ns, name)
+            return
+        subsets = build_subsets(pods_for_service(self.pods, svc), svc)
+        labels = dict(svc["metadata"].get("labels") or {})
+        labels[MANAGED_BY_LABEL] = MANAGED_BY
+        if (svc.get("spec") or {}).get("clusterIP") == "None":
+            labels[HEADLESS_LABEL] = ""
+        if current is None:
+            obj: Obj = {"apiVersion": "v1", "kind": "Endpoints",
+                        "metadata": {"name": name, "namespace": ns, "labels": labels}}
+            if subsets:
+                obj["subsets"] = subsets
+            try:
+                await self.client.create(obj)
+            except StatusError as e:
+                if e.code != 409:
+                    raise
+                self.enqueue_after(key, 0.1)
+            return
+        if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels:
+            return
+        new = deep_copy(current)
+        new["metadata"]["labels"] = labels
+        if subsets:
+            new["subsets"] = subsets
+        else:
+            new.pop("subsets", None)
+        await self.client.update(new)
+
+    async def _delete(self, ns: str, name: str) -> None:
+        try:
+            await self.client.delete("v1", "Endpoints", ns, name)
+        except StatusError as e:
+            if e.code != 404:
+                raise
+
+
+def _managed(ep: Obj) -> bool:
+    return (ep["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+__all__ = ["EndpointsController", "ServicePodsController", "build_subsets", "endpoint_ports", "pods_for_service"]

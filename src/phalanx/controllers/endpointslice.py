@@ -1,0 +1,169 @@
+"""The EndpointSlice controller (kube-controller-manager's `endpointslice`): discovery.k8s.io/v1
+EndpointSlices for Services with a selector.
+
+A Service's selected pods with an IP (terminating ones included, as upstream) become endpoints
+`{addresses, conditions: {ready, serving, terminating}, nodeName, targetRef, zone}` in slices of at
+most 100, one group of slices per set of resolved ports. Slices are named `<service>-<random>`,
+labelled `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by:
+endpointslice-controller.k8s.io` (plus the Service's labels), and owned by the Service, so the
+garbage collector removes them with it. A Service that selects nothing keeps one placeholder slice
+without ports or endpoints. Slices are created, updated in place and deleted to match; a Service
+without selector is left to its user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..client.clock import Clock
+from ..client.informer import InformerFactory
+from ..client.interface import Client
+from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy
+from .endpoints import HEADLESS_LABEL, ServicePodsController, endpoint_ports, pods_for_service, service_selector
+from .podcontrol import is_pod_ready
+
+Obj = dict[str, Any]
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+MANAGED_BY = "endpointslice-controller.k8s.io"
+MAX_ENDPOINTS_PER_SLICE = 100
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _port_key(ports: list[Obj]) -> tuple:
+    return tuple(sorted((p.get("name", ""), p.get("port"), p.get("protocol", "TCP"), p.get("appProtocol", ""))
+                        for p in ports))
+
+
+def address_type(svc: Obj) -> str:
+    families = (svc.get("spec") or {}).get("ipFamilies") or ["IPv4"]
+    return "IPv6" if families[0] == "IPv6" else "IPv4"
+
+
+class EndpointSliceController(ServicePodsController):
+    name = "endpointslice"
+    workers = 5  # --concurrent-service-endpoint-syncs
+
+    def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
+                 workers: int | None = None):
+        super().__init__(client, factory, clock=clock, workers=workers)
+        self.slices = self.informer("discovery.k8s.io/v1", "EndpointSlice")
+        self.nodes = self.informer("v1", "Node")
+        self.slices.add_event_handler(on_add=self._slice_changed, on_update=lambda o, n: self._slice_changed(n),
+                                      on_delete=self._slice_changed)
+        # slices created but not yet in the informer, per Service (upstream's slice tracker): a
+        # sync waits for them instead of creating them twice
+        self._created: dict[str, set[str]] = {}
+
+    def _slice_changed(self, eps: Obj) -> None:
+        labels = eps["metadata"].get("labels") or {}
+        if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SERVICE_NAME_LABEL):
+            self.enqueue(f"{eps['metadata'].get('namespace')}/{labels[SERVICE_NAME_LABEL]}")
+
+    def _owned_slices(self, ns: str, name: str) -> list[Obj]:
+        return sorted((s for s in self.slices.list(ns)
+                       if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name
+                       and (s["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+                       and not s["metadata"].get("deletionTimestamp")),
+                      key=lambda s: s["metadata"]["name"])
+
+    def _endpoint(self, pod: Obj, svc: Obj) -> Obj:
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        terminating = bool(md.get("deletionTimestamp"))
+        publish = bool((svc.get("spec") or {}).get("publishNotReadyAddresses"))
+        serving = publish or is_pod_ready(pod)
+        ep: Obj = {"addresses": [(pod.get("status") or {}).get("podIP")],
+                   "conditions": {"ready": serving and (publish or not terminating), "serving": serving,
+                                  "terminating": terminating}}
+        if spec.get("hostname") and spec.get("subdomain") == svc["metadata"]["name"]:
+            ep["hostname"] = spec["hostname"]
+        if spec.get("nodeName"):
+            ep["nodeName"] = spec["nodeName"]
+            node = self.nodes.get(spec["nodeName"])
+            zone = ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+            if zone:
+                ep["zone"] = zone
+        ep["targetRef"] = {"kind": "Pod", "namespace": md.get("namespace", ""), "name": md["name"],
+                           "uid": md.get("uid", "")}
+        return ep
+
+    def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
+        """(ports, endpoints) of every slice the Service should have."""
+        groups: dict[tuple, tuple[list[Obj], list[Obj]]] = {}
+        has_ports = bool((svc.get("spec") or {}).get("ports"))
+        for pod in pods_for_service(self.pods, svc, include_terminating=True):
+            ports = endpoint_ports(pod, svc)
+            if has_ports and not ports:
+                continue
+            groups.setdefault(_port_key(ports), (ports, []))[1].append(self._endpoint(pod, svc))
+        out: list[tuple[list[Obj], list[Obj]]] = []
+        for key in sorted(groups):
+            ports, eps = groups[key]
+            for i in range(0, len(eps), MAX_ENDPOINTS_PER_SLICE):
+                out.append((ports, eps[i:i + MAX_ENDPOINTS_PER_SLICE]))
+        return out or [([], [])]
+
+    async def sync(self, key: str) -> None:
+        ns, _, name = key.partition("/")
+        svc = self.services.get(key)
+        if svc is None or service_selector(svc) is None:
+            return  # the garbage collector removes the slices of a deleted Service
+        existing = self._owned_slices(ns, name)
+        waiting = self._created.get(key, set()) - {s["metadata"]["name"] for s in existing}
+        if waiting:
+            self._created[key] = waiting
+            self.enqueue_after(key, 0.05)
+            return
+        self._created.pop(key, None)
+        by_ports: dict[tuple, list[Obj]] = {}
+        for s in existing:
+            by_ports.setdefault(_port_key(s.get("ports") or []), []).append(s)
+        for ports, eps in self.desired(svc):
+            candidates = by_ports.get(_port_key(ports)) or []
+            current = candidates.pop(0) if candidates else None
+            created = await self._write(svc, current, ports, eps)
+            if created:
+                self._created.setdefault(key, set()).add(created)
+        for leftover in (s for group in by_ports.values() for s in group):
+            try:
+                await self.client.delete("discovery.k8s.io/v1", "EndpointSlice", ns, leftover["metadata"]["name"])
+            except StatusError as e:
+                if e.code != 404:
+                    raise
+
+    def _labels(self, svc: Obj) -> dict[str, str]:
+        labels = {k: v for k, v in (svc["metadata"].get("labels") or {}).items()}
+        labels[SERVICE_NAME_LABEL] = svc["metadata"]["name"]
+        labels[MANAGED_BY_LABEL] = MANAGED_BY
+        if (svc.get("spec") or {}).get("clusterIP") == "None":
+            labels[HEADLESS_LABEL] = ""
+        return labels
+
+    async def _write(self, svc: Obj, current: Obj | None, ports: list[Obj], eps: list[Obj]) -> str | None:
+        """Creates or updates one slice; returns the name of a created one."""
+        md = svc["metadata"]
+        labels = self._labels(svc)
+        if current is None:
+            obj: Obj = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                        "metadata": {"generateName": f"{md['name']}-", "namespace": md.get("namespace", ""),
+                                     "labels": labels,
+                                     "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": md["name"],
+                                                          "uid": md.get("uid", ""), "controller": True,
+                                                          "blockOwnerDeletion": True}]},
+                        "addressType": address_type(svc), "endpoints": eps, "ports": ports}
+            made = await self.client.create(obj)
+            return str(made["metadata"]["name"])
+        if ((current.get("endpoints") or []) == eps and (current.get("ports") or []) == ports
+                and (current["metadata"].get("labels") or {}) == labels):
+            return None
+        new = deep_copy(current)
+        new["metadata"]["labels"] = labels
+        new["endpoints"] = eps
+        new["ports"] = ports
+        await self.client.update(new)
+        return None
+
+
+__all__ = ["EndpointSliceController", "MANAGED_BY", "SERVICE_NAME_LABEL"]

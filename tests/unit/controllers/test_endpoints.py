@@ -1,0 +1,110 @@
+"""The endpoints and EndpointSlice controllers with a Deployment's pods on simulated kubelets, on
+virtual time against the real API: ready and not-ready addresses, named target ports, slices
+owned by the Service, and updates when pods come and go."""
+
+from __future__ import annotations
+
+from phalanx.controllers.deployment import DeploymentController
+from phalanx.controllers.endpoints import EndpointsController
+from phalanx.controllers.endpointslice import MANAGED_BY, SERVICE_NAME_LABEL, EndpointSliceController
+from phalanx.controllers.replicaset import ReplicaSetController
+
+from .harness import ControllerCluster
+
+
+class Cluster(ControllerCluster):
+    def make_controllers(self, env, factory, **kw):
+        self.endpoints = EndpointsController(env.client, factory, **kw)
+        self.slices = EndpointSliceController(env.client, factory, **kw)
+        return [self.endpoints, self.slices, DeploymentController(env.client, factory, **kw),
+                ReplicaSetController(env.client, factory, **kw)]
+
+    def ep(self, name="web"):
+        return self.endpoints.endpoints.get(f"default/{name}")
+
+    def ready_ips(self):
+        return sorted(p["status"]["podIP"] for p in self.endpoints.pods.list("default")
+                      if not p["metadata"].get("deletionTimestamp")
+                      and any(c["type"] == "Ready" and c["status"] == "True"
+                              for c in p.get("status", {}).get("conditions", [])))
+
+    def addresses(self, field="addresses"):
+        return sorted(a["ip"] for s in (self.ep() or {}).get("subsets") or [] for a in s.get(field) or [])
+
+    def service_slices(self, name="web"):
+        return [s for s in self.slices.slices.list("default")
+                if s["metadata"].get("labels", {}).get(SERVICE_NAME_LABEL) == name]
+
+
+def deployment(replicas=3, labels=None):
+    labels = labels or {"app": "web"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx",
+                                                           "ports": [{"name": "http", "containerPort": 8080}]}]}}}}
+
+
+def service(name="web", selector=None, target="http"):
+    spec = {"ports": [{"name": "web", "port": 80, "targetPort": target}]}
+    if selector is not False:
+        spec["selector"] = selector or {"app": "web"}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+async def test_endpoints_list_the_ready_pods_ips_on_the_named_target_port(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service())
+        await env.client.create(deployment())
+        assert await env.run_until(lambda: len(cl.ready_ips()) == 3 and cl.addresses() == cl.ready_ips())
+        subset = cl.ep()["subsets"][0]
+        assert subset["ports"] == [{"name": "web", "port": 8080, "protocol": "TCP"}]
+        addr = subset["addresses"][0]
+        assert addr["targetRef"]["kind"] == "Pod" and addr["nodeName"]
+        assert cl.ep()["metadata"]["labels"]["endpoints.kubernetes.io/managed-by"] == "endpoint-controller"
+
+
+async def test_slices_carry_ready_conditions_and_belong_to_the_service(env):
+    async with Cluster(env) as cl:
+        svc = await env.client.create(service())
+        await env.client.create(deployment())
+        assert await env.run_until(lambda: len(cl.ready_ips()) == 3 and len(cl.service_slices()) == 1
+                                   and sorted(a for e in cl.service_slices()[0]["endpoints"] for a in e["addresses"])
+                                   == cl.ready_ips())
+        s = cl.service_slices()[0]
+        assert s["addressType"] == "IPv4"
+        assert s["ports"] == [{"name": "web", "port": 8080, "protocol": "TCP"}]
+        assert s["metadata"]["name"].startswith("web-")
+        assert s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == MANAGED_BY
+        assert s["metadata"]["ownerReferences"][0]["uid"] == svc["metadata"]["uid"]
+        assert all(e["conditions"] == {"ready": True, "serving": True, "terminating": False} for e in s["endpoints"])
+
+
+async def test_scaling_down_removes_addresses(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service())
+        d = await env.client.create(deployment())
+        assert await env.run_until(lambda: len(cl.addresses()) == 3)
+        d = await env.client.get("apps/v1", "Deployment", "default", "web")
+        d["spec"]["replicas"] = 1
+        await env.client.update(d)
+        assert await env.run_until(lambda: len(cl.addresses()) == 1 and cl.addresses() == cl.ready_ips())
+        assert await env.run_until(lambda: len(cl.service_slices()[0]["endpoints"]) == 1)
+
+
+async def test_a_service_selecting_nothing_has_empty_endpoints_and_a_placeholder_slice(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service(selector={"app": "none"}))
+        assert await env.run_until(lambda: cl.ep() is not None and len(cl.service_slices()) == 1)
+        assert "subsets" not in cl.ep()
+        assert cl.service_slices()[0]["endpoints"] == [] and cl.service_slices()[0]["ports"] == []
+
+
+async def test_a_service_without_selector_is_left_alone_and_deleted_services_lose_endpoints(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service(name="manual", selector=False))
+        await env.client.create(service())
+        assert await env.run_until(lambda: cl.ep() is not None)
+        assert not await env.run_until(lambda: cl.ep("manual") is not None, within=5)
+        await env.client.delete("v1", "Service", "default", "web")
+        assert await env.run_until(lambda: cl.ep() is None)
