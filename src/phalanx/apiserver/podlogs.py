@@ -37,7 +37,7 @@ def _waiting(pod: dict, container: str) -> errors.StatusError:
     cs = _status(pod, container) or {}
     reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason") or "ContainerCreating"
     if not (pod.get("spec") or {}).get("nodeName"):
-        reason = "PodScheduled"  # not bound to a node yet
+        reason = "the pod is not scheduled to a node yet"
     return errors.bad_request(f'container "{container}" in pod "{md.get("name")}" is waiting to start: {reason}')
 
 

@@ -19,8 +19,9 @@ def pod(name, *, command=None, restart="Never", annotations=None, owner=None, **
             "spec": {"restartPolicy": restart, "terminationGracePeriodSeconds": 30, "containers": [c]}}
 
 
-async def start(env, **kw):
-    env.bootstrap([NodeSpec("n1")])
+async def start(env, bootstrap=True, **kw):
+    if bootstrap:
+        env.bootstrap([NodeSpec("n1")])
     factory = InformerFactory(env.client, clock=env.clock)
     k = SimulatedKubelets(env.client, factory, clock=env.clock, **kw)
     k.start()
@@ -155,3 +156,21 @@ async def test_terminating_delay_still_applies(env):
     assert k.pods.get("default/t") is not None
     await env.run_until(lambda: k.pods.get("default/t") is None, within=10)
     await k.stop(), await f.stop()
+
+
+async def test_a_restarted_kubelet_carries_on_from_what_the_store_holds(env):
+    k, f = await start(env)
+    await run(env, pod("crash", command=["false"], restart="Always"))
+    await run(env, pod("d", lifecycle={"preStop": {"sleep": {"seconds": 20}}}))
+    await env.run_until(lambda: (status(k, "crash").get("containerStatuses") or [{}])[0].get("restartCount", 0) >= 2,
+                        within=60)
+    await env.run_until(lambda: status(k, "d").get("phase") == "Running", within=5)
+    await env.client.delete("v1", "Pod", "default", "d")
+    await env.run_until(lambda: False, within=2)
+    await k.stop(), await f.stop()
+
+    k2, f2 = await start(env, bootstrap=False)  # a new kubelet: no memory of back-offs or stops under way
+    count = status(k2, "crash")["containerStatuses"][0]["restartCount"]
+    assert await env.run_until(lambda: status(k2, "crash")["containerStatuses"][0]["restartCount"] > count, within=400)
+    assert await env.run_until(lambda: k2.pods.get("default/d") is None, within=60)
+    await k2.stop(), await f2.stop()
