@@ -60,15 +60,22 @@ def topology_levels(nodes: Iterable[Obj]) -> list[str]:
                   if 2 * len(vs) >= len(nodes) and 1 < len(set(vs.values())) < len(nodes)]
     named = [k for k in candidates if _TOPOLOGY_WORDS.search(k)]
     candidates = sorted(named or candidates, key=lambda k: (len(set(values[k].values())), k))
-    levels: list[str] = []
-    for key in candidates:
-        if not levels:
-            levels.append(key)
-            continue
-        last = values[levels[-1]]
-        if len(set(values[key].values())) > len(set(last.values())) and _nests(values[key], last):
-            levels.append(key)
-    return levels
+    return _longest_nesting_chain(candidates, values)
+
+
+def _longest_nesting_chain(keys: list[str], values: dict[str, dict[str, str]]) -> list[str]:
+    """The longest sequence of `keys` (sorted by their number of values) in which each key has more
+    values than the one before and nests inside it; among equals, the first found."""
+    count = {k: len(set(values[k].values())) for k in keys}
+    best: dict[str, list[str]] = {}
+    for k in keys:
+        best[k] = [k]
+        for j in keys:
+            if j == k or j not in best or count[j] >= count[k] or not _nests(values[k], values[j]):
+                continue
+            if len(best[j]) + 1 > len(best[k]):
+                best[k] = best[j] + [k]
+    return max(best.values(), key=len, default=[])
 
 
 def pod_cpu_request_milli(pod: Obj) -> int:

@@ -166,7 +166,8 @@ def auth_middleware(auth: Auth, allowed_hosts: set[str]) -> Callable:
             session = auth.redeem(token)
             if session is None:
                 return web.Response(status=401, text="login token invalid or already used\n")
-            response = web.HTTPFound(request.rel_url.with_query([(k, v) for k, v in request.query.items() if k != "token"]))
+            response = web.Response(status=302, headers={
+                "Location": str(request.rel_url.with_query([(k, v) for k, v in request.query.items() if k != "token"]))})
             response.set_cookie(COOKIE, session, httponly=True, samesite="Strict", path="/")
             return response
         if not auth.valid(request.cookies.get(COOKIE)):
