@@ -18,7 +18,7 @@ function el(tag, text, attrs) {
 // -- layout: groups by topology level, nodes as cells ----------------------------------------------
 const PAD = 6, LABEL = 14;
 
-function cellSize(n) { return n > 1024 ? 12 : n > 256 ? 18 : 30; }
+function cellSize(n) { return n > 1024 ? 12 : n > 256 ? 18 : n > 64 ? 30 : 72; }
 
 function groupTree(nodes, depth) {
   if (depth === 0 || !nodes.length) return { nodes };
@@ -100,6 +100,7 @@ function draw() {
     ctx.fillRect(c.x, c.y, c.s, c.s);
     if (n.unschedulable || n.taints.length) { ctx.strokeStyle = "#ff7b72"; ctx.strokeRect(c.x + 1.5, c.y + 1.5, c.s - 3, c.s - 3); }
     drawDevices(ctx, c, claim);
+    if (c.s >= 60) { ctx.fillStyle = "#e6edf3"; ctx.fillText(n.name.length > 11 ? "…" + n.name.slice(-10) : n.name, c.x + 3, c.y + 3); }
     if (hl.has(n.name)) { ctx.lineWidth = 2; ctx.strokeStyle = "#4fc3f7"; ctx.strokeRect(c.x - 1, c.y - 1, c.s + 2, c.s + 2); ctx.lineWidth = 1; }
   }
   ctx.globalAlpha = 1;
