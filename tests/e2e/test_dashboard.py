@@ -12,6 +12,7 @@ Chromium is Debian's (`chromium` + `chromium-driver`, installed by .ci/run); not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from pathlib import Path
@@ -44,11 +45,11 @@ def tutorial(tmp_path_factory) -> Cluster:
     c.phalanx("delete", "cluster", "--name", "dash")
 
 
-@pytest.fixture
-def dashboard_url(tutorial: Cluster):
-    """`phalanx dashboard --name dash` in a subprocess; the login URL it prints."""
-    proc = subprocess.Popen([str(PHALANX), "dashboard", "--name", "dash", "--kubeconfig", str(tutorial.kubeconfig)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=tutorial.env)
+@contextlib.contextmanager
+def running_dashboard(cluster: Cluster):
+    """`phalanx dashboard --name NAME` in a subprocess, as a user starts it; the login URL it prints."""
+    proc = subprocess.Popen([str(PHALANX), "dashboard", "--name", cluster.name, "--kubeconfig", str(cluster.kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
     try:
         url = None
         assert proc.stdout is not None
@@ -61,6 +62,12 @@ def dashboard_url(tutorial: Cluster):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def dashboard_url(tutorial: Cluster):
+    with running_dashboard(tutorial) as url:
+        yield url
 
 
 @pytest.fixture
@@ -90,6 +97,19 @@ def _row(driver, kind: str, key: str):
     return driver.find_element(By.CSS_SELECTOR, f'tr[data-kind="{kind}"][data-key="{key}"]')
 
 
+def _click(driver, css: str) -> None:
+    """Click what `css` selects, finding it again if a live update replaced it meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    for _ in range(5):
+        try:
+            driver.find_element(By.CSS_SELECTOR, css).click()
+            return
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css} kept being replaced")
+
+
 def test_the_tutorial_gang_its_node_and_its_claim(tutorial: Cluster, dashboard_url: str, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -110,7 +130,7 @@ def test_the_tutorial_gang_its_node_and_its_claim(tutorial: Cluster, dashboard_u
     # Nothing is highlighted until the PodGroup is selected; then exactly its pods' nodes are.
     canvas = browser.find_element(By.ID, "map")
     assert canvas.get_attribute("data-highlighted") == ""
-    row.click()
+    _click(browser, 'tr[data-kind="podgroup"][data-key="default/training-workers"]')
     assert canvas.get_attribute("data-highlighted").split(",") == gang_nodes
     assert browser.execute_script("return window.__dashboard.highlightedNodes") == gang_nodes
     shot = tmp_path / "dashboard-training-workers.png"
@@ -122,12 +142,12 @@ def test_the_tutorial_gang_its_node_and_its_claim(tutorial: Cluster, dashboard_u
     claim_row = _row(browser, "claim", f"default/{claim}")
     assert claim_row.get_attribute("data-state") == "allocated,reserved"
     assert claim_row.get_attribute("data-reserved-for") == "podgroups/training-workers"
-    claim_row.click()
+    _click(browser, f'tr[data-kind="claim"][data-key="default/{claim}"]')
     assert canvas.get_attribute("data-highlighted").split(",") == gang_nodes
 
     # Why the oversized pod waits: what `phalanx explain pod` says.
     _wait(browser, "document.querySelector('li[data-pod=\"default/too-big\"]')")
-    browser.find_element(By.CSS_SELECTOR, 'li[data-pod="default/too-big"]').click()
+    _click(browser, 'li[data-pod="default/too-big"]')
     why = _wait(browser, "document.getElementById('why').dataset.pod === 'default/too-big' && "
                          "document.getElementById('why').textContent")
     explained = tutorial.phalanx("explain", "pod", "too-big").check().out
@@ -138,3 +158,78 @@ def test_the_tutorial_gang_its_node_and_its_claim(tutorial: Cluster, dashboard_u
     tutorial.kubectl("delete", "jobset", "training-job", "--wait=false").check()
     _wait(browser, "document.querySelector('tr[data-key=\"default/training-workers\"][data-scheduled=\"0\"]')")
     browser.save_screenshot(str(tmp_path / "dashboard-after-delete.png"))
+
+
+# -- a cluster with topology labels: 2 zones x 2 racks x 3 nodes ---------------------------------------
+
+TOPOLOGY_CLUSTER = """\
+apiVersion: phalanx.dev/v1alpha1
+kind: Cluster
+name: dashtopo
+featureGates: {GenericWorkload: true, GangScheduling: true, TopologyAwareWorkloadScheduling: true}
+runtimeConfig: {api/alpha: "true"}
+nodePools:
+- name: cp
+  role: control-plane
+- name: w
+  count: 12
+  labels:
+    topology.kubernetes.io/zone: "zone-{i//6}"
+    example.com/rack: "rack-{i//3}"
+  capacity: {cpu: "4", memory: 16Gi}
+"""
+
+
+def gang(name: str, size: int) -> str:
+    """A gang of `size` pods of 3 CPUs (one per 4-CPU node) that must share one rack."""
+    docs = [{"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+             "metadata": {"name": name, "namespace": "default"},
+             "spec": {"schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
+                      "schedulingPolicy": {"gang": {"minCount": size}}}}]
+    docs += [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-{i}", "namespace": "default"},
+              "spec": {"schedulingGroup": {"podGroupName": name},
+                       "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "3"}}}]}}
+             for i in range(size)]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
+
+
+@pytest.fixture(scope="module")
+def topology(tmp_path_factory) -> Cluster:
+    c = create_cluster(tmp_path_factory.mktemp("dashtopo"), "dashtopo", config=TOPOLOGY_CLUSTER, kubernetes=None)
+    c.kubectl("apply", "-f", "-", input=gang("racked", 3)).check()
+    c.kubectl("wait", "--for=condition=PodGroupScheduled", "podgroup/racked", "--timeout=60s").check()
+    c.kubectl("apply", "-f", "-", input=gang("too-wide", 4)).check()
+    yield c
+    c.phalanx("delete", "cluster", "--name", "dashtopo")
+
+
+def test_levels_from_labels_a_gang_inside_one_rack_and_why_a_wider_one_waits(topology: Cluster, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    nodes = topology.kubectl("get", "nodes", "-o", "json").check().json()["items"]
+    rack_of = {n["metadata"]["name"]: n["metadata"]["labels"].get("example.com/rack") for n in nodes}
+    pods = topology.kubectl("get", "pods", "-o", "json").check().json()["items"]
+    racked_nodes = sorted(p["spec"]["nodeName"] for p in pods if p["metadata"]["name"].startswith("racked-"))
+    assert len({rack_of[n] for n in racked_nodes}) == 1
+
+    with running_dashboard(topology) as url:
+        browser.get(url)
+        _wait(browser, "document.querySelector('tr[data-key=\"default/racked\"][data-scheduled=\"3\"]')")
+        assert browser.execute_script("return window.__dashboard.doc.levels") == \
+            ["topology.kubernetes.io/zone", "example.com/rack"]
+        assert browser.find_element(By.ID, "levels").text == "topology.kubernetes.io/zone → example.com/rack → node"
+        _click(browser, 'tr[data-kind="podgroup"][data-key="default/racked"]')
+        assert browser.find_element(By.ID, "map").get_attribute("data-highlighted").split(",") == racked_nodes
+        browser.save_screenshot(str(tmp_path / "dashboard-topology-racked.png"))
+        print(f"\nscreenshot: {tmp_path / 'dashboard-topology-racked.png'}")
+
+        # The wider gang cannot fit one rack: its pods wait, and the page says why as explain does.
+        _wait(browser, "document.querySelector('tr[data-key=\"default/too-wide\"][data-condition=\"False\"]')")
+        wide = _row(browser, "podgroup", "default/too-wide")
+        assert wide.get_attribute("data-pending") == "4"
+        _click(browser, 'li[data-pod="default/too-wide-0"]')
+        why = _wait(browser, "document.getElementById('why').dataset.pod === 'default/too-wide-0' && "
+                             "document.getElementById('why').textContent")
+        explained = topology.phalanx("explain", "pod", "too-wide-0").check().out
+        assert why.splitlines()[:3] == explained.splitlines()[:3]
+        assert "pod group: too-wide" in why

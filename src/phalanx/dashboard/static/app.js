@@ -21,14 +21,18 @@ const PAD = 6, LABEL = 14;
 function cellSize(n) { return n > 1024 ? 12 : n > 256 ? 18 : n > 64 ? 30 : 72; }
 
 function groupTree(nodes, depth) {
-  if (depth === 0 || !nodes.length) return { nodes };
+  if (depth === 0 || !nodes.length) {
+    return { nodes: [...nodes].sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true })) };
+  }
   const byValue = new Map();
   for (const n of nodes) {
     const v = n.path[n.path.length - depth] || "(none)";
     if (!byValue.has(v)) byValue.set(v, []);
     byValue.get(v).push(n);
   }
-  return { children: [...byValue.entries()].map(([label, ns]) => ({ label, ...groupTree(ns, depth - 1) })) };
+  const order = (a, b) => (a === "(none)") - (b === "(none)") || a.localeCompare(b, undefined, { numeric: true });
+  const labels = [...byValue.keys()].sort(order);
+  return { children: labels.map(label => ({ label, ...groupTree(byValue.get(label), depth - 1) })) };
 }
 
 // Sizes a group to fit `width`; returns {w, h, place(x, y)} that records cells into dash.layout.
@@ -145,7 +149,13 @@ function row(kind, key, cells) {
   return tr;
 }
 
+let tablesShown = "";
+
+// Rebuilds the tables only when what they show changed, so a row is not replaced under the pointer.
 function renderTables() {
+  const shown = JSON.stringify([dash.doc.podGroups, dash.doc.claims, dash.doc.pendingPods]);
+  if (shown === tablesShown) return;
+  tablesShown = shown;
   const pgBody = document.querySelector("#podgroups tbody"), clBody = document.querySelector("#claims tbody");
   pgBody.replaceChildren(...dash.doc.podGroups.map(g => {
     const cond = g.condition ? `${g.condition.type}=${g.condition.status}${g.condition.reason ? " (" + g.condition.reason + ")" : ""}` : "";
