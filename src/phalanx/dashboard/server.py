@@ -148,8 +148,9 @@ class Auth:
         return session
 
     def valid(self, session: str | None) -> bool:
-        return bool(session) and any(hmac.compare_digest(session.encode(), s.encode())  # type: ignore[union-attr]
-                                     for s in self._sessions)
+        if not session:
+            return False
+        return any(hmac.compare_digest(session.encode(), s.encode()) for s in self._sessions)
 
 
 def _host_allowed(request: web.Request, allowed: set[str]) -> bool:
