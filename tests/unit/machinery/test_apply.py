@@ -482,3 +482,21 @@ def test_creates_of_one_shape_share_entries_and_match_a_fresh_computation(obj):
     if first["metadata"].get("managedFields"):
         assert memo["metadata"]["managedFields"][0]["time"] == T1
         assert first["metadata"]["managedFields"][0]["time"] == T0
+
+
+def test_creates_that_differ_by_a_generated_list_name_share_an_entry_with_their_own_names():
+    # Pods differ in the ServiceAccount admission's `kube-api-access-<5 random>` volume, a list key
+    # that appears in the field set: each still gets exactly what a full computation gives it.
+    def thing(name, generated):
+        return {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": name},
+                "spec": {"replicas": 1, "containers": [{"name": "app"}, {"name": generated}]}}
+    first = update_managed_fields(None, thing("a", "kube-api-access-bcdfg"), "gen", meta=META, now=T0)
+    assert 'k:{"name":"kube-api-access-bcdfg"}' in first["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"][
+        "f:containers"]
+    for name, generated in (("b", "kube-api-access-xz245"), ("c", "kube-api-access-bcdfg")):
+        memo = update_managed_fields(None, thing(name, generated), "gen", meta=META, now=T1)
+        fresh = update_managed_fields(None, thing(name, generated), "gen", meta=META, now=T1,
+                                      empty_object=_zero_object(META, None))
+        assert memo["metadata"]["managedFields"] == fresh["metadata"]["managedFields"]
+        assert f'k:{{"name":"{generated}"}}' in memo["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"][
+            "f:containers"]

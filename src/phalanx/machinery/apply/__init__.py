@@ -37,6 +37,7 @@ fields; the strategy must still restore them).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 import orjson
@@ -254,14 +255,26 @@ def _apply_as(upd: _Updater, live_obj: dict[str, Any], config: dict[str, Any], v
 # the scheduler's Events) share one computed entry, and only its time differs.
 _CREATE_SHAPES: dict[tuple[Any, ...], Any] = {}
 _CREATE_SHAPES_MAX = 4096
+# Names an admission plugin generates per object inside lists (the ServiceAccount admission's
+# projected token volume `kube-api-access-<5 random>`, in `volumes` and every `volumeMounts`): they
+# are list keys, so they appear in the field set, but two pods that differ only by them have the
+# same field set up to that name. The shape stands them in by position; a cached entry gets the
+# object's own names back.
+_GENERATED_LIST_NAME = re.compile(rb'"(kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5})"')
 
 
-def _shape(value: Any) -> Any:
+def _shape(value: Any, generated: list[bytes]) -> Any:
     t = type(value)
     if t is dict:
-        return tuple([(k, _shape(v)) for k, v in value.items()])
-    if t is list:
-        return orjson.dumps(value)  # list items are identified by their values (keys, set members)
+        return tuple([(k, _shape(v, generated)) for k, v in value.items()])
+    if t is list:  # list items are identified by their values (keys, set members)
+        raw = orjson.dumps(value)
+        for name in _GENERATED_LIST_NAME.findall(raw):
+            if name not in generated:
+                generated.append(name)
+        for i, name in enumerate(generated):
+            raw = raw.replace(name, b"\x00%d\x00" % i)
+        return raw
     return t
 
 
@@ -269,9 +282,10 @@ def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: 
                        subresource: str, reset_fields: Optional[Iterable[Iterable[str]]]) -> dict[str, Any]:
     """update_managed_fields for a create without requested managedFields, memoized by shape."""
     reset = _reset_fields(subresource, reset_fields)
-    key = (id(meta), new.get("apiVersion"), manager, operation, subresource, reset, _shape(new))
-    template = _CREATE_SHAPES.get(key, _MISSING)
-    if template is _MISSING:
+    generated: list[bytes] = []
+    key = (id(meta), new.get("apiVersion"), manager, operation, subresource, reset, _shape(new, generated))
+    cached = _CREATE_SHAPES.get(key, _MISSING)
+    if cached is _MISSING:
         update_managed_fields(None, new, manager, operation, meta, now, subresource=subresource,
                               reset_fields=reset_fields, empty_object=_zero_object(meta, None))
         entries = new["metadata"].get("managedFields")
@@ -283,11 +297,26 @@ def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: 
             return new  # not a single timed entry: not memoized
         if len(_CREATE_SHAPES) >= _CREATE_SHAPES_MAX:
             _CREATE_SHAPES.clear()
-        _CREATE_SHAPES[key] = template
+        _CREATE_SHAPES[key] = (template, generated)
         return new
+    template, names = cached
     if template is not None:
-        new["metadata"]["managedFields"] = [{k: (now if k == "time" else v) for k, v in template.items()}]
+        entry = {k: (now if k == "time" else v) for k, v in template.items()}
+        if names != generated:
+            entry["fieldsV1"] = _renamed(template["fieldsV1"], names, generated)
+        new["metadata"]["managedFields"] = [entry]
     return new
+
+
+def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> Any:
+    """A cached field set with the generated names of the object it was made for replaced by another
+    object's (the same number, in the same places)."""
+    raw = orjson.dumps(fields)
+    for i, name in enumerate(old):
+        raw = raw.replace(name, b"\x00%d\x00" % i)
+    for i, name in enumerate(new):
+        raw = raw.replace(b"\x00%d\x00" % i, name)
+    return orjson.loads(raw)
 
 
 def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:
