@@ -177,7 +177,6 @@ def pod_group_row(pg: Obj, members: list[Obj]) -> Obj:
         "pods": len(live), "scheduled": scheduled, "pending": len(live) - scheduled,
         "condition": _condition(pg, fields.scheduled_condition_type(pg)),
         "nodes": nodes,
-        "podNames": sorted(_name(p) for p in live),
     }
 
 

@@ -16,6 +16,7 @@ import asyncio
 import hmac
 import logging
 import secrets
+import time
 from importlib import resources
 from typing import Any, Awaitable, Callable
 
@@ -72,6 +73,7 @@ class Dashboard:
         self._dirty = asyncio.Event()
         self._changed = asyncio.Condition()
         self._task: asyncio.Task | None = None
+        self._render_seconds = 0.0
 
     async def start(self) -> None:
         self.pod_group_api = await pod_group_api(self.client)
@@ -104,17 +106,21 @@ class Dashboard:
         return inf.list() if inf is not None else []
 
     def _render(self) -> None:
+        started = time.perf_counter()
         doc = model.snapshot(self._items("Node"), self._items("Pod"), self._items("PodGroup"),
                              self._items("ResourceSlice"), self._items("ResourceClaim"))
         doc["podGroupAPI"] = self.pod_group_api
         self.generation += 1
         doc["generation"] = self.generation
         self.document = orjson.dumps(doc)
+        self._render_seconds = time.perf_counter() - started
 
     async def _publish_loop(self) -> None:
         while True:
             await self._dirty.wait()
-            await asyncio.sleep(self.debounce)  # coalesce a burst of watch events into one document
+            # Coalesce a burst of watch events into one document, and keep rendering (synchronous,
+            # ~0.2 s at 4,096 nodes and 50,000 pods) to a third of the loop's time at most.
+            await asyncio.sleep(max(self.debounce, 2 * self._render_seconds))
             self._dirty.clear()
             try:
                 self._render()
