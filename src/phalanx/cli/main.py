@@ -6,6 +6,7 @@
     phalanx stop cluster [--name NAME]          phalanx start cluster [--name NAME] [--wait 60s]
     phalanx get clusters                        phalanx get kubeconfig [--name NAME]
     phalanx get featuregates [--name NAME | --config FILE]
+    phalanx dashboard [--name NAME] [--kubeconfig PATH] [--port N]   (web UI on 127.0.0.1)
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
     phalanx version
@@ -431,6 +432,40 @@ def explain_pod(name, namespace, kubeconfig, context) -> None:
 def explain_podgroup(name, namespace, kubeconfig, context) -> None:
     """The last group scheduling decision for a PodGroup, with each failing pod's reasons."""
     _explain("podgroup", name, namespace, kubeconfig, context)
+
+
+@cli.command("dashboard")
+@click.option("--name", "-n", default=None,
+              help="the phalanx cluster to show (its context phalanx-NAME); default: the kubeconfig's current context")
+@click.option("--kubeconfig", default=None, metavar="PATH", help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+@click.option("--context", default=None, help="kubeconfig context to use (instead of --name)")
+@click.option("--port", default=0, type=click.IntRange(0, 65535), help="port on 127.0.0.1 (default: a free one)")
+def dashboard_cmd(name, kubeconfig, context, port) -> None:
+    """Serve a live web dashboard of a cluster on 127.0.0.1 (topology, PodGroups, claims, why pods wait).
+
+    Reads the cluster with the kubeconfig's credentials; prints the URL with a one-time login token."""
+    import asyncio
+
+    from phalanx.client import HTTPClient
+    from phalanx.client.kubeconfig import KubeconfigError as ClientKubeconfigError
+    from phalanx.dashboard import serve
+
+    if name and context:
+        raise click.UsageError("--name and --context choose the same thing; give one")
+    try:
+        client = HTTPClient.from_kubeconfig(kubeconfig, context or (context_name(name) if name else None),
+                                            field_manager="phalanx-dashboard")
+    except (ClientKubeconfigError, OSError) as e:
+        _fail("cannot read the kubeconfig", e)
+
+    def announce(url: str) -> None:
+        _emit(f"phalanx dashboard for {client.server}\nopen {url}\n(the token works once; "
+              "the page keeps a session cookie)", err=False)
+        sys.stdout.flush()
+    try:
+        asyncio.run(serve(client, port=port, announce=announce))
+    except KeyboardInterrupt:
+        pass
 
 
 @cli.command("version")
