@@ -46,7 +46,8 @@ from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
-from .managers import (ManagerKey, Managers, Times, _Conflicts, _manager_key, _record_update, _strip, _Updater, conflict_error,
+from .managers import (ManagerKey, Managers, Times, _Conflicts, _decoded_fields, _manager_key, _record_update, _strip, _Updater,
+                       conflict_error, remember_fields,
                        decode_managed_fields, encode_managed_fields)
 from .merge import compare
 from .values import _MISSING, Path, PathSet, _copy, _go_json, _TypedError
@@ -303,12 +304,37 @@ def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: 
     if template is not None:
         entry = {k: (now if k == "time" else v) for k, v in template.items()}
         if names != generated:
-            entry["fieldsV1"] = _renamed(template["fieldsV1"], names, generated)
+            fields_v1 = _renamed(template["fieldsV1"], names, generated)
+            renames = {o.decode(): n.decode() for o, n in zip(names, generated)}
+            template_set = _decoded_fields(template["fieldsV1"])
+            renamed_set = frozenset(_renamed_path(p, renames) for p in template_set)
+            if renamed_set != template_set:  # never let another object's encoding stand for the template's
+                remember_fields(fields_v1, renamed_set)
+            entry["fieldsV1"] = fields_v1
         new["metadata"]["managedFields"] = [entry]
     return new
 
 
-def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> Any:
+def _renamed_path(path: Path, renames: dict[str, str]) -> Path:
+    """A field path with the generated names in its list keys and set values replaced."""
+    out = []
+    for kind, value in path:
+        if kind == "k":
+            value = tuple((n, _renamed_value(v, renames)) for n, v in value)
+        elif kind == "v":
+            value = _renamed_value(value, renames)
+        out.append((kind, value))
+    return tuple(out)
+
+
+def _renamed_value(hv: Any, renames: dict[str, str]) -> Any:
+    """A path element's hashable value (`("s", text)` for a string) with a generated name replaced."""
+    if isinstance(hv, tuple) and len(hv) == 2 and hv[0] == "s" and hv[1] in renames:
+        return ("s", renames[hv[1]])
+    return hv
+
+
+def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> dict[str, Any]:
     """A cached field set with the generated names of the object it was made for replaced by another
     object's (the same number, in the same places)."""
     raw = orjson.dumps(fields)
@@ -316,7 +342,8 @@ def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> Any:
         raw = raw.replace(name, b"\x00%d\x00" % i)
     for i, name in enumerate(new):
         raw = raw.replace(b"\x00%d\x00" % i, name)
-    return orjson.loads(raw)
+    renamed: dict[str, Any] = orjson.loads(raw)
+    return renamed
 
 
 def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:

@@ -107,6 +107,15 @@ def _encoded_fields(fields: Iterable[Path]) -> dict[str, Any]:
     return out
 
 
+def remember_fields(fields_v1: dict[str, Any], fields: frozenset[Path]) -> None:
+    """Record that `fields_v1` encodes `fields` (computed elsewhere), so neither is recomputed."""
+    if len(_ENCODED) >= _FIELDS_MEMO_MAX or len(_DECODED) >= _FIELDS_MEMO_MAX:
+        _ENCODED.clear()
+        _DECODED.clear()
+    _ENCODED[fields] = fields_v1
+    _DECODED[id(fields_v1)] = (fields_v1, fields)
+
+
 def decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
     """managedFields → ({key: _Entry}, {key: time}); raises ValueError as upstream's decoder."""
     managers: Managers = {}
@@ -211,7 +220,7 @@ class _Updater:
         self.ignored = ignored
 
     def _update(self, old: Any, new: Any, managers: Managers, workflow: ManagerKey, force: bool) -> tuple[Managers, Comparison]:
-        c = compare(old, new, self.meta).exclude(self.ignored)
+        c = compare(old, new, self.meta, self.ignored).exclude(self.ignored)
         conflicts: Conflicts = {}
         changed = c.modified | c.added
         for key, entry in managers.items():

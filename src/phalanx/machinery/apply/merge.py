@@ -32,9 +32,15 @@ class Comparison:
         return not (self.added or self.modified or self.removed)
 
 
-def compare(lhs: Any, rhs: Any, meta: PatchMeta) -> Comparison:
-    """Fields added, modified and removed from `lhs` to `rhs` (upstream TypedValue.Compare)."""
+def compare(lhs: Any, rhs: Any, meta: PatchMeta, skip: Iterable[Path] = ()) -> Comparison:
+    """Fields added, modified and removed from `lhs` to `rhs` (upstream TypedValue.Compare).
+    `skip`: top-level fields not to walk at all (a subresource's reset fields, which the caller
+    excludes from the result anyway: a status write need not walk the whole spec)."""
     c = Comparison()
+    top = {p[0][1] for p in skip if len(p) == 1 and p[0][0] == "f"}
+    if top and isinstance(lhs, dict) and isinstance(rhs, dict):
+        lhs = {k: v for k, v in lhs.items() if k not in top}
+        rhs = {k: v for k, v in rhs.items() if k not in top}
     _compare(lhs, rhs, meta, (), c)
     return c
 
