@@ -1007,20 +1007,25 @@ class Generator:
                 props[field] = {**p, "description": text.format(kind=kind_word)}
 
     def check_refs(self) -> None:
-        def visit(node, where):
-            if isinstance(node, dict):
-                r = node.get("$ref")
-                if r is not None:
-                    target = r.rsplit("/", 1)[-1]
-                    if target not in self.schemas:
-                        raise SystemExit(f"dangling $ref {r} in {where}")
-                for v in node.values():
-                    visit(v, where)
-            elif isinstance(node, list):
-                for v in node:
-                    visit(v, where)
-        for name, schema in self.schemas.items():
-            visit(schema, name)
+        check_refs(self.schemas, {})
+
+
+def check_refs(schemas: dict[str, dict], base: dict[str, dict]) -> None:
+    """Stop on a `$ref` to a schema neither `schemas` nor `base` holds."""
+    def visit(node, where):
+        if isinstance(node, dict):
+            r = node.get("$ref")
+            if r is not None:
+                target = r.rsplit("/", 1)[-1]
+                if target not in schemas and target not in base:
+                    raise SystemExit(f"dangling $ref {r} in {where}")
+            for v in node.values():
+                visit(v, where)
+        elif isinstance(node, list):
+            for v in node:
+                visit(v, where)
+    for name, schema in schemas.items():
+        visit(schema, name)
 
 
 def render(obj) -> str:

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from kubernetes.client import models as M
+from gen_schemas import check_refs, render
 from upstream_docs import apply_descriptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,27 +232,7 @@ class Generator:
         problems += [f"LIST_FACTS entry for a field that does not exist: {s}.{f}" for s, f in sorted(unused)]
         if problems:
             raise SystemExit("\n".join(problems))
-        self.check_refs(base)
-
-    def check_refs(self, base: dict[str, dict]) -> None:
-        def visit(node, where):
-            if isinstance(node, dict):
-                r = node.get("$ref")
-                if r is not None:
-                    target = r.rsplit("/", 1)[-1]
-                    if target not in self.schemas and target not in base:
-                        raise SystemExit(f"dangling $ref {r} in {where}")
-                for v in node.values():
-                    visit(v, where)
-            elif isinstance(node, list):
-                for v in node:
-                    visit(v, where)
-        for name, schema in self.schemas.items():
-            visit(schema, name)
-
-
-def render(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
+        check_refs(self.schemas, base)
 
 
 def main(argv: list[str] | None = None) -> int:

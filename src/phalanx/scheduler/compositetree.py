@@ -30,22 +30,19 @@ it (`LeafPlacer`), so the same search serves the scheduler and its unit tests.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
 
 from phalanx.api.scheduling.fields import parent_composite, workload_name
+from phalanx.client.informer import object_key
+
+from .plugins.topologyaware import natural_key, required_topology_key
 
 Obj = dict[str, Any]
 
 MAX_TREE_DEPTH = 4  # WorkloadMaxTreeDepth
 POD_GROUP = "PodGroup"
 COMPOSITE_POD_GROUP = "CompositePodGroup"
-
-
-def object_key(obj: Obj) -> str:
-    md = obj.get("metadata") or {}
-    return f"{md.get('namespace', '')}/{md.get('name', '')}"
 
 
 def _parent_key(obj: Obj) -> Optional[str]:
@@ -64,14 +61,6 @@ def required_count(obj: Obj) -> int:
         return 1
     value = gang.get("minGroupCount", gang.get("minCount"))
     return value if isinstance(value, int) and value > 0 else 1
-
-
-def topology_key(obj: Obj) -> Optional[str]:
-    """`spec.schedulingConstraints.topology[0].key`, or None."""
-    topology = (((obj.get("spec") or {}).get("schedulingConstraints") or {}).get("topology") or [])
-    first = topology[0] if topology and isinstance(topology[0], dict) else {}
-    key = first.get("key")
-    return key if isinstance(key, str) and key else None
 
 
 @dataclass
@@ -102,7 +91,7 @@ class TreeNode:
 
     @property
     def topology_key(self) -> Optional[str]:
-        return topology_key(self.obj)
+        return required_topology_key(self.obj)
 
     def leaves(self) -> list["TreeNode"]:
         if self.kind == POD_GROUP:
@@ -260,10 +249,6 @@ class TreePlacement(Generic[L]):
 
     leaves: list[tuple[TreeNode, L]] = field(default_factory=list)
     domains: dict[str, str] = field(default_factory=dict)  # group key -> "key=value"
-
-
-def natural_key(text: str) -> list:
-    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", text))]
 
 
 def domains_of(key: str, nodes: Sequence[N], labels: Callable[[N], dict[str, str]]) -> list[tuple[str, list[N]]]:

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ from typing import Any, Callable, Optional
 from urllib.parse import urlparse
 
 import yaml
+
+from ..client.kubeconfig import load_kubeconfig
 
 SHAPES = ("deployment", "indexed-job")
 NAMESPACE = "bench"
@@ -132,22 +133,6 @@ class Cluster:
         except (OSError, ValueError):
             return None
 
-    def server(self) -> tuple[str, str, ssl.SSLContext]:
-        """The API server's URL, a bearer token and a TLS context from the kubeconfig."""
-        cfg = yaml.safe_load(self.kubeconfig.read_text())
-        cluster = cfg["clusters"][0]["cluster"]
-        user = cfg["users"][0]["user"]
-        ctx = ssl.create_default_context()
-        ca = cluster.get("certificate-authority-data")
-        if ca:
-            import base64
-            ctx.load_verify_locations(cadata=base64.b64decode(ca).decode())
-        else:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        return cluster["server"], user.get("token", ""), ctx
-
-
 def create_cluster(tmp: Path, config: Optional[str], image: Optional[str]) -> tuple[Cluster, float]:
     bindir = Path(sys.executable).parent
     phalanx = [str(bindir / "phalanx")] if (bindir / "phalanx").exists() else [sys.executable, "-m", "phalanx"]
@@ -205,8 +190,8 @@ def watch_pods(cluster: Cluster, timeline: PodTimeline, stop: threading.Event) -
     resumed from the last resourceVersion if the server ends it)."""
     import http.client
 
-    server, token, ctx = cluster.server()
-    url = urlparse(server)
+    cfg = load_kubeconfig(cluster.kubeconfig)
+    url, token, ctx = urlparse(cfg.server), cfg.token or "", cfg.ssl_context()
 
     def run() -> None:
         rv = ""
