@@ -116,6 +116,8 @@ class Server:
     async def middleware(self, request: web.Request, handler):
         start = time.perf_counter()
         resp = await self._serve(request, handler)
+        # Nothing written is told outside the process before it is durable (the store's group commit).
+        await self.api.store.flushed()
         labels = request.get(monitoring.LABELS_KEY)
         if labels is not None:  # a resource request (see dispatch)
             apimetrics.observe_request(labels, resp.status, time.perf_counter() - start)
@@ -707,6 +709,7 @@ class Server:
                             form = ("table", rt.key, include, int(time.monotonic()))
                             chunks.append(frames.frame(typ, obj, form, lambda: table_frame(typ, obj, False)))
                     chunks.append(b"")
+                    await self.api.store.flushed()  # a watcher sees only durable writes
                     await resp.write(b"\n".join(chunks))
                 if stream.closed:
                     if stream.watcher.overflowed:
@@ -722,6 +725,7 @@ class Server:
                 got = await stream.wait(min(remaining, 5.0))
                 if not got:
                     if stream.allow_bookmarks and time.monotonic() - last_write >= WATCH_BOOKMARK_INTERVAL:
+                        await self.api.store.flushed()
                         await resp.write(orjson.dumps({"type": "BOOKMARK", "object": stream.bookmark()}) + b"\n")
                         last_write = time.monotonic()
                 else:
