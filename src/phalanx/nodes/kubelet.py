@@ -67,6 +67,13 @@ def _started(c: dict) -> bool:
     return "running" in state or (state.get("waiting") or {}).get("reason") == ps.CRASH_LOOP
 
 
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 def _claim_names(pod: dict) -> list[str]:
     return [v["persistentVolumeClaim"].get("claimName", "") for v in (pod.get("spec") or {}).get("volumes") or ()
             if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)]
@@ -88,12 +95,16 @@ class SimulatedKubelets(Controller[str]):
         self.nodes = self.informer("v1", "Node")
         self.pods = self.informer("v1", "Pod")
         self.pods.add_event_handler(on_add=self._pod_event, on_update=lambda o, n: self._pod_event(n),
-                                    on_delete=lambda o: None)
+                                    on_delete=lambda o: self._written.pop(object_key(o), None))
         self.pods.add_indexer("spec.nodeName", index_pod_by_node_name)
         self.nodes.add_event_handler(on_add=self._node_added)
         # a pod's PersistentVolumeClaims must be Bound before its containers start (the volume manager)
         self.claims = self.informer("v1", "PersistentVolumeClaim")
         self.claims.add_event_handler(on_add=self._claim_event, on_update=lambda o, n: self._claim_event(n))
+        # pod key -> resourceVersion of the kubelet's last status write, until the informer shows it: a
+        # sync of an older copy would only repeat the write and meet a conflict (upstream's status
+        # manager keeps its own cache of what it wrote for the same reason)
+        self._written: dict[str, int] = {}
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
         self._lease_task: asyncio.Task[None] | None = None
@@ -112,7 +123,11 @@ class SimulatedKubelets(Controller[str]):
 
     def _pod_event(self, pod: dict) -> None:
         if self._simulated((pod.get("spec") or {}).get("nodeName")):
-            self.queue.add(object_key(pod))
+            key = object_key(pod)
+            written = self._written.get(key)
+            if written is not None and _rv(pod) >= written:
+                del self._written[key]
+            self.queue.add(key)
 
     def _claim_event(self, claim: dict) -> None:
         if (claim.get("status") or {}).get("phase") != "Bound":
@@ -162,6 +177,9 @@ class SimulatedKubelets(Controller[str]):
         node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._simulated(node_name):
             return
+        written = self._written.get(key)
+        if written is not None and _rv(pod) < written:
+            return  # the informer has not shown our last write yet; its event enqueues the pod again
         if self._runners["Pod"].stages and await self._runners["Pod"].step(pod, key):
             return  # a stage from the stage files acts on this pod
         await self._sync_pod(pod, key, node_name)
@@ -204,6 +222,7 @@ class SimulatedKubelets(Controller[str]):
         }
 
     def _forget(self, key: str) -> None:
+        self._written.pop(key, None)
         self._runners["Pod"].forget(key)
         self._release_ip(key)
         self._backoff.pop(key, None)
@@ -506,7 +525,7 @@ class SimulatedKubelets(Controller[str]):
         new = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "spec": pod["spec"],
                "status": status}
         try:
-            await self.client.update_status(new)
+            stored = await self.client.update_status(new)
         except StatusError as e:
             if e.code == 409:
                 self.queue.add(object_key(pod))  # a newer version will come through the informer
@@ -514,6 +533,7 @@ class SimulatedKubelets(Controller[str]):
             if e.code == 404:
                 return False
             raise
+        self._written[object_key(pod)] = _rv(stored)
         return True
 
     # -- node leases ---------------------------------------------------------------------------
