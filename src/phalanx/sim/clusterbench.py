@@ -406,8 +406,9 @@ def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path,
     cpu0 = _cpu_seconds(pid) if pid else 0.0
     timeline.t0 = time.perf_counter()
     if chosen.manifests:
-        cluster.run_kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                   "items": chosen.manifests}))
+        # server-side: the JobSet of 512 gangs is too large for client-side apply's annotation
+        cluster.run_kubectl("apply", "--server-side", "-f", "-",
+                            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": chosen.manifests}))
     if chosen.objects:
         asyncio.run(create_objects(cluster.kubeconfig, chosen.objects, spec.clients))
         if spec.external_scheduler:  # created first, then the scheduler: its own throughput over HTTP
