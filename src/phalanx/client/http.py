@@ -325,10 +325,10 @@ class HTTPClient:
         return await self._request("PUT", self._path(info, md.get("namespace"), md.get("name", ""), sub),
                                    params={"fieldManager": self.field_manager}, body=obj)
 
-    async def update(self, obj: Obj) -> Obj:
+    async def update(self, obj: Obj, *, handover: bool = False) -> Obj:
         return await self._put(obj, None)
 
-    async def update_status(self, obj: Obj) -> Obj:
+    async def update_status(self, obj: Obj, *, handover: bool = False) -> Obj:
         return await self._put(obj, "status")
 
     async def patch(self, api_version: str, kind: str, namespace: str | None, name: str, body: Any,

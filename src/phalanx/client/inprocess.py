@@ -150,18 +150,21 @@ class InProcessClient:
             return self.api.create(rt, ns, obj, field_manager=self.field_manager)
         return deep_copy(self.api.create(rt, ns, deep_copy(obj), field_manager=self.field_manager))
 
-    async def _update(self, obj: Obj, subresource: str | None) -> Obj:
+    async def _update(self, obj: Obj, subresource: str | None, handover: bool) -> Obj:
         rt = self._rt_of(obj)
         self._require_subresource(rt, subresource)
         md = obj.get("metadata") or {}
+        if handover:  # the caller's fresh dict is the API's to keep; the result is shared
+            return self.api.update(rt, _namespace(md), md.get("name", ""), obj, subresource=subresource,
+                                   field_manager=self.field_manager)
         return deep_copy(self.api.update(rt, _namespace(md), md.get("name", ""), deep_copy(obj),
                                          subresource=subresource, field_manager=self.field_manager))
 
-    async def update(self, obj: Obj) -> Obj:
-        return await self._update(obj, None)
+    async def update(self, obj: Obj, *, handover: bool = False) -> Obj:
+        return await self._update(obj, None, handover)
 
-    async def update_status(self, obj: Obj) -> Obj:
-        return await self._update(obj, "status")
+    async def update_status(self, obj: Obj, *, handover: bool = False) -> Obj:
+        return await self._update(obj, "status", handover)
 
     async def patch(self, api_version: str, kind: str, namespace: str | None, name: str, body: Any,
                     patch_type: str = MERGE_PATCH, subresource: str | None = None, *,

@@ -522,10 +522,12 @@ class SimulatedKubelets(Controller[str]):
 
     async def _write_status(self, pod: dict, status: dict) -> bool:
         """Write the pod's status; False when the pod changed or went meanwhile."""
+        # Handed over: a new top level, metadata and status; the spec is the cache's, which the API
+        # server only reads.
         new = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "spec": pod["spec"],
                "status": status}
         try:
-            stored = await self.client.update_status(new)
+            stored = await self.client.update_status(new, handover=True)
         except StatusError as e:
             if e.code == 409:
                 self.queue.add(object_key(pod))  # a newer version will come through the informer
