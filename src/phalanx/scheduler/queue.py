@@ -310,8 +310,9 @@ class SchedulingQueue:
         while self._gate_reports and self._gate_reports[0][0] <= now:
             _, _, key, msg = heapq.heappop(self._gate_reports)
             qpi = self.gated.get(key)
-            st = getattr(qpi, "gate_status", None) if qpi is not None else None
-            if st is None or st.message() != msg or self._gate_messages.get(key) == msg or self.on_gated is None:
+            st = qpi.gate_status if qpi is not None else None
+            if qpi is None or st is None or st.message() != msg or self._gate_messages.get(key) == msg \
+                    or self.on_gated is None:
                 continue  # admitted, gone, or held for another reason meanwhile
             self._gate_messages[key] = msg
             self.on_gated(qpi, st)
