@@ -76,6 +76,7 @@ async def one_run(args: argparse.Namespace, profiler: cProfile.Profile | None) -
         cp.store.listeners.append(follow)
         done = follow.finished if shape.finishes else follow.running
         rv0, commits0 = cp.store.resource_version, getattr(cp.store, "commits", 0)
+        commit_s0 = getattr(cp.store, "commit_seconds", 0.0)
         t0, c0, l0 = time.perf_counter(), time.process_time(), time.thread_time()
         if profiler:
             profiler.enable()
@@ -87,12 +88,14 @@ async def one_run(args: argparse.Namespace, profiler: cProfile.Profile | None) -
             profiler.disable()
         cpu, wall, loop_cpu = time.process_time() - c0, time.perf_counter() - t0, time.thread_time() - l0
         writes, commits = cp.store.resource_version - rv0, getattr(cp.store, "commits", 0) - commits0
+        commit_s = getattr(cp.store, "commit_seconds", 0.0) - commit_s0
         await cp.stop()
     return {"pods": shape.pods, "completed": len(done) >= shape.pods, "wallSeconds": round(wall, 2),
             "cpuSeconds": round(cpu, 2), "cpuMsPerPod": round(cpu / shape.pods * 1000, 3),
             # the event loop's thread alone: what bounds the rate (other threads: SQLite's writer)
             "loopCpuMsPerPod": round(loop_cpu / shape.pods * 1000, 3), "writes": writes,
             "writesPerPod": round(writes / shape.pods, 1), "commits": commits,
+            "commitSeconds": round(commit_s, 2),  # wall time the loop spent in SQLite commits
             "loadAverage": [round(x, 2) for x in os.getloadavg()]}
 
 

@@ -84,6 +84,8 @@ class InProcessClient:
         self.field_manager = field_manager
         self.clock = clock
         self.events = EventRecorder(self, clock=clock, component=field_manager, host=host)
+        self._rt_cache: dict[tuple[str, str], Any] = {}  # (apiVersion, kind or plural) -> ResourceType
+        self._rt_cache_of: Any = None  # the API's list of types the cache was filled from
 
     # -- resources ---------------------------------------------------------------------------
     def _resources(self) -> list[ResourceInfo]:
@@ -94,10 +96,17 @@ class InProcessClient:
         return out
 
     def _rt(self, api_version: str, kind: str):
+        types = self.api.types
+        if types is not self._rt_cache_of:  # the API serves other types now (a CRD came or went)
+            self._rt_cache, self._rt_cache_of = {}, types
+        rt = self._rt_cache.get((api_version, kind))
+        if rt is not None:
+            return rt
         group, _, version = api_version.rpartition("/")
         by_kind = kind[:1].isupper()
-        for rt in self.api.types:
+        for rt in types:
             if rt.group == group and rt.version == version and (rt.kind == kind if by_kind else rt.plural == kind):
+                self._rt_cache[(api_version, kind)] = rt
                 return rt
         raise no_kind_match(api_version, kind)
 
