@@ -402,7 +402,9 @@ def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path,
     stop = threading.Event()
     watcher = watch_pods(cluster, timeline, stop)
     pid = cluster.pid()
-    sampler = Sampler(pid, tmp / "profile.raw")
+    samplers = {"": Sampler(pid, tmp / "profile.raw")}
+    if scheduler is not None:
+        samplers["scheduler"] = Sampler(scheduler.pid, tmp / "scheduler.raw")
     cpu0 = _cpu_seconds(pid) if pid else 0.0
     timeline.t0 = time.perf_counter()
     if chosen.manifests:
@@ -414,6 +416,7 @@ def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path,
         if spec.external_scheduler:  # created first, then the scheduler: its own throughput over HTTP
             timeline.mark("schedulerStarted")
             scheduler = start_scheduler(cluster, tmp)
+            samplers["scheduler"] = Sampler(scheduler.pid, tmp / "scheduler.raw")
     applied = time.perf_counter() - timeline.t0
     final = "allFinished" if chosen.finishes else "allRunning"
     done = wait_for(lambda: final in timeline.reached, spec.timeout)
@@ -423,15 +426,26 @@ def _drive(cluster: Cluster, chosen: Shape, spec: RunSpec, tmp: Path,
         timeline.mark("scaledToZeroAfter")
         cluster.run_kubectl("scale", "deployment/bench", "-n", NAMESPACE, "--replicas=0")
         wait_for(lambda: "allGone" in timeline.reached, spec.timeout)
-    shares = sampler.stop()
-    if spec.profile_out and sampler.out.exists():
-        shutil.copy(sampler.out, spec.profile_out)
+    shares = _stop_samplers(samplers, spec.profile_out)
     stop.set()
     watcher.join(timeout=10)
-    result = _result(chosen, nodes, applied, timeline, done, shares, checks)
+    result = _result(chosen, nodes, applied, timeline, done, shares.pop(""), checks)
+    if "scheduler" in shares:
+        result["schedulerProcessCpuShareByComponent"] = shares["scheduler"]
     result["controlPlaneCpuSeconds"] = round(cpu, 2)  # apply -> the final phase; a busy machine disturbs it least
     result["controlPlaneCpuMsPerPod"] = round(cpu / chosen.pods * 1000, 2)
     return result, scheduler
+
+
+def _stop_samplers(samplers: dict[str, Sampler], profile_out: Optional[str]) -> dict[str, dict[str, float]]:
+    """Each process's shares by component; the raw stacks kept at `profile_out` (the control
+    plane's) and `profile_out` + `.scheduler` (the scheduler process's)."""
+    shares = {}
+    for name, sampler in samplers.items():
+        shares[name] = sampler.stop()
+        if profile_out and sampler.out.exists():
+            shutil.copy(sampler.out, profile_out + (f".{name}" if name else ""))
+    return shares
 
 
 async def create_objects(kubeconfig: Path, objects: list[dict[str, Any]], clients: int) -> None:
