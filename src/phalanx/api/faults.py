@@ -88,3 +88,40 @@ def device_failure_taint(driver: str) -> Obj:
     """The taint a simulated driver publishes on a failed device (`timeAdded` is set by the API
     server when the taint first appears)."""
     return {"key": f"{driver}/{DEVICE_UNHEALTHY_TAINT}", "effect": DEVICE_TAINT_EFFECT}
+
+
+def annotations_with_node_fault(node: Mapping[str, Any], down: bool) -> dict[str, str] | None:
+    """The node's annotations with the node fault set (`down`) or cleared; None when unchanged."""
+    annotations = dict(_annotations(node))
+    if node_is_down(node) == down and (down or NODE_FAULT_ANNOTATION not in annotations):
+        return None
+    if down:
+        annotations[NODE_FAULT_ANNOTATION] = NODE_DOWN
+    else:
+        annotations.pop(NODE_FAULT_ANNOTATION, None)
+    return annotations
+
+
+def annotations_with_device_faults(node: Mapping[str, Any], names: Iterable[str], failed: bool,
+                                   published: Iterable[str] = ()) -> dict[str, str] | None:
+    """The node's annotations with `names` added to (`failed`) or removed from the failed devices;
+    None when unchanged. Recovering some devices of a node whose devices all failed (`*`) needs the
+    names the node publishes (`published`); recovering `*` clears the list."""
+    annotations = dict(_annotations(node))
+    current = failed_devices(node)
+    names = parse_device_list(",".join(names))
+    if failed:
+        new = [ALL_DEVICES] if ALL_DEVICES in names or current == [ALL_DEVICES] else current + names
+    elif ALL_DEVICES in names:
+        new = []
+    else:
+        base = list(published) if current == [ALL_DEVICES] else current
+        new = [n for n in base if n not in names]
+    value = format_device_list(new)
+    if value == format_device_list(current) and (value or DEVICE_FAULT_ANNOTATION not in annotations):
+        return None
+    if value:
+        annotations[DEVICE_FAULT_ANNOTATION] = value
+    else:
+        annotations.pop(DEVICE_FAULT_ANNOTATION, None)
+    return annotations

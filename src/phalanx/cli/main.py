@@ -7,6 +7,7 @@
     phalanx get clusters                        phalanx get kubeconfig [--name NAME]
     phalanx get featuregates [--name NAME | --config FILE]
     phalanx dashboard [--name NAME] [--kubeconfig PATH] [--port N]   (web UI on 127.0.0.1)
+    phalanx fail|recover node NAME... | nodes -l SELECTOR | device --node N DEVICE...  [--name NAME]
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
     phalanx version
@@ -479,8 +480,11 @@ def version() -> None:
 
 from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
+from phalanx.cli.failures import fail, recover  # noqa: E402  (phalanx fail|recover node|nodes|device)
 
 cli.add_command(bench)
+for _group in (fail, recover):
+    cli.add_command(_group)
 create.add_command(create_kubeconfig)
 
 
