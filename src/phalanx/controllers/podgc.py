@@ -15,6 +15,8 @@ Every 20 s (`gc_check_period`), as upstream:
 - **unscheduled terminating pods**: deleted before a node was chosen.
 
 Each is set to phase Failed first (when it is not terminal yet), then deleted with grace period 0.
+Unlike upstream, a pass also runs as soon as a node's taints change, so an out-of-service taint
+takes effect at once rather than within 20 s.
 This is what frees the pods of a failed node (`phalanx fail node`) whose kubelet will not come back
 to finish their deletion: taint it out of service, or delete the Node. Restart-safe: the only memory
 is when an unknown node was first seen, and a restart only starts that quarantine again.
@@ -75,10 +77,15 @@ class PodGCController(Controller[str]):
         self.quarantine_time = quarantine_time
         self.pods = self.informer("v1", "Pod")
         self.nodes = self.informer("v1", "Node")
+        self.nodes.add_event_handler(on_update=self._node_updated)
         self._missing_since: dict[str, float] = {}  # node name -> first seen missing
 
     async def setup(self) -> None:
         self.queue.add(GC_KEY)
+
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        if (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints"):
+            self.queue.add(GC_KEY)
 
     async def sync(self, key: str) -> None:
         try:
