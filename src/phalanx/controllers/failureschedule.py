@@ -99,9 +99,8 @@ class FailureSchedule(Controller[str]):
 
     async def _set(self, name: str, devices: list[str] | None, fail: bool) -> None:
         async def attempt(conflicted: bool) -> None:
-            node = await self.client.get("v1", "Node", None, name) if conflicted or self.nodes.get(name) is None \
-                else self.nodes.get(name)
-            assert node is not None
+            # read, not the cache: transitions replayed at start follow each other faster than it
+            node = await self.client.get("v1", "Node", None, name)
             if devices:
                 annotations = annotations_with_device_faults(node, devices, fail, self._published_devices(name))
             else:
