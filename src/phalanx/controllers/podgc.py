@@ -120,8 +120,8 @@ class PodGCController(Controller[str]):
 
     async def gc_orphaned(self, pods: list[Obj]) -> None:
         now = self.clock.now()
-        missing = {(p.get("spec") or {}).get("nodeName") for p in pods} - {None, ""}
-        missing = {n for n in missing if self.nodes.get(n) is None}
+        bound = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods} - {""}
+        missing = {n for n in bound if self.nodes.get(n) is None}
         for name in list(self._missing_since):
             if name not in missing:
                 del self._missing_since[name]
