@@ -110,6 +110,7 @@ class SimulatedKubelets(Controller[str]):
         self.claims.add_event_handler(on_add=self._claim_event, on_update=lambda o, n: self._claim_event(n))
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
+        self._resumed: set[str] = set()  # pods of a node that came back: their readiness is posted again
         self._lease_task: asyncio.Task[None] | None = None
         self.heartbeats = NodeHeartbeats(client, self.clock, self.nodes, self._live, lease_duration=lease_duration,
                                          renew_interval=lease_period, record_event=self._node_event_record)
@@ -164,6 +165,7 @@ class SimulatedKubelets(Controller[str]):
         if node_is_down(old) and not node_is_down(new):  # the kubelet is back: resume its pods
             self._node_event(new)
             for pod in self.pods.by_index("spec.nodeName", new["metadata"]["name"]):
+                self._resumed.add(object_key(pod))
                 self._pod_event(pod)
         elif self._runners["Node"].stages or not (node_is_down(new) or kubelet_conditions_healthy(new)):
             self._node_event(new)
@@ -245,6 +247,7 @@ class SimulatedKubelets(Controller[str]):
         }
 
     def _forget(self, key: str) -> None:
+        self._resumed.discard(key)
         self._runners["Pod"].forget(key)
         self._release_ip(key)
         self._backoff.pop(key, None)
@@ -290,9 +293,11 @@ class SimulatedKubelets(Controller[str]):
                 await self._write_status(pod, self._with_readiness(pod, now))
                 return
             waits.append(ready_at - now)
-        elif _pod_condition(pod, "Ready") == "False":  # the node controller marked it while the node was away
-            await self._write_status(pod, self._with_readiness(pod, now))
-            return
+        elif key in self._resumed:  # back from a failure: Ready again if the node controller said otherwise
+            self._resumed.discard(key)
+            if _pod_condition(pod, "Ready") == "False":
+                await self._write_status(pod, self._with_readiness(pod, now))
+                return
         await self._run_time(pod, key, node_name, started_at, now, waits)
 
     async def _run_time(self, pod: dict, key: str, node_name: str, started_at: float, now: float,
