@@ -35,6 +35,9 @@ print(f"fake control plane for {settings.spec.name} on {settings.host}:{settings
 if mode == "crash":
     print("fake control plane: cannot open the store", flush=True)
     sys.exit(3)
+if mode == "mute":  # never listens
+    import time
+    time.sleep(3600)
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -190,10 +193,16 @@ def test_control_plane_that_exits_fails_create_with_its_log_and_cleans_up(env, t
     with pytest.raises(ClusterError) as info:
         lifecycle.create_cluster(spec("dev"), kubeconfig=tmp_path / "kubeconfig")
     message = str(info.value)
-    assert "the control plane exited with code 3 before it was ready" in message
+    assert "the control plane exited with code 3 before its API answered" in message
     assert "fake control plane: cannot open the store" in message
     assert lifecycle.list_clusters() == [] and not (tmp_path / "home" / "clusters" / "dev").exists()
     assert not (tmp_path / "kubeconfig").exists()
+    # the state dir is gone, but the log the message names is kept
+    kept = Path(message.split("see the control plane's log ", 1)[1].split(";", 1)[0])
+    try:
+        assert "cannot open the store" in kept.read_text() and "`--retain` keeps the state dir" in message
+    finally:
+        kept.unlink()
 
 
 def test_retain_keeps_the_state_of_a_failed_create(env, tmp_path):
@@ -215,10 +224,25 @@ def test_control_plane_that_never_gets_ready_times_out_and_is_stopped(env):
     assert lifecycle.list_clusters() == []
 
 
-def test_wait_zero_does_not_poll(env):
+def test_wait_zero_returns_once_the_api_answers_without_waiting_for_readiness(env):
     env["value"] = "unready"
     result = lifecycle.create_cluster(spec("dev"), wait_seconds=0)
     assert result.ready_after is None and lifecycle.cluster_status("dev") == "Running"
+    paths = lifecycle.ClusterPaths.for_name("dev")
+    status, _ = lifecycle.api_get("127.0.0.1", int(paths.port_file.read_text()), paths.pki.ca_cert_file,
+                                  paths.pki.token, "/readyz")
+    assert status == 500  # answering, though not ready
+
+
+def test_wait_zero_fails_naming_the_log_when_the_api_never_answers(env, monkeypatch, tmp_path):
+    env["value"] = "mute"
+    monkeypatch.setattr(lifecycle, "API_ANSWER_SECONDS", 1.0)
+    with pytest.raises(ClusterError) as info:
+        lifecycle.create_cluster(spec("dev"), wait_seconds=0, retain=True)
+    log = tmp_path / "home" / "clusters" / "dev" / "control-plane.log"
+    assert "the control plane did not answer after 1s (last /livez answer: " in str(info.value)
+    assert f"see the control plane's log {log}; its last " in str(info.value)
+    assert lifecycle.cluster_status("dev") == "Stopped"
 
 
 # --- stop / start / delete ------------------------------------------------------------------------
