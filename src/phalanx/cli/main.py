@@ -4,10 +4,11 @@
     phalanx create kubeconfig --user USER [--group GROUP...] [--namespace NS]   (RBAC users)
     phalanx delete cluster [--name NAME]        phalanx delete clusters [NAME...] [--all]
     phalanx stop cluster [--name NAME]          phalanx start cluster [--name NAME] [--wait 60s]
-    phalanx get clusters                        phalanx get kubeconfig [--name NAME]
+    phalanx get clusters [-o json|name]         phalanx get kubeconfig [--name NAME]
     phalanx get featuregates [--name NAME | --config FILE]
     phalanx dashboard [--name NAME] [--kubeconfig PATH] [--port N]   (web UI on 127.0.0.1)
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
+    phalanx export logs [--name NAME] [DIR]     (control-plane log, config, version, a cluster dump)
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
     phalanx version
 
@@ -100,7 +101,7 @@ def get() -> None:
 
 @cli.group()
 def export() -> None:
-    """Export a kubeconfig."""
+    """Export a kubeconfig, or a cluster's logs."""
 
 
 @cli.group()
@@ -237,25 +238,6 @@ def start_cluster(name, wait) -> None:
     for note in result.notes:
         _emit(note)
     _emit(f"The API server is at {result.server}; context {context_name(name)}")
-
-
-@get.command("clusters")
-def get_clusters() -> None:
-    """List clusters with their Kubernetes versions."""
-    names = lifecycle.list_clusters()
-    if not names:
-        _emit("No phalanx clusters found.")
-        return
-    rows = [("NAME", "VERSION")]
-    for name in names:
-        try:
-            version = lifecycle.load_cluster_spec(name).kubernetes_version
-        except (lifecycle.ClusterError, OSError, ValueError):
-            version = "<unknown>"
-        rows.append((name, version))
-    width = max(len(r[0]) for r in rows) + 3
-    for name, version in rows:
-        _emit(f"{name:<{width}}{version}", err=False)
 
 
 @get.command("kubeconfig")
@@ -478,10 +460,13 @@ def version() -> None:
 
 
 from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
+from phalanx.cli.clusters import export_logs_command, get_clusters  # noqa: E402  (get clusters, export logs)
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
 
 cli.add_command(bench)
 create.add_command(create_kubeconfig)
+get.add_command(get_clusters)
+export.add_command(export_logs_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -278,9 +278,12 @@ def start_cluster(name: str, *, wait_seconds: float = DEFAULT_WAIT_SECONDS, prog
     spec = load_spec(paths)
     previous = _read_int(paths.port_file) or spec.port
     if pid is not None:
-        return StartResult(name, _server_for(spec, previous), pid,
+        return StartResult(name, server_for(spec, previous), pid,
                            notes=[f"Cluster {json.dumps(name)} is already running (pid {pid})."])
     notes = []
+    if paths.pid_file.exists():  # not stopped, yet not running
+        notes.append(f"Cluster {json.dumps(name)} had not been stopped: its control plane had exited (crashed or "
+                     f"was killed); the control plane's log {paths.log_file} tells why.")
     with _step(progress, "Writing configuration 📜"):
         requested = _read_bookkeeping(paths).get("requestedPort", 0)
         port = _choose_port(spec.listen_address, requested, previous=previous, own=paths.root)
@@ -348,7 +351,7 @@ def export_kubeconfig(name: str, kubeconfig: str | os.PathLike | None = None) ->
     paths = _existing(name)
     spec = load_spec(paths)
     port = _read_int(paths.port_file) or spec.port
-    target = kubeconfigs.merge_cluster_entry(kubeconfigs.kubeconfig_path(kubeconfig), name, _server_for(spec, port),
+    target = kubeconfigs.merge_cluster_entry(kubeconfigs.kubeconfig_path(kubeconfig), name, server_for(spec, port),
                                              paths.pki.ca_cert_pem, paths.pki.token)
     _record_kubeconfig(paths, target)
     return target
@@ -360,7 +363,7 @@ def kubeconfig_text(name: str) -> str:
     spec = load_spec(paths)
     port = _read_int(paths.port_file) or spec.port
     return kubeconfigs.render(kubeconfigs.standalone_kubeconfig(
-        name, _server_for(spec, port), paths.pki.ca_cert_pem, paths.pki.token))
+        name, server_for(spec, port), paths.pki.ca_cert_pem, paths.pki.token))
 
 
 def load_cluster_spec(name: str) -> ClusterSpec:
@@ -415,13 +418,13 @@ def _start_and_wait(paths: ClusterPaths, spec: ClusterSpec, port: int, wait_seco
     with _step(progress, "Starting control-plane 🕹️"):
         process = _spawn(paths, fresh_log=fresh_log)
         _poll(paths, spec, process, started, max(wait_seconds, API_ANSWER_SECONDS), ready=False)
-    result = StartResult(spec.name, _server_for(spec, port), process.pid)
+    result = StartResult(spec.name, server_for(spec, port), process.pid)
     if wait_seconds > 0:
         with _step(progress, f"Waiting ≤ {format_duration(wait_seconds)} for control-plane = Ready ⏳"):
             _poll(paths, spec, process, started, wait_seconds, ready=True)
         result.ready_after = time.monotonic() - started
         progress(f" • Ready after {format_duration(round(result.ready_after))} 💚")
-    result.server = _server_for(spec, _read_int(paths.port_file) or port)
+    result.server = server_for(spec, _read_int(paths.port_file) or port)
     return result
 
 
@@ -573,7 +576,7 @@ def client_host(listen_address: str) -> str:
     return listen_address
 
 
-def _server_for(spec: ClusterSpec, port: int) -> str:
+def server_for(spec: ClusterSpec, port: int) -> str:
     return kubeconfigs.server_url(client_host(spec.listen_address), port)
 
 
@@ -646,6 +649,11 @@ def load_spec(paths: ClusterPaths) -> ClusterSpec:
         detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
         raise ClusterError(f"cannot read the config of cluster {json.dumps(paths.root.name)} from "
                            f"{paths.spec_file}: {detail}") from None
+
+
+def read_port(paths: ClusterPaths) -> int | None:
+    """The port the control plane listens (or last listened) on, from the port file."""
+    return _read_int(paths.port_file)
 
 
 def _existing(name: str) -> ClusterPaths:
