@@ -32,9 +32,11 @@ from phalanx.cluster.config import load_cluster_config
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.machinery.releases import PATCH_VERSIONS, RELEASES
 from phalanx.cluster.kubeconfig import KubeconfigError, context_name
+from phalanx.client.kubeconfig import KubeconfigError as ClientKubeconfigError
 from phalanx.machinery.strictyaml import ConfigFileError
 
 MAX_IGNORED_SHOWN = 12
+DEBUG_ENV = "PHALANX_DEBUG"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,7 +73,7 @@ def _parse_wait(value: str) -> float:
     try:
         return lifecycle.parse_duration(value)
     except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+        raise click.BadParameter(str(e), param_hint="'--wait'") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,7 +369,10 @@ def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gate
         await factory.stop()
         await client.close()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except (ClientKubeconfigError, OSError) as e:
+        _fail("cannot read the kubeconfig", e)
 
 
 @cli.group()
@@ -393,6 +398,8 @@ def _explain(kind: str, name: str, namespace: str, kubeconfig: str | None, conte
         _emit(asyncio.run(run()), err=False)
     except StatusError as e:
         _fail(f"Error from server ({e.reason})", e.message)
+    except (ClientKubeconfigError, OSError) as e:
+        _fail("cannot read the kubeconfig", e)
 
 
 def _explain_options(fn):
@@ -429,7 +436,6 @@ def dashboard_cmd(name, kubeconfig, context, port) -> None:
     import asyncio
 
     from phalanx.client import HTTPClient
-    from phalanx.client.kubeconfig import KubeconfigError as ClientKubeconfigError
     from phalanx.dashboard import serve
 
     if name and context:
@@ -470,7 +476,13 @@ export.add_command(export_logs_command)
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="phalanx")
+    try:
+        cli.main(args=argv, prog_name="phalanx")
+    except Exception as e:  # an input no command checks yet: one ERROR line, not a traceback
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _emit(f"ERROR: {type(e).__name__}: {e}\n(unexpected: please report it; {DEBUG_ENV}=1 shows the traceback)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

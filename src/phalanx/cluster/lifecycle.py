@@ -249,9 +249,9 @@ def create_cluster(spec: ClusterSpec, *, wait_seconds: float = DEFAULT_WAIT_SECO
             if isinstance(e, ClusterError):
                 raise ClusterError(f"{e}\n(state kept in {paths.root} because of --retain)") from None
             raise
-        kept_log = _keep_log(paths)
+        kept_log = _keep_log(paths) if isinstance(e, ClusterError) and str(paths.log_file) in str(e) else None
         shutil.rmtree(paths.root, ignore_errors=True)
-        if isinstance(e, ClusterError) and kept_log is not None:
+        if kept_log is not None:
             raise ClusterError(str(e).replace(str(paths.log_file), str(kept_log)) + "\n(the cluster's state "
                                f"dir was removed and its log kept; `--retain` keeps the state dir)") from None
         raise

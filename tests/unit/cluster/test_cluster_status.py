@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 from phalanx.cli.main import cli
@@ -199,3 +200,28 @@ def test_node_description_has_kubectls_sections_pods_allocations_devices_and_eve
     assert "  s1: driver gpu.example.com, pool w1, 1 devices (gpu-0)" in text
     assert "Warning  NodeNotReady  2026-01-01T00:01:00Z  node-controller  Node w1 status is now: NodeNotReady" in text
     assert "Scheduled" not in text
+
+
+# --- no tracebacks ------------------------------------------------------------------------------------
+
+
+def test_a_config_that_is_not_utf8_is_an_error_naming_the_file(env, tmp_path):
+    config = tmp_path / "kind.yaml"
+    config.write_bytes(b"\xff\xfekind: Cluster\n")
+    r = run("create", "cluster", "--config", str(config))
+    assert r.exit_code == 1 and f"{config}: cannot read config: not UTF-8 text (byte 0: b'\\xff')" in r.stderr
+
+
+def test_an_unforeseen_error_is_one_error_line_not_a_traceback(env, monkeypatch, capsys):
+    from phalanx.cli import clusters
+    from phalanx.cli.main import main
+
+    def broken() -> list:
+        raise RuntimeError("the disk said no")
+    monkeypatch.setattr(clusters, "describe_clusters", broken)
+    monkeypatch.delenv("PHALANX_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main(["get", "clusters"])
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ERROR: RuntimeError: the disk said no\n") and "Traceback" not in err
