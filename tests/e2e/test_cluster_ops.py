@@ -126,7 +126,7 @@ def test_a_crash_is_reported_with_the_log_and_start_recovers(tmp_path):
         while "Crashed" not in r.out:  # the kill lands asynchronously; each round asks the CLI again
             r = c.phalanx("get", "clusters")
         assert r.returncode == 0
-        assert f'WARNING: cluster "crashy" crashed' in r.stderr and f"see the control plane's log {log}" in r.stderr
+        assert 'WARNING: cluster "crashy" crashed' in r.stderr and f"see the control plane's log {log}" in r.stderr
         r = c.phalanx("export", "logs", "--name", "crashy", str(tmp_path / "logs")).check()
         assert "skipped: the cluster's control plane is not running (crashed)" in r.stderr
         r = c.phalanx("start", "cluster", "--name", "crashy").check()

@@ -14,7 +14,8 @@ Every cluster lives in its own state dir, `$PHALANX_HOME/clusters/<name>/` (defa
     token               the bearer token clients send
     state.db            SQLite store, owned by the control plane (`storage: sqlite`)
     control-plane.log   stdout and stderr of the control plane process
-    pid                 pid of the control plane process (its own process group and session)
+    pid                 pid of the control plane process (its own process group and session);
+                        `stop` removes it, so a pid file whose process is gone means a crash
     lifecycle.json      bookkeeping: the port the config asked for (0: any) and the kubeconfig
                         files holding this cluster's entries (cleaned up on delete)
 
@@ -75,8 +76,10 @@ Writes:
   state.db          when spec.storage == "sqlite" (nothing on disk for "memory")
   stdout/stderr     go to control-plane.log (appended on restart)
 Readiness: GET /readyz answers 200 with body `ok` once the API serves requests and the simulated
-  nodes are registered; `phalanx create cluster` / `start cluster` poll it with the CA and token
-  and fail (printing the log tail) if the process exits first or --wait runs out.
+  nodes are registered. `phalanx create cluster` / `start cluster` first poll GET /livez with the
+  CA and token until it answers at all (even with `--wait 0`; up to API_ANSWER_SECONDS or --wait),
+  then /readyz for --wait, and fail (naming the log and printing its tail) if the process exits
+  first or the time runs out.
 Shutdown: SIGTERM or SIGINT -> stop accepting, flush the store, exit within 10 s (then the whole
   process group gets SIGKILL). serve is the leader of its own process group and session: any
   helper process it starts stays in that group and is stopped with it.
@@ -253,7 +256,7 @@ def create_cluster(spec: ClusterSpec, *, wait_seconds: float = DEFAULT_WAIT_SECO
         shutil.rmtree(paths.root, ignore_errors=True)
         if kept_log is not None:
             raise ClusterError(str(e).replace(str(paths.log_file), str(kept_log)) + "\n(the cluster's state "
-                               f"dir was removed and its log kept; `--retain` keeps the state dir)") from None
+                               "dir was removed and its log kept; `--retain` keeps the state dir)") from None
         raise
 
 

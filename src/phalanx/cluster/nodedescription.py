@@ -26,18 +26,12 @@ DEVICES_SHOWN = 8
 
 
 def describe_node(node: Obj, pods: Iterable[Obj], events: Iterable[Obj], slices: Iterable[Obj]) -> str:
-    md = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    name = md.get("name", "")
+    name = (node.get("metadata") or {}).get("name", "")
     on_node = [p for p in pods if (p.get("spec") or {}).get("nodeName") == name
                and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES]
-    lines = [_field("Name", name), _field("Roles", _roles(md.get("labels") or {}))]
-    lines += _mapping("Labels", md.get("labels") or {})
-    lines += _mapping("Annotations", md.get("annotations") or {})
-    lines.append(_field("CreationTimestamp", md.get("creationTimestamp", "")))
-    lines += _list("Taints", [_taint(t) for t in spec.get("taints") or []])
-    lines.append(_field("Unschedulable", str(bool(spec.get("unschedulable"))).lower()))
+    lines = _header(node)
     lines += _conditions(status.get("conditions") or [])
     lines += _resources("Addresses", {a.get("type", ""): a.get("address", "") for a in status.get("addresses") or []},
                         ordered=False)
@@ -55,6 +49,18 @@ def describe_node(node: Obj, pods: Iterable[Obj], events: Iterable[Obj], slices:
 
 # ---------------------------------------------------------------------------------------------
 # sections
+
+
+def _header(node: Obj) -> list[str]:
+    md = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    lines = [_field("Name", md.get("name", "")), _field("Roles", _roles(md.get("labels") or {}))]
+    lines += _mapping("Labels", md.get("labels") or {})
+    lines += _mapping("Annotations", md.get("annotations") or {})
+    lines.append(_field("CreationTimestamp", md.get("creationTimestamp", "")))
+    lines += _list("Taints", [_taint(t) for t in spec.get("taints") or []])
+    lines.append(_field("Unschedulable", str(bool(spec.get("unschedulable"))).lower()))
+    return lines
 
 
 def _field(title: str, value: str) -> str:
