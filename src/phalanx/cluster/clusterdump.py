@@ -14,7 +14,7 @@ writes, for every resource the API serves that can be listed (each group's prefe
 Each YAML file is a `v1` List as `kubectl get -o yaml` prints it, without managedFields. Secret
 values are replaced by REDACTED (the keys stay), so a dump can be shared. Resources whose list
 fails are recorded in `DumpSummary.errors`, not fatal. At most MAX_POD_LOG_CONTAINERS containers'
-logs are fetched; the summary says how many were left out.
+logs are fetched (troubled pods first); the summary says how many were left out.
 """
 
 from __future__ import annotations
@@ -22,21 +22,19 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, Callable
 
 from phalanx.client.http import HTTPClient
 from phalanx.client.interface import ResourceInfo
 from phalanx.cluster.nodedescription import describe_node
 from phalanx.machinery.errors import StatusError
+from phalanx.machinery.yamlencode import dump_yaml
 
 Obj = dict[str, Any]
 SKIPPED_RESOURCES = {("events.k8s.io", "events")}  # the core Events, served again
 REDACTED = "<redacted by phalanx export logs>"
 MAX_POD_LOG_CONTAINERS = 2000
 CONCURRENT_REQUESTS = 4
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass
@@ -128,8 +126,7 @@ def _event_time(event: Obj) -> str:
 
 
 def _write_yaml(path: Path, document: Obj) -> None:
-    with open(path, "w") as f:
-        yaml.dump(document, f, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    path.write_text(dump_yaml(document))
 
 
 def _describe_nodes(nodes_dir: Path, by_kind: dict[tuple[str, str], list[Obj]]) -> int:
@@ -137,34 +134,54 @@ def _describe_nodes(nodes_dir: Path, by_kind: dict[tuple[str, str], list[Obj]]) 
     if not nodes:
         return 0
     nodes_dir.mkdir(parents=True, exist_ok=True)
-    pods = by_kind.get(("", "pods"), [])
-    events = by_kind.get(("", "events"), [])
-    slices = by_kind.get(("resource.k8s.io", "resourceslices"), [])
+    pods = _by(by_kind.get(("", "pods"), []), lambda p: (p.get("spec") or {}).get("nodeName"))
+    events = _by(by_kind.get(("", "events"), []), lambda e: (e.get("involvedObject") or {}).get("name")
+                 if (e.get("involvedObject") or {}).get("kind") == "Node" else None)
+    slices = _by(by_kind.get(("resource.k8s.io", "resourceslices"), []), lambda s: (s.get("spec") or {}).get("nodeName"))
     for node in nodes:
         name = (node.get("metadata") or {}).get("name", "")
-        (nodes_dir / f"{name}.txt").write_text(describe_node(node, pods, events, slices))
+        (nodes_dir / f"{name}.txt").write_text(describe_node(node, pods.get(name, []), events.get(name, []),
+                                                             slices.get(name, [])))
     return len(nodes)
+
+
+def _by(objects: list[Obj], node_of: Callable[[Obj], str | None]) -> dict[str, list[Obj]]:
+    """Objects grouped by the node they concern (those of no node left out)."""
+    grouped: dict[str, list[Obj]] = {}
+    for obj in objects:
+        node = node_of(obj)
+        if node:
+            grouped.setdefault(node, []).append(obj)
+    return grouped
 
 
 # ---------------------------------------------------------------------------------------------
 # logs
 
 
-def _log_requests(pods: list[Obj]) -> list[tuple[str, str, str, bool]]:
-    """(namespace, pod, container, previous) for every container that has run or is running."""
-    wanted = []
+LogRequest = tuple[str, str, str, bool]  # namespace, pod, container, previous
+
+
+def _log_requests(pods: list[Obj]) -> list[LogRequest]:
+    """(namespace, pod, container, previous) for every container that has run or is running,
+    those of troubled pods (not Running or Succeeded, or restarted) first."""
+    troubled: list[LogRequest] = []
+    calm: list[LogRequest] = []
     for pod in pods:
         md = pod.get("metadata") or {}
+        status = pod.get("status") or {}
         if not (pod.get("spec") or {}).get("nodeName"):
             continue
-        statuses = (pod.get("status") or {}).get("initContainerStatuses") or []
-        statuses = statuses + ((pod.get("status") or {}).get("containerStatuses") or [])
+        statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+        wanted: list[LogRequest] = []
         for cs in statuses:
             ns, name, container = md.get("namespace", ""), md.get("name", ""), cs.get("name", "")
             wanted.append((ns, name, container, False))
             if (cs.get("lastState") or {}).get("terminated"):
                 wanted.append((ns, name, container, True))
-    return wanted
+        quiet = status.get("phase") in ("Running", "Succeeded") and not any(w[3] for w in wanted)
+        (calm if quiet else troubled).extend(wanted)
+    return troubled + calm
 
 
 async def _fetch_logs(client: HTTPClient, out: Path, pods: list[Obj], limit: asyncio.Semaphore,

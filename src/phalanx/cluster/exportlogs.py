@@ -39,7 +39,7 @@ from pathlib import Path
 import phalanx
 from phalanx.client.http import HTTPClient
 from phalanx.cluster import lifecycle
-from phalanx.cluster.clusterdump import DumpSummary, dump_cluster
+from phalanx.cluster.clusterdump import MAX_POD_LOG_CONTAINERS, DumpSummary, dump_cluster
 from phalanx.cluster.lifecycle import ClusterError, ClusterPaths, Progress
 from phalanx.cluster.status import ClusterInfo, describe_cluster
 from phalanx.machinery.errors import StatusError
@@ -142,8 +142,8 @@ def _dump(target: Path, paths: ClusterPaths, info: ClusterInfo, result: ExportRe
     if result.summary.errors:
         result.notes.append(f"{len(result.summary.errors)} resource(s) could not be listed; see export.txt.")
     if result.summary.pod_logs_left_out:
-        result.notes.append(f"The logs of {result.summary.pod_logs_left_out} container(s) were left out "
-                            f"(at most {result.summary.pod_logs} are fetched).")
+        result.notes.append(f"The logs of {result.summary.pod_logs_left_out} container(s) were left out: at most "
+                            f"{MAX_POD_LOG_CONTAINERS} are fetched, those of troubled pods first.")
 
 
 def _copy_state(paths: ClusterPaths, target: Path, result: ExportResult) -> None:
