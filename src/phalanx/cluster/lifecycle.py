@@ -281,8 +281,13 @@ def start_cluster(name: str, *, wait_seconds: float = DEFAULT_WAIT_SECONDS, prog
     spec = load_spec(paths)
     previous = _read_int(paths.port_file) or spec.port
     if pid is not None:
-        return StartResult(name, server_for(spec, previous), pid,
-                           notes=[f"Cluster {json.dumps(name)} is already running (pid {pid})."])
+        notes = [f"Cluster {json.dumps(name)} is already running (pid {pid})."]
+        answer, why = api_get(client_host(spec.listen_address), previous or 0, paths.pki.ca_cert_file,
+                              paths.pki.token, "/livez")
+        if answer is None:
+            notes.append(f"Its API at {server_for(spec, previous or 0)} does not answer ({why}); see the control "
+                         f"plane's log {paths.log_file}, or stop it and start it again.")
+        return StartResult(name, server_for(spec, previous), pid, notes=notes)
     notes = []
     if paths.pid_file.exists():  # not stopped, yet not running
         notes.append(f"Cluster {json.dumps(name)} had not been stopped: its control plane had exited (crashed or "

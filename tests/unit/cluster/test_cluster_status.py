@@ -94,10 +94,13 @@ def test_cluster_whose_api_does_not_answer_is_reported_with_its_log(env):
     os.kill(created.pid, signal.SIGSTOP)
     try:
         info = describe_cluster("dev")
+        again = lifecycle.start_cluster("dev")
     finally:
         os.kill(created.pid, signal.SIGCONT)
     assert info.status == "NotAnswering"
     assert "does not answer" in info.problem and str(paths("dev").log_file) in info.problem
+    assert again.notes[0] == f'Cluster "dev" is already running (pid {created.pid}).'
+    assert "does not answer" in again.notes[1] and f"see the control plane's log {paths('dev').log_file}" in again.notes[1]
 
 
 def test_unreadable_cluster_config_is_a_warning_naming_the_file(env):
