@@ -53,7 +53,7 @@ SPAM_BURST = 25  # events a source may write about one object at once ...
 SPAM_QPS = 1.0 / 300.0  # ... then one every 5 minutes
 
 
-class _LRU(collections.OrderedDict):  # type: ignore[type-arg]
+class _LRU(collections.OrderedDict):
     """A dict that forgets its least recently used key beyond `size` keys."""
 
     def __init__(self, size: int):
