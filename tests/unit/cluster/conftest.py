@@ -10,6 +10,7 @@ isolated PHALANX_HOME and KUBECONFIG and yields the mode the next stand-in start
 from __future__ import annotations
 
 import sys
+import tempfile
 
 import pytest
 
@@ -64,6 +65,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("PHALANX_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     monkeypatch.delenv("PHALANX_CLUSTER_NAME", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # logs a failed create keeps, temp export dirs
     monkeypatch.setattr(lifecycle, "control_plane_command",
                         lambda state_dir: [sys.executable, str(script), "--state-dir", str(state_dir),
                                            "--mode", mode["value"]])
