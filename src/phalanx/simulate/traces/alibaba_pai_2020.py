@@ -82,7 +82,6 @@ TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "en
                 "plan_cpu", "plan_mem", "plan_gpu", "gpu_type")
 FAILED_STATUSES = frozenset({"Failed"})
 GPU_TYPE_LABEL = LABEL_PREFIX + "gpu-type"
-_DEFAULTS = JobArrival(name="defaults", arrival=0.0)
 OPTIONS = ("task_table",)
 
 _SCHEMA = """
@@ -234,27 +233,24 @@ def _mapped(rows: Iterator[tuple[Any, ...]], table_name: str, stats: ReadStats) 
             stats.adjusted["tasks-merged"] += 1
         labels = {TRACE_STATUS_LABEL: label_value(status or ""),
                   GPU_TYPE_LABEL: label_value("-".join(sorted((gpu_types or "").split(","))))}
-        job = JobArrival(
-            name=job_name(name), arrival=submit,
-            duration=None if still_running or last_finish is None else last_finish - first_start,
-            pods=pods, gpus_per_pod=gpus, user=user, source=f"{FORMAT}:{table_name}:{line}",
-            labels={key: value for key, value in labels.items() if value},
-            cpu_per_pod=_cpu(cpu), memory_per_pod=_memory(mem),
-        )
-        yield TraceJob(job, status in FAILED_STATUSES)
+        fields: dict[str, Any] = {"name": job_name(name), "pods": pods, "gpus_per_pod": gpus, "user": user,
+                                  "source": f"{FORMAT}:{table_name}:{line}",
+                                  "labels": {key: value for key, value in labels.items() if value}}
+        if cpu:  # else JobArrival's default
+            fields["cpu_per_pod"] = _cpu(cpu)
+        if mem:
+            fields["memory_per_pod"] = _memory(mem)
+        duration = None if still_running or last_finish is None else last_finish - first_start
+        yield TraceJob(submit, duration, status in FAILED_STATUSES, fields)
 
 
-def _cpu(percent: float | None) -> str:
-    """`cpu_per_pod` from plan_cpu (percent of a core), JobArrival's default when none."""
-    if not percent:
-        return _DEFAULTS.cpu_per_pod
+def _cpu(percent: float) -> str:
+    """`cpu_per_pod` from plan_cpu (percent of a core): 600 -> "6", 50 -> "500m"."""
     millicores = math.ceil(percent * 10 - 1e-6)
     return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
 
 
-def _memory(gigabytes: float | None) -> str:
-    """`memory_per_pod` from plan_mem (GB, read as GiB), JobArrival's default when none."""
-    if not gigabytes:
-        return _DEFAULTS.memory_per_pod
+def _memory(gigabytes: float) -> str:
+    """`memory_per_pod` from plan_mem (GB, read as GiB): 29.296875 -> "30000Mi", 2 -> "2Gi"."""
     mebibytes = math.ceil(gigabytes * 1024 - 1e-6)
     return f"{mebibytes // 1024}Gi" if mebibytes % 1024 == 0 else f"{mebibytes}Mi"

@@ -25,6 +25,7 @@ from phalanx.simulate.traces.reading import TraceError
 CHUNK_CHARS = 1 << 20
 MAX_ELEMENT_CHARS = 64 << 20  # an element this large is either broken JSON or not a job record
 _WHITESPACE = " \t\n\r"
+_NUMBER_CHARS = "0123456789.eE+-"
 
 
 class _Buffer:
@@ -107,7 +108,10 @@ def _decode_element(buffer: _Buffer, decoder: json.JSONDecoder, path: str, index
                 raise TraceError(path, f"line {line}", f"[{index}]",
                                  f"not valid JSON: {error.msg} (line {error_line})") from None
             continue
-        # A number or literal may go on in the next chunk: decode only what is followed by more text.
-        if end < len(buffer.text) or buffer.eof or not buffer.more():
-            buffer.pos = end
-            return element
+        # A number may go on in the next chunk ("-500" of "-500.0"): read on when it touches the end.
+        number = isinstance(element, int | float) and not isinstance(element, bool)
+        touches_end = end == len(buffer.text) or buffer.text[end] in _NUMBER_CHARS
+        if number and touches_end and end - buffer.pos <= MAX_ELEMENT_CHARS and buffer.more():
+            continue
+        buffer.pos = end
+        return element

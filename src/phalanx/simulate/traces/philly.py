@@ -91,7 +91,7 @@ def _read(log: Path, options: TraceOptions) -> Iterator[JobArrival]:
             for index, line, record in iter_array(stream, str(log)):
                 stats.rows += 1
                 try:
-                    mapped = _map_job(record, _Where(str(log), index, line), stats)
+                    mapped = _map_job(record, _Where(str(log), log.name, index, line), stats)
                 except TraceError as error:
                     errors.bad(error)
                     continue
@@ -115,14 +115,14 @@ def _open(log: Path) -> TextIO:
 class _Where:
     """Where a job is in the file, to name it in errors and in `JobArrival.source`."""
 
-    def __init__(self, path: str, index: int, line: int) -> None:
-        self.path, self.index, self.line = path, index, line
+    def __init__(self, path: str, file_name: str, index: int, line: int) -> None:
+        self.path, self.file_name, self.index, self.line = path, file_name, index, line
 
     def error(self, field_name: str, message: str) -> TraceError:
         return TraceError(self.path, f"job {self.index} (line {self.line})", field_name, message)
 
     def source(self) -> str:
-        return f"{FORMAT}:{Path(self.path).name}:{self.line}"
+        return f"{FORMAT}:{self.file_name}:{self.line}"
 
 
 def _map_job(record: Any, where: _Where, stats: ReadStats) -> TraceJob | str:
@@ -161,12 +161,10 @@ def _map_job(record: Any, where: _Where, stats: ReadStats) -> TraceJob | str:
     vc = _optional_text(record, "vc", where)
     if vc:
         labels[VC_LABEL] = label_value(vc)
-    job = JobArrival(
-        name=job_name(jobid), arrival=submitted, duration=None if ended is None else ended - started,
-        pods=machines, gpus_per_pod=gpus_per_pod, user=_optional_text(record, "user", where),
-        source=where.source(), labels={key: value for key, value in labels.items() if value},
-    )
-    return TraceJob(job, status in FAILED_STATUSES)
+    fields = {"name": job_name(jobid), "pods": machines, "gpus_per_pod": gpus_per_pod,
+              "user": _optional_text(record, "user", where), "source": where.source(),
+              "labels": {key: value for key, value in labels.items() if value}}
+    return TraceJob(submitted, None if ended is None else ended - started, status in FAILED_STATUSES, fields)
 
 
 def _gpus_by_machine(detail: Any, field_name: str, where: _Where) -> list[int]:

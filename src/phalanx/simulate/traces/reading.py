@@ -2,9 +2,9 @@
 the last steps from a trace's own clock to the stream's (window, re-basing, time scale, filters,
 limit).
 
-A reader turns each record of its trace into a `TraceJob` (a `JobArrival` whose `arrival` is still
-the trace's own absolute time in seconds, plus whether the trace says it failed), hands them in
-arrival order to `finish`, and reports bad rows through `RowErrors`:
+A reader turns each record of its trace into a `TraceJob` (its submission and run time still in the
+trace's own seconds, whether the trace says it failed, and the other fields of its `JobArrival`),
+hands them in submission order to `finish`, and reports bad rows through `RowErrors`:
 
     options = TraceOptions.parse("philly", {"limit": 100, "time_scale": 10})
     errors = RowErrors(options)
@@ -38,7 +38,7 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from phalanx.machinery.durations import parse_duration
@@ -193,11 +193,14 @@ class RowErrors:
 
 
 class TraceJob(NamedTuple):
-    """A job as a reader maps it, before the common steps: `job.arrival` and `job.duration` are
-    still in the trace's own seconds (arrival absolute), and `failed` is what the trace recorded."""
+    """A job as a reader maps it, before the common steps: `submitted` and `duration` in the
+    trace's own seconds (submitted absolute), `failed` as the trace records it, and the rest of the
+    `JobArrival`'s fields (`name`, `pods`, `gpus_per_pod`, ...) in `fields`."""
 
-    job: JobArrival
+    submitted: float
+    duration: float | None
     failed: bool
+    fields: dict[str, Any]
 
 
 def finish(ordered: Iterable[TraceJob], origin: float, options: TraceOptions) -> Iterator[JobArrival]:
@@ -211,20 +214,20 @@ def finish(ordered: Iterable[TraceJob], origin: float, options: TraceOptions) ->
     window_start = origin + options.start
     window_end = None if options.end is None else origin + options.end
     scale = options.time_scale
-    for job, failed in ordered:
+    for submitted, duration, failed, fields in ordered:
         if options.limit is not None and stats.jobs >= options.limit:
             return
-        if job.arrival < window_start or (window_end is not None and job.arrival >= window_end):
+        if submitted < window_start or (window_end is not None and submitted >= window_end):
             continue
         if failed and not options.include_failed:
             stats.skipped["failed"] += 1
             continue
-        if job.pods * job.gpus_per_pod < options.min_gpus:
+        if fields.get("pods", 1) * fields.get("gpus_per_pod", 0) < options.min_gpus:
             stats.skipped["below-min-gpus"] += 1
             continue
-        duration = None if job.duration is None else job.duration / scale
         stats.jobs += 1
-        yield replace(job, arrival=(job.arrival - window_start) / scale, duration=duration)
+        yield JobArrival(arrival=(submitted - window_start) / scale,
+                         duration=None if duration is None else duration / scale, **fields)
 
 
 def job_name(raw: str) -> str:

@@ -14,14 +14,12 @@ what it mapped and reads it back ordered:
 
 from __future__ import annotations
 
+import pickle
 import sqlite3
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-import orjson
-
-from phalanx.simulate.jobs import JobArrival
 from phalanx.simulate.traces.reading import TraceJob
 
 _BATCH = 10_000
@@ -36,7 +34,7 @@ def temporary_database() -> sqlite3.Connection:
 
 
 class ArrivalSpool:
-    """Trace jobs keyed by their trace submission time (`job.arrival`), read back in that order."""
+    """Trace jobs keyed by their trace submission time, read back in that order."""
 
     def __init__(self) -> None:
         self._db = temporary_database()
@@ -46,10 +44,11 @@ class ArrivalSpool:
         self.origin: float | None = None  # the earliest submission added
 
     def add(self, trace_job: TraceJob) -> None:
-        submit = trace_job.job.arrival
+        submit = trace_job.submitted
         if self.origin is None or submit < self.origin:
             self.origin = submit
-        record = orjson.dumps({"job": trace_job.job, "failed": trace_job.failed})
+        # pickle, of a database this read wrote itself; orjson's bytes would keep their ~8 KiB buffers
+        record = pickle.dumps(trace_job, pickle.HIGHEST_PROTOCOL)
         self._pending.append((self._count, submit, record))
         self._count += 1
         if len(self._pending) >= _BATCH:
@@ -66,8 +65,7 @@ class ArrivalSpool:
             query += " AND submit < ?"
             arguments.append(end)
         for (record,) in self._db.execute(query + " ORDER BY submit, seq", arguments):
-            fields = orjson.loads(record)
-            yield TraceJob(JobArrival(**fields["job"]), fields["failed"])
+            yield pickle.loads(record)
 
     def close(self) -> None:
         self._db.close()
