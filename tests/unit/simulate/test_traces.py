@@ -410,3 +410,17 @@ def test_iter_array_reports_the_line_each_element_starts_on():
     text = '[\n  {"a": 1},\n\n  {"b":\n 2},   {"c": 3}\n]'
     found = [(index, line) for index, line, _ in iter_array(io.StringIO(text), "mem", chunk_chars=3)]
     assert found == [(0, 2), (1, 4), (2, 5)]
+
+
+def test_files_that_are_not_text_stop_the_read_with_the_file_named(tmp_path):
+    trace = _pai(tmp_path, ["a,i,u,Terminated,10.0,20.0"], [])
+    (trace / "pai_task_table.csv").write_bytes(b"a,w,1.0,Terminated,10.0,20.0,600.0,10.0,100.0,V100\n\xff\xfe\n")
+    with pytest.raises(TraceError, match=r"pai_task_table.csv: after line 0: \(file\): not UTF-8 text: 'utf-8' codec"):
+        list(read("alibaba-pai-2020", str(trace), strict=False))
+    (trace / "pai_task_table.csv").write_text('a,w,"' + "x" * 200_000 + '"\n')
+    with pytest.raises(TraceError, match=r"pai_task_table.csv: line 1: \(file\): not a CSV table: field larger"):
+        list(read("alibaba-pai-2020", str(trace)))
+    log = tmp_path / "cluster_job_log"
+    log.write_bytes(b'[{"jobid": "\xff"}]')
+    with pytest.raises(TraceError, match=r"cluster_job_log: after line 1: \(file\): not UTF-8 text"):
+        list(read("philly", str(log)))

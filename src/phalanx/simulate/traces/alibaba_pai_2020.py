@@ -139,14 +139,19 @@ def _rows(table: Path, columns: Sequence[str], errors: RowErrors) -> Iterator[tu
     """(line, fields) of each row of a header-less CSV table with these columns."""
     with open(table, newline="", encoding="utf-8") as stream:
         reader = csv.reader(stream)
-        for fields in reader:
-            if reader.line_num == 1 and tuple(fields) == tuple(columns):
-                continue
-            if len(fields) != len(columns):
-                errors.bad(TraceError(str(table), f"line {reader.line_num}", "(row)",
-                                      f"expected {len(columns)} columns ({', '.join(columns)}), got {len(fields)}"))
-                continue
-            yield reader.line_num, fields
+        try:
+            for fields in reader:
+                if reader.line_num == 1 and tuple(fields) == tuple(columns):
+                    continue
+                if len(fields) != len(columns):
+                    errors.bad(TraceError(str(table), f"line {reader.line_num}", "(row)",
+                                          f"expected {len(columns)} columns ({', '.join(columns)}), got {len(fields)}"))
+                    continue
+                yield reader.line_num, fields
+        except csv.Error as error:  # past it the rows cannot be told apart
+            raise TraceError(str(table), f"line {reader.line_num}", "(file)", f"not a CSV table: {error}") from None
+        except UnicodeDecodeError as error:  # text is decoded ahead of the rows: the byte is past the last row read
+            raise TraceError(str(table), f"after line {reader.line_num}", "(file)", f"not UTF-8 text: {error}") from None
 
 
 def _load_jobs(db: sqlite3.Connection, table: Path, errors: RowErrors) -> None:

@@ -31,8 +31,9 @@ _NUMBER_CHARS = "0123456789.eE+-"
 class _Buffer:
     """The unread text of the stream, with the line number of any position in it."""
 
-    def __init__(self, stream: TextIO, chunk_chars: int) -> None:
+    def __init__(self, stream: TextIO, path: str, chunk_chars: int) -> None:
         self.stream = stream
+        self.path = path
         self.chunk_chars = chunk_chars
         self.text = ""
         self.pos = 0
@@ -48,7 +49,10 @@ class _Buffer:
         self.text = self.text[self.pos:]
         self._line_pos -= self.pos
         self.pos = 0
-        chunk = self.stream.read(self.chunk_chars)
+        try:
+            chunk = self.stream.read(self.chunk_chars)
+        except UnicodeDecodeError as error:
+            raise TraceError(self.path, f"after line {self.line()}", "(file)", f"not UTF-8 text: {error}") from None
         if not chunk:
             self.eof = True
             return False
@@ -73,7 +77,7 @@ class _Buffer:
 
 def iter_array(stream: TextIO, path: str, *, chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[int, int, Any]]:
     """(index, line, element) for each element of the JSON array that `stream` holds."""
-    buffer = _Buffer(stream, chunk_chars)
+    buffer = _Buffer(stream, path, chunk_chars)
     decoder = json.JSONDecoder()
     if buffer.skip_whitespace() != "[":
         raise TraceError(path, f"line {buffer.line()}", "(file)", "must be a JSON array of jobs")
