@@ -8,6 +8,7 @@ import gzip
 import importlib.util
 import io
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -424,3 +425,9 @@ def test_files_that_are_not_text_stop_the_read_with_the_file_named(tmp_path):
     log.write_bytes(b'[{"jobid": "\xff"}]')
     with pytest.raises(TraceError, match=r"cluster_job_log: after line 1: \(file\): not UTF-8 text"):
         list(read("philly", str(log)))
+
+
+def test_a_trace_error_survives_pickling_as_from_a_sweep_worker():
+    error = TraceError("/data/cluster_job_log", "job 3 (line 5)", "jobid", "must be a non-empty string")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.field) == (TraceError, str(error), "jobid")

@@ -62,6 +62,10 @@ class TraceError(ValueError):
         self.message = message
         super().__init__(f"{path}: {location}: {field_name}: {message}")
 
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, str, str, str]]:
+        # pickled whole, so a read that fails in a sweep's worker process reaches the caller as it is
+        return type(self), (self.path, self.location, self.field, self.message)
+
 
 class TraceWarning(UserWarning):
     """Rows of a trace were skipped because they could not be read (`strict=False`)."""
