@@ -122,13 +122,15 @@ def _run_on_processes(tasks: Sequence[SweepTask], parallel: int | None, progress
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers still running a task."""
-    pool.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
     if terminate is not None:
         terminate()
         return
+    # Before 3.14 only the pool's own table knows its processes; ended, they break the pool, which
+    # fails what was queued, and shutdown then has nothing to wait for.
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_on_ray(tasks: Sequence[SweepTask], parallel: int | None, address: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import sys
+import time
 
 import pytest
 
@@ -23,6 +24,9 @@ TASKS = [
 ]
 EXPECTED = [3, 90.0, 1024, {"policy": "rack", "gangs": [1, 8]}]
 FAILING = SweepTask("divide-by-zero", operator.truediv, (1, 0))
+
+# The pool's threads must not fail when a sweep stops early.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 
 
 class Recorder:
@@ -46,9 +50,10 @@ def test_local_processes_return_results_in_the_tasks_order(parallel):
     _check_progress(recorder, TASKS)
 
 
+@pytest.mark.timeout(120)  # a worker left running would hold the sweep for the hour it sleeps
 def test_a_failed_task_is_named_with_its_error_and_the_workers_traceback():
     with pytest.raises(SweepTaskError) as caught:
-        run_tasks([*TASKS, FAILING], parallel=2)
+        run_tasks([SweepTask("sleeps-an-hour", time.sleep, (3600,)), *TASKS, FAILING], parallel=2)
     error = caught.value
     assert str(error) == 'sweep task "divide-by-zero" failed: ZeroDivisionError: division by zero'
     assert (error.task, type(error.error)) == ("divide-by-zero", ZeroDivisionError)
@@ -86,12 +91,14 @@ def test_ray_local_instance_returns_results_in_the_tasks_order():
     assert not ray.is_initialized()  # the instance run_tasks started is shut down
 
 
+@pytest.mark.timeout(180)  # a task left running would hold the sweep for the hour it sleeps
 def test_ray_names_a_failed_task_and_leaves_the_callers_ray_running():
     ray = _ray()
     ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         with pytest.raises(SweepTaskError) as caught:
-            run_tasks([*TASKS, FAILING], parallel=None, ray_address="local")
+            run_tasks([SweepTask("sleeps-an-hour", time.sleep, (3600,)), *TASKS, FAILING], parallel=None,
+                      ray_address="local")
         error = caught.value
         assert str(error) == 'sweep task "divide-by-zero" failed: ZeroDivisionError: division by zero'
         assert isinstance(error.error, ZeroDivisionError)
