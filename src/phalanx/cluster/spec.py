@@ -45,6 +45,7 @@ class ClusterSpec:
     # The Kubernetes version the cluster is (`v1.36.4`, `v1.37.1`); state dirs written before
     # clusters had a version are 1.36 clusters.
     kubernetes_version: str = "v1.36.4"
+    event_ttl: float = 3600.0  # seconds an Event lives after its last write (kube-apiserver's --event-ttl)
     version_reason: str = ""  # why this version, when the config did not name one
 
     @property
