@@ -1,0 +1,183 @@
+"""The timeline: what happened to pods, gangs and nodes, from the cluster's Events, in bounded memory.
+
+`event_entry(event, node_names)` turns a core/v1 or events.k8s.io/v1 Event into one entry: when,
+Normal/Warning, reason, a category (`binding`: `Scheduled`; `preemption`: `Preempted`, ...;
+`failure`: `FailedScheduling`, `NodeNotReady`, `Evicted`, `TaintManagerEviction`, `BackOff` and any
+other Warning; `scheduling` and `other`), the message, the object it regards and the nodes it
+names. `Timeline` keeps the newest `capacity` entries by uid (a repeated Event updates its entry),
+and remembers which entries changed since the page was last told.
+
+`follow_events(client, api_version, sink)` lists and then watches one Event API, relisting after a
+410 or a broken stream, and hands each Event to `sink`; nothing but the timeline's entries is kept,
+so 50,000 Events cost what `capacity` entries cost once the first list is read. Upstream stores
+core and events.k8s.io Events as one resource; phalanx keeps two. The dashboard follows both and
+an Event seen through both (same uid) is one entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import OrderedDict
+from typing import Any, Callable, Container
+
+from phalanx.client.interface import Client
+from phalanx.machinery.errors import StatusError
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+CORE_EVENTS = "v1"
+EVENTS_API = "events.k8s.io/v1"
+DEFAULT_CAPACITY = 2000
+
+BINDING_REASONS = frozenset({"Scheduled"})
+PREEMPTION_REASONS = frozenset({"Preempted", "Preempting", "PreemptionByScheduler", "PreemptionByKubeScheduler"})
+FAILURE_REASONS = frozenset({"FailedScheduling", "NodeNotReady", "Evicted", "TaintManagerEviction", "BackOff",
+                             "Failed", "FailedCreate", "FailedMount", "FailedAttachVolume", "OOMKilling",
+                             "NodeNotSchedulable", "Unhealthy", "FailedPreStopHook", "FailedKillPod"})
+SCHEDULING_REASONS = frozenset({"WaitingForGang", "Nominated", "NotTriggerScaleUp", "TriggeredScaleUp"})
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ASSIGNED_TO = re.compile(r"^Successfully assigned \S+ to (\S+)$")
+
+
+def category(reason: str, type_: str) -> str:
+    """binding, preemption, failure, scheduling or other."""
+    if reason in BINDING_REASONS:
+        return "binding"
+    if reason in PREEMPTION_REASONS:
+        return "preemption"
+    if reason in FAILURE_REASONS or type_ == "Warning":
+        return "failure"
+    if reason in SCHEDULING_REASONS:
+        return "scheduling"
+    return "other"
+
+
+def _event_time(ev: Obj) -> str:
+    """The last time the Event happened, in whichever field its API and writer filled."""
+    series = ev.get("series") or {}
+    for value in (series.get("lastObservedTime"), ev.get("lastTimestamp"), ev.get("deprecatedLastTimestamp"),
+                  ev.get("eventTime"), ev.get("firstTimestamp"), ev.get("deprecatedFirstTimestamp"),
+                  (ev.get("metadata") or {}).get("creationTimestamp")):
+        if value:
+            return str(value)
+    return ""
+
+
+def _count(ev: Obj) -> int:
+    series = ev.get("series") or {}
+    return int(series.get("count") or ev.get("count") or ev.get("deprecatedCount") or 1)
+
+
+def mentioned_nodes(text: str, node_names: Container[str]) -> list[str]:
+    """The node names a message mentions, in order, each once."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        word = word.rstrip(".")
+        if word in node_names and word not in out:
+            out.append(word)
+    return out
+
+
+def event_entry(ev: Obj, node_names: Container[str]) -> Obj | None:
+    """One timeline entry, or None for an object that is not an Event."""
+    md = ev.get("metadata") or {}
+    uid = md.get("uid") or f"{md.get('namespace', '')}/{md.get('name', '')}"
+    if not md.get("name"):
+        return None
+    regarding = ev.get("regarding") or ev.get("involvedObject") or {}
+    message = str(ev.get("note") or ev.get("message") or "")
+    reason, type_ = str(ev.get("reason") or ""), str(ev.get("type") or "Normal")
+    nodes = mentioned_nodes(message, node_names)
+    if regarding.get("kind") == "Node" and regarding.get("name") and regarding["name"] not in nodes:
+        nodes.insert(0, regarding["name"])
+    assigned = _ASSIGNED_TO.match(message)
+    if assigned and assigned.group(1) not in nodes:
+        nodes.append(assigned.group(1))
+    source = ev.get("reportingController") or ev.get("reportingComponent") or \
+        (ev.get("source") or ev.get("deprecatedSource") or {}).get("component") or ""
+    return {
+        "uid": uid, "time": _event_time(ev), "type": type_, "reason": reason, "category": category(reason, type_),
+        "message": message, "count": _count(ev), "source": source,
+        "object": {"kind": regarding.get("kind", ""), "namespace": regarding.get("namespace", ""),
+                   "name": regarding.get("name", "")},
+        "nodes": nodes,
+    }
+
+
+class Timeline:
+    """The newest `capacity` entries by uid, and what changed since `take_changes()`."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY):
+        self.capacity = capacity
+        self.entries: OrderedDict[str, Obj] = OrderedDict()
+        self._changed: set[str] = set()
+        self._removed: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def record(self, entry: Obj) -> None:
+        uid = entry["uid"]
+        if self.entries.get(uid) == entry:
+            return
+        self.entries.pop(uid, None)
+        self.entries[uid] = entry
+        self._changed.add(uid)
+        self._removed.discard(uid)
+        while len(self.entries) > self.capacity:
+            gone, _ = self.entries.popitem(last=False)
+            self._changed.discard(gone)
+            self._removed.add(gone)
+
+    def take_changes(self) -> tuple[dict[str, Obj], set[str]]:
+        changed = {uid: self.entries[uid] for uid in self._changed if uid in self.entries}
+        removed = self._removed
+        self._changed, self._removed = set(), set()
+        return changed, removed
+
+    def rows(self) -> dict[str, Obj]:
+        return dict(self.entries)
+
+
+EventSink = Callable[[list[Obj]], None]
+
+
+async def follow_events(client: Client, api_version: str, sink: EventSink, *,
+                        backoff: float = 1.0, max_backoff: float = 30.0) -> None:
+    """List the Events of `api_version` (oldest first to `sink`), then watch from there; relist
+    after an error. Runs until cancelled."""
+    delay = backoff
+    while True:
+        try:
+            items, rv = await client.list(api_version, "Event")
+            items.sort(key=_event_time)
+            sink(items)
+            del items
+            delay = backoff
+            while True:
+                rv = await _watch_until_closed(client, api_version, rv, sink)
+        except asyncio.CancelledError:
+            raise
+        except StatusError as e:
+            if e.code != 410:
+                log.info("dashboard: following %s Events: %s", api_version, e)
+        except Exception as e:  # noqa: BLE001 - a broken stream: list again after a pause
+            log.info("dashboard: following %s Events: %s: %s", api_version, type(e).__name__, e)
+        await asyncio.sleep(delay)
+        delay = min(max_backoff, delay * 2)
+
+
+async def _watch_until_closed(client: Client, api_version: str, rv: str, sink: EventSink) -> str:
+    """One watch from `rv` until the server closes it; the last resourceVersion seen."""
+    watch = client.watch(api_version, "Event", resource_version=rv, allow_bookmarks=True)
+    try:
+        async for type_, obj in watch:
+            rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+            if type_ in ("ADDED", "MODIFIED"):
+                sink([obj])
+    finally:
+        await watch.aclose()
+    return rv
