@@ -368,7 +368,7 @@ class ClusterView:
         self._dirty["timeline"] = set()
         changed, removed = self.timeline.take_changes()
         if changed:
-            put["timeline"] = sorted(changed.values(), key=lambda e: e["time"])
+            put["timeline"] = sorted(changed.values(), key=lambda e: e["at"])
         if removed:
             gone["timeline"] = sorted(removed)
 
@@ -380,7 +380,7 @@ class ClusterView:
             if collection == "nodes":
                 doc[collection] = sorted(rows, key=lambda c: ([natural_key(p) for p in c["path"]], natural_key(c["name"])))
             elif collection == "timeline":
-                doc[collection] = list(self.timeline.entries.values())
+                doc[collection] = self.timeline.ordered()
             else:
                 doc[collection] = [rows_by_key[1] for rows_by_key in
                                    sorted(self.rows[collection].items(), key=lambda kv: natural_key(kv[0]))]

@@ -7,9 +7,10 @@ other Warning; `scheduling` and `other`), the message, the object it regards and
 names. `Timeline` keeps the newest `capacity` entries by uid (a repeated Event updates its entry),
 and remembers which entries changed since the page was last told.
 
-`follow_events(client, api_version, sink)` lists and then watches one Event API, relisting after a
-410 or a broken stream, and hands each Event to `sink`; nothing but the timeline's entries is kept,
-so 50,000 Events cost what `capacity` entries cost once the first list is read. Upstream stores
+`follow_events(client, api_version, sink)` watches one Event API — the existing Events first, one
+at a time, then the new ones — starting again after a 410 or a broken stream, and hands each Event
+to `sink`; nothing but the timeline's entries is kept, so 250,000 Events cost what `capacity`
+entries cost. Upstream stores
 core and events.k8s.io Events as one resource; phalanx keeps two. The dashboard follows both and
 an Event seen through both (same uid) is one entry.
 """
@@ -17,13 +18,14 @@ an Event seen through both (same uid) is one entry.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import re
-from collections import OrderedDict
 from typing import Any, Callable, Container
 
 from phalanx.client.interface import Client
 from phalanx.machinery.errors import StatusError
+from phalanx.machinery.timestamps import parse_rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,10 @@ def event_entry(ev: Obj, node_names: Container[str]) -> Obj | None:
         nodes.append(assigned.group(1))
     source = ev.get("reportingController") or ev.get("reportingComponent") or \
         (ev.get("source") or ev.get("deprecatedSource") or {}).get("component") or ""
+    when = _event_time(ev)
+    parsed = parse_rfc3339(when) if when else None
     return {
-        "uid": uid, "time": _event_time(ev), "type": type_, "reason": reason, "category": category(reason, type_),
+        "uid": uid, "time": when, "at": parsed.timestamp() if parsed else 0.0, "type": type_, "reason": reason, "category": category(reason, type_),
         "message": message, "count": _count(ev), "source": source,
         "object": {"kind": regarding.get("kind", ""), "namespace": regarding.get("namespace", ""),
                    "name": regarding.get("name", "")},
@@ -108,11 +112,14 @@ def event_entry(ev: Obj, node_names: Container[str]) -> Obj | None:
 
 
 class Timeline:
-    """The newest `capacity` entries by uid, and what changed since `take_changes()`."""
+    """The newest `capacity` entries (by the time they happened) by uid, and what changed since
+    `take_changes()`. Entries may arrive in any order (a watch's initial events come by name)."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY):
         self.capacity = capacity
-        self.entries: OrderedDict[str, Obj] = OrderedDict()
+        self.entries: dict[str, Obj] = {}
+        self._by_time: list[tuple[float, int, str]] = []  # a heap; stale items are skipped
+        self._seq = 0
         self._changed: set[str] = set()
         self._removed: set[str] = set()
 
@@ -123,14 +130,26 @@ class Timeline:
         uid = entry["uid"]
         if self.entries.get(uid) == entry:
             return
-        self.entries.pop(uid, None)
         self.entries[uid] = entry
+        self._seq += 1
+        heapq.heappush(self._by_time, (entry["at"], self._seq, uid))
         self._changed.add(uid)
         self._removed.discard(uid)
         while len(self.entries) > self.capacity:
-            gone, _ = self.entries.popitem(last=False)
-            self._changed.discard(gone)
-            self._removed.add(gone)
+            self._evict_oldest()
+        if len(self._by_time) > 4 * self.capacity + 64:
+            self._by_time = [(e["at"], i, u) for i, (u, e) in enumerate(self.entries.items())]
+            heapq.heapify(self._by_time)
+
+    def _evict_oldest(self) -> None:
+        while self._by_time:
+            at, _, uid = heapq.heappop(self._by_time)
+            entry = self.entries.get(uid)
+            if entry is not None and entry["at"] == at:
+                del self.entries[uid]
+                self._changed.discard(uid)
+                self._removed.add(uid)
+                return
 
     def take_changes(self) -> tuple[dict[str, Obj], set[str]]:
         changed = {uid: self.entries[uid] for uid in self._changed if uid in self.entries}
@@ -138,8 +157,9 @@ class Timeline:
         self._changed, self._removed = set(), set()
         return changed, removed
 
-    def rows(self) -> dict[str, Obj]:
-        return dict(self.entries)
+    def ordered(self) -> list[Obj]:
+        """The entries, oldest first."""
+        return sorted(self.entries.values(), key=lambda e: e["at"])
 
 
 EventSink = Callable[[list[Obj]], None]
@@ -147,31 +167,31 @@ EventSink = Callable[[list[Obj]], None]
 
 async def follow_events(client: Client, api_version: str, sink: EventSink, *,
                         backoff: float = 1.0, max_backoff: float = 30.0) -> None:
-    """List the Events of `api_version` (oldest first to `sink`), then watch from there; relist
-    after an error. Runs until cancelled."""
-    delay = backoff
+    """Watch the Events of `api_version`, the existing ones first (a watch without a
+    resourceVersion starts with them, one at a time: no list of every Event is ever held), each
+    handed to `sink`; reopen the watch where it ended, or from the start after a 410 or an error.
+    Runs until cancelled."""
+    delay, rv = backoff, None
     while True:
         try:
-            items, rv = await client.list(api_version, "Event")
-            items.sort(key=_event_time)
-            sink(items)
-            del items
+            rv = await _watch_until_closed(client, api_version, rv, sink)
             delay = backoff
-            while True:
-                rv = await _watch_until_closed(client, api_version, rv, sink)
+            continue
         except asyncio.CancelledError:
             raise
         except StatusError as e:
             if e.code != 410:
                 log.info("dashboard: following %s Events: %s", api_version, e)
-        except Exception as e:  # noqa: BLE001 - a broken stream: list again after a pause
+        except Exception as e:  # noqa: BLE001 - a broken stream: start again after a pause
             log.info("dashboard: following %s Events: %s: %s", api_version, type(e).__name__, e)
+        rv = None
         await asyncio.sleep(delay)
         delay = min(max_backoff, delay * 2)
 
 
-async def _watch_until_closed(client: Client, api_version: str, rv: str, sink: EventSink) -> str:
-    """One watch from `rv` until the server closes it; the last resourceVersion seen."""
+async def _watch_until_closed(client: Client, api_version: str, rv: str | None, sink: EventSink) -> str | None:
+    """One watch from `rv` (None: the current Events first) until the server closes it; the last
+    resourceVersion seen."""
     watch = client.watch(api_version, "Event", resource_version=rv, allow_bookmarks=True)
     try:
         async for type_, obj in watch:

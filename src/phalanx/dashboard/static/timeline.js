@@ -49,15 +49,18 @@ function drawStrip(entries) {
   const canvas = document.getElementById("timeline-strip"), ctx = canvas.getContext("2d");
   const w = canvas.width = Math.max(200, canvas.clientWidth), h = canvas.height;
   ctx.clearRect(0, 0, w, h);
-  const times = entries.map(e => Date.parse(e.time)).filter(t => !isNaN(t));
+  const times = entries.map(e => e.at * 1000).filter(t => t > 0);
   if (!times.length) return;
-  const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1000), buckets = 60;
+  let t0 = Infinity, t1 = -Infinity;
+  for (const t of times) { t0 = Math.min(t0, t); t1 = Math.max(t1, t); }
+  t1 = Math.max(t1, t0 + 1000);
+  const buckets = 60;
   const counts = ["binding", "preemption", "failure"].map(() => new Array(buckets).fill(0));
   entries.forEach(e => {
-    const i = ["binding", "preemption", "failure"].indexOf(e.category), t = Date.parse(e.time);
-    if (i >= 0 && !isNaN(t)) counts[i][Math.min(buckets - 1, Math.floor((t - t0) / (t1 - t0) * buckets))] += e.count || 1;
+    const i = ["binding", "preemption", "failure"].indexOf(e.category), t = e.at * 1000;
+    if (i >= 0 && t > 0) counts[i][Math.min(buckets - 1, Math.floor((t - t0) / (t1 - t0) * buckets))] += e.count || 1;
   });
-  const top = Math.max(1, ...counts.flat()), bw = w / buckets;
+  const top = counts.flat().reduce((a, b) => Math.max(a, b), 1), bw = w / buckets;
   counts.forEach((series, i) => {
     ctx.fillStyle = CATEGORY_COLOURS[["binding", "preemption", "failure"][i]];
     series.forEach((n, b) => { if (n) { const bh = (h - 14) * n / top; ctx.fillRect(b * bw + i * bw / 3, h - 12 - bh, bw / 3 - 1, bh); } });
@@ -69,7 +72,7 @@ function drawStrip(entries) {
 }
 
 function renderTimeline() {
-  const all = dash.list("timeline").sort((a, b) => (a.time < b.time) - (a.time > b.time));
+  const all = dash.list("timeline").sort((a, b) => b.at - a.at);
   const shown = all.filter(timelineFilter());
   const list = document.getElementById("timeline-list");
   list.replaceChildren(...shown.slice(0, TIMELINE_SHOWN).map(entryItem));

@@ -8,6 +8,8 @@
 const WORKLOAD_COLLECTIONS = ["jobSets", "jobs", "podGroups", "compositePodGroups", "workloads"];
 let workloadsShown = "";
 
+const joined = (...parts) => parts.filter(Boolean).join(" · ");
+
 function item(kind, key, label, details, children) {
   const node = el("div", undefined, { class: "tree-item", "data-kind": kind, "data-key": key });
   const line = el("div", undefined, { class: "tree-line" });
@@ -24,9 +26,8 @@ function groupItem(key) {
   const g = dash.get("podGroups", key);
   if (!g) return item("podgroup", key, `PodGroup ${key.split("/")[1]}`, "(not created yet)");
   const policy = g.policy === "Gang" ? `Gang minCount ${g.minCount}` : "Basic";
-  const where = g.topology.length ? ` · ${domainText(g)}` : "";
   const node = item("podgroup", key, `PodGroup ${g.name}`,
-    `${policy} · ${g.scheduled}/${g.pods} pods scheduled, ${g.pending} pending · ${conditionText(g.condition)}${where}`);
+    joined(policy, `${g.scheduled}/${g.pods} pods scheduled, ${g.pending} pending`, conditionText(g.condition), domainText(g)));
   Object.assign(node.dataset, { scheduled: g.scheduled, pending: g.pending, pods: g.pods });
   return node;
 }
@@ -36,8 +37,8 @@ function jobItem(key) {
   if (!j) return item("job", key, `Job ${key.split("/")[1]}`, "(not created yet)");
   const conds = j.conditions.map(c => c.type).join(", ");
   const node = item("job", key, `Job ${j.name}`,
-    `${j.active} active, ${j.succeeded} succeeded, ${j.failed} failed · ${j.scheduled}/${j.pods} pods on nodes` +
-    (conds ? ` · ${conds}` : ""), j.podGroups.map(groupItem));
+    joined(`${j.active} active, ${j.succeeded} succeeded, ${j.failed} failed`, `${j.scheduled}/${j.pods} pods on nodes`, conds),
+    j.podGroups.map(groupItem));
   Object.assign(node.dataset, { active: j.active, pods: j.pods });
   return node;
 }
@@ -46,8 +47,7 @@ function jobSetItem(s) {
   const key = `${s.namespace}/${s.name}`;
   const replicated = s.replicatedJobs.map(r => `${r.name} ×${r.replicas}`).join(", ");
   const conds = s.conditions.map(c => c.type).join(", ");
-  const node = item("jobset", key, `JobSet ${key}`, `${replicated} · ${s.jobs.length} Job(s)` + (conds ? ` · ${conds}` : ""),
-    s.jobs.map(jobItem));
+  const node = item("jobset", key, `JobSet ${key}`, joined(replicated, `${s.jobs.length} Job(s)`, conds), s.jobs.map(jobItem));
   node.dataset.jobs = s.jobs.length;
   return node;
 }
@@ -56,9 +56,8 @@ function compositeItem(key, depth) {
   const c = dash.get("compositePodGroups", key);
   if (!c || depth > 5) return item("cpg", key, `CompositePodGroup ${key}`, "(not created yet)");
   const policy = c.policy === "Gang" ? `Gang minGroupCount ${c.minGroupCount}` : "Basic";
-  const where = c.topology.length ? ` · ${domainText(c)}` : "";
   const children = c.children.map(ch => ch.kind === "PodGroup" ? groupItem(ch.key) : compositeItem(ch.key, depth + 1));
-  const node = item("cpg", key, `CompositePodGroup ${c.name}`, `${policy} · ${conditionText(c.condition)}${where}`, children);
+  const node = item("cpg", key, `CompositePodGroup ${c.name}`, joined(policy, conditionText(c.condition), domainText(c)), children);
   node.dataset.children = c.children.length;
   node.dataset.domain = c.domains.map(d => d.values.join("|")).join(",");
   return node;
@@ -67,7 +66,7 @@ function compositeItem(key, depth) {
 function workloadItem(w) {
   const key = `${w.namespace}/${w.name}`;
   return item("workload", key, `Workload ${key}`,
-    `${w.controller ? "controlled by " + w.controller + " · " : ""}templates: ${w.templates.join(", ")}`,
+    joined(w.controller && `controlled by ${w.controller}`, `templates: ${w.templates.join(", ")}`),
     w.podGroups.map(groupItem));
 }
 

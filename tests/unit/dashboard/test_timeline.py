@@ -1,0 +1,60 @@
+"""Timeline entries from either Event API, their categories, and the bound on what is kept."""
+
+from __future__ import annotations
+
+from phalanx.dashboard.timeline import Timeline, event_entry
+
+NODES = {"w1", "w2", "rack-node-10"}
+
+
+def core_event(name, reason, message, type_="Normal", kind="Pod", at="2026-12-03T10:00:00Z", count=1):
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default", "uid": name},
+            "involvedObject": {"kind": kind, "namespace": "default" if kind != "Node" else "", "name": "obj"},
+            "reason": reason, "message": message, "type": type_, "lastTimestamp": at, "count": count,
+            "source": {"component": "default-scheduler"}}
+
+
+def test_categories_follow_the_reason_then_the_type():
+    cases = [("Scheduled", "Normal", "binding"), ("Preempted", "Normal", "preemption"),
+             ("FailedScheduling", "Warning", "failure"), ("TaintManagerEviction", "Normal", "failure"),
+             ("NodeNotReady", "Normal", "failure"), ("BackOff", "Warning", "failure"),
+             ("SomethingOdd", "Warning", "failure"), ("Pulled", "Normal", "other")]
+    for reason, type_, expected in cases:
+        assert event_entry(core_event("e", reason, "m", type_), NODES)["category"] == expected, reason
+
+
+def test_an_events_k8s_io_event_reads_like_a_core_one():
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default", "uid": "u"},
+          "regarding": {"kind": "PodGroup", "namespace": "default", "name": "gang"}, "reason": "Preempted",
+          "note": "Preempted by PodGroup default/big: 2 pod(s) on nodes w1, w2", "type": "Normal",
+          "eventTime": "2026-12-03T10:00:00.000001Z", "reportingController": "default-scheduler",
+          "series": {"count": 3, "lastObservedTime": "2026-12-03T10:05:00.000000Z"}}
+    entry = event_entry(ev, NODES)
+    assert entry["object"] == {"kind": "PodGroup", "namespace": "default", "name": "gang"}
+    assert (entry["nodes"], entry["count"], entry["source"]) == (["w1", "w2"], 3, "default-scheduler")
+    assert entry["time"] == "2026-12-03T10:05:00.000000Z"
+
+
+def test_a_node_event_names_its_node():
+    entry = event_entry(core_event("e", "NodeNotReady", "Node w2 status is now: NodeNotReady", kind="Node"), NODES)
+    assert entry["nodes"] == ["obj", "w2"]
+
+
+def test_the_timeline_keeps_the_newest_entries_whatever_order_they_arrive_in():
+    timeline = Timeline(capacity=3)
+    minutes = [5, 1, 4, 2, 3, 6]
+    for m in minutes:
+        timeline.record(event_entry(core_event(f"e{m}", "Scheduled", "m", at=f"2026-12-03T10:0{m}:00Z"), NODES))
+    assert [e["uid"] for e in timeline.ordered()] == ["e4", "e5", "e6"]
+    changed, removed = timeline.take_changes()
+    assert set(changed) == {"e4", "e5", "e6"} and {"e1", "e2", "e3"} <= removed
+
+
+def test_a_repeated_event_updates_its_entry():
+    timeline = Timeline()
+    timeline.record(event_entry(core_event("e", "BackOff", "Back-off restarting", "Warning"), NODES))
+    timeline.take_changes()
+    timeline.record(event_entry(core_event("e", "BackOff", "Back-off restarting", "Warning",
+                                           at="2026-12-03T10:01:00Z", count=2), NODES))
+    changed, _ = timeline.take_changes()
+    assert changed["e"]["count"] == 2 and len(timeline) == 1
