@@ -368,7 +368,7 @@ class ClusterView:
         self._dirty["timeline"] = set()
         changed, removed = self.timeline.take_changes()
         if changed:
-            put["timeline"] = sorted(changed.values(), key=lambda e: e["at"])
+            put["timeline"] = sorted(changed.values(), key=lambda e: (e["at"], e["seq"]))
         if removed:
             gone["timeline"] = sorted(removed)
 

@@ -102,8 +102,10 @@ def event_entry(ev: Obj, node_names: Container[str]) -> Obj | None:
         (ev.get("source") or ev.get("deprecatedSource") or {}).get("component") or ""
     when = _event_time(ev)
     parsed = parse_rfc3339(when) if when else None
+    rv = str(md.get("resourceVersion") or "")
     return {
-        "uid": uid, "time": when, "at": parsed.timestamp() if parsed else 0.0, "type": type_, "reason": reason, "category": category(reason, type_),
+        "uid": uid, "time": when, "at": parsed.timestamp() if parsed else 0.0,
+        "seq": int(rv) if rv.isdigit() else 0,  # orders entries within one second (core Events' precision) "type": type_, "reason": reason, "category": category(reason, type_),
         "message": message, "count": _count(ev), "source": source,
         "object": {"kind": regarding.get("kind", ""), "namespace": regarding.get("namespace", ""),
                    "name": regarding.get("name", "")},
@@ -159,7 +161,7 @@ class Timeline:
 
     def ordered(self) -> list[Obj]:
         """The entries, oldest first."""
-        return sorted(self.entries.values(), key=lambda e: e["at"])
+        return sorted(self.entries.values(), key=lambda e: (e["at"], e["seq"]))
 
 
 EventSink = Callable[[list[Obj]], None]

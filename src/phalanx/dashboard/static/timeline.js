@@ -72,7 +72,7 @@ function drawStrip(entries) {
 }
 
 function renderTimeline() {
-  const all = dash.list("timeline").sort((a, b) => b.at - a.at);
+  const all = dash.list("timeline").sort((a, b) => b.at - a.at || b.seq - a.seq);
   const shown = all.filter(timelineFilter());
   const list = document.getElementById("timeline-list");
   list.replaceChildren(...shown.slice(0, TIMELINE_SHOWN).map(entryItem));
