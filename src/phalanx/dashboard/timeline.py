@@ -105,7 +105,8 @@ def event_entry(ev: Obj, node_names: Container[str]) -> Obj | None:
     rv = str(md.get("resourceVersion") or "")
     return {
         "uid": uid, "time": when, "at": parsed.timestamp() if parsed else 0.0,
-        "seq": int(rv) if rv.isdigit() else 0,  # orders entries within one second (core Events' precision) "type": type_, "reason": reason, "category": category(reason, type_),
+        "seq": int(rv) if rv.isdigit() else 0,  # orders entries within one second (core Events' precision)
+        "type": type_, "reason": reason, "category": category(reason, type_),
         "message": message, "count": _count(ev), "source": source,
         "object": {"kind": regarding.get("kind", ""), "namespace": regarding.get("namespace", ""),
                    "name": regarding.get("name", "")},
