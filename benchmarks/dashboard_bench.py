@@ -131,8 +131,15 @@ async def fill(kubeconfig: str, context: str, gangs: int, gang_size: int, pods: 
 
 
 # -- the dashboard and the browser ---------------------------------------------------------------------
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 @contextlib.contextmanager
-def dashboard(name: str, env: dict) -> Iterator[str]:
+def dashboard(name: str, env: dict) -> Iterator[tuple[str, int]]:
     proc = subprocess.Popen([str(BIN / "phalanx"), "dashboard", "--name", name], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -140,8 +147,8 @@ def dashboard(name: str, env: dict) -> Iterator[str]:
         started = time.perf_counter()
         for line in proc.stdout:
             if line.startswith("open "):
-                print(f"dashboard: serving after {time.perf_counter() - started:.1f}s", flush=True)
-                yield line.split()[1]
+                print(f"dashboard: URL printed after {time.perf_counter() - started:.1f}s", flush=True)
+                yield line.split()[1], proc.pid
                 return
         raise RuntimeError(f"phalanx dashboard exited: {proc.stderr.read() if proc.stderr else ''}")
     finally:
@@ -248,7 +255,6 @@ async def burst(kubeconfig: str, context: str, driver: Any, run: int, gangs: int
     client = HTTPClient.from_kubeconfig(kubeconfig, context, field_manager="dashboard-bench")
     names = [f"burst-{run}-{g}" for g in range(gangs)]
     try:
-        before = driver.execute_script("return window.__dashboard.stats.messages.length")
         driver.execute_script("window.__dashboard.stats.messages = []")
         started = time.perf_counter()
         await create_all(client, [o for n in names for o in gang(n, gang_size, "scheduling.k8s.io/v1alpha2")])
@@ -257,14 +263,15 @@ async def burst(kubeconfig: str, context: str, driver: Any, run: int, gangs: int
                                                  f"return g && g.scheduled === {gang_size}; }})", 600)
         seconds = time.perf_counter() - started
         msgs = driver.execute_script("return window.__dashboard.stats.messages")
+        views = driver.execute_script("return window.__dashboard.stats.viewMs")
         for n in names:
             await client.delete(api_version="scheduling.k8s.io/v1alpha2", kind="PodGroup", namespace=NAMESPACE, name=n)
         pods, _ = await client.list("v1", "Pod", NAMESPACE, label_selector=None, field_selector=None)
         doomed = [p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(f"burst-{run}-")]
         await asyncio.gather(*(client.delete("v1", "Pod", NAMESPACE, p, grace_period=0) for p in doomed))
-        del before
         return {"seconds": round(seconds, 2), "patches": len(msgs), "bytes": summary([m["bytes"] / 1024 for m in msgs]),
-                "applyMs": summary([m["applyMs"] for m in msgs]), "totalKiB": round(sum(m["bytes"] for m in msgs) / 1024, 1)}
+                "applyMs": summary([m["applyMs"] for m in msgs]), "totalKiB": round(sum(m["bytes"] for m in msgs) / 1024, 1),
+                "viewMsSinceLoad": {k: round(v, 1) for k, v in views.items()}}
     finally:
         await client.close()
 
@@ -308,8 +315,12 @@ async def main_async(args: argparse.Namespace) -> None:
             create_cluster(name, Path(args.config), env)
             await fill(kubeconfig, context, args.gangs, args.gang_size, args.pods)
         runs = []
-        with dashboard(name, env) as url, browser(tempfile.mkdtemp(prefix="dashboard-bench-profile-")) as driver:
+        with dashboard(name, env) as (url, pid), browser(tempfile.mkdtemp(prefix="dashboard-bench-profile-")) as driver:
+            started = time.perf_counter()
             driver.get(url)  # the one-time token becomes the session cookie; each run reloads the page
+            wait_js(driver, "document.body.dataset.firstRender === '1'", timeout=600)
+            print(f"dashboard: first page drawn {time.perf_counter() - started:.1f}s after the URL was printed "
+                  "(the informers' first lists)", flush=True)
             base = url.split("?")[0]
             for run in range(args.runs):
                 m = measure_page(driver, base)
@@ -318,6 +329,7 @@ async def main_async(args: argparse.Namespace) -> None:
                       f"burst {m['burst']['seconds']}s / {m['burst']['patches']} patches", flush=True)
                 runs.append(m)
             stats = driver.execute_async_script("fetch('/api/stats').then(r => r.json()).then(arguments[0])")
+            stats["dashboardRssMiB"] = rss_mib(pid)
         result = report(runs, stats)
         print(json.dumps(result, indent=2))
         if args.json:

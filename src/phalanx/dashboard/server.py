@@ -99,6 +99,7 @@ class Dashboard:
         self.patches: deque[tuple[int, bytes]] = deque(maxlen=PATCHES_KEPT)
         self.stats = {"patches": 0, "patchBytes": 0, "flushSeconds": 0.0, "lastFlushSeconds": 0.0}
         self._document: tuple[int, bytes] = (-1, b"")
+        self.synced = asyncio.Event()  # set once the informers' first lists are in the view
         self._dirty = asyncio.Event()
         self._changed = asyncio.Condition()
         self._tasks: list[asyncio.Task] = []
@@ -120,6 +121,7 @@ class Dashboard:
             if await serves(self.client, api_version, "Event"):
                 self._tasks.append(asyncio.create_task(follow_events(self.client, api_version, self._events)))
         self._flush()
+        self.synced.set()
         self._tasks.append(asyncio.create_task(self._publish_loop()))
 
     async def stop(self) -> None:
@@ -273,16 +275,20 @@ async def _stream(dashboard: Dashboard, request: web.Request) -> web.StreamRespo
     """A snapshot, then patches as they come (a new snapshot when the page fell too far behind)."""
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
     await resp.prepare(request)
+    await dashboard.synced.wait()
     seen = -1
-    while True:
-        patches = dashboard.patches_after(seen) if seen >= 0 else None
-        if patches is None:
-            seen, doc = dashboard.document()
-            await resp.write(b"event: snapshot\ndata: " + doc + b"\n\n")
-        else:
-            seen = dashboard.generation
-            await resp.write(b"".join(b"event: patch\ndata: " + p + b"\n\n" for p in patches))
-        await dashboard.wait_past(seen)
+    try:
+        while True:
+            patches = dashboard.patches_after(seen) if seen >= 0 else None
+            if patches is None:
+                seen, doc = dashboard.document()
+                await resp.write(b"event: snapshot\ndata: " + doc + b"\n\n")
+            else:
+                seen = dashboard.generation
+                await resp.write(b"".join(b"event: patch\ndata: " + p + b"\n\n" for p in patches))
+            await dashboard.wait_past(seen)
+    except ConnectionError:  # the page went away
+        return resp
 
 
 def build_app(dashboard: Dashboard, auth: Auth, *, allowed_hosts: set[str] | None = None) -> web.Application:
@@ -298,6 +304,7 @@ def build_app(dashboard: Dashboard, auth: Auth, *, allowed_hosts: set[str] | Non
         return _static(request.match_info["name"])
 
     async def state(_request: web.Request) -> web.Response:
+        await dashboard.synced.wait()
         return web.Response(body=dashboard.document()[1], content_type="application/json")
 
     async def stream(request: web.Request) -> web.StreamResponse:
@@ -342,9 +349,9 @@ async def _explain(dashboard: Dashboard, request: web.Request) -> web.Response:
 
 async def serve(client: Client, *, port: int = 0, host: str = "127.0.0.1",
                 announce: Callable[[str], None] = print) -> None:
-    """Run the dashboard until cancelled; `announce` gets the login URL once it listens."""
+    """Run the dashboard until cancelled; `announce` gets the login URL once it listens (the page
+    then waits for the informers' first lists, which take a while on a large cluster)."""
     dashboard = Dashboard(client)
-    await dashboard.start()
     auth = Auth()
     hosts: set[str] = set()
     app = build_app(dashboard, auth, allowed_hosts=hosts)
@@ -356,6 +363,7 @@ async def serve(client: Client, *, port: int = 0, host: str = "127.0.0.1",
     hosts.update({f"{host}:{bound}", f"localhost:{bound}"})  # the Host check, once the port is known
     announce(f"http://{host}:{bound}/?token={auth.login_token}")
     try:
+        await dashboard.start()
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()

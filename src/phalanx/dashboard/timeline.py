@@ -125,6 +125,7 @@ class Timeline:
         self._seq = 0
         self._changed: set[str] = set()
         self._removed: set[str] = set()
+        self._sent: set[str] = set()  # what take_changes() has handed out and not yet taken back
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -151,13 +152,16 @@ class Timeline:
             if entry is not None and entry["at"] == at:
                 del self.entries[uid]
                 self._changed.discard(uid)
-                self._removed.add(uid)
+                if uid in self._sent:  # an entry nobody was told of goes quietly
+                    self._removed.add(uid)
                 return
 
     def take_changes(self) -> tuple[dict[str, Obj], set[str]]:
         changed = {uid: self.entries[uid] for uid in self._changed if uid in self.entries}
         removed = self._removed
         self._changed, self._removed = set(), set()
+        self._sent.update(changed)
+        self._sent -= removed
         return changed, removed
 
     def ordered(self) -> list[Obj]:

@@ -17,7 +17,7 @@ function showTab(name) {
 }
 dash.showTab = showTab;
 
-dash.onChange(change => {
+dash.onChange(function header(change) {
   document.getElementById("levels").textContent = dash.doc.levels.length
     ? dash.doc.levels.join(" → ") + " → node" : "(no topology labels: nodes)";
   if (change.snapshot || change.collections.size) dash.refreshSelectionLater();
@@ -31,6 +31,7 @@ dash.refreshSelectionLater = function () {
 
 function connect() {
   const status = document.getElementById("status");
+  status.textContent = "reading the cluster…";
   const source = new EventSource("/api/stream");
   const live = () => {
     status.textContent = `live · ${dash.rows.nodes.size} nodes · ${dash.rows.pendingPods.size} pending`;

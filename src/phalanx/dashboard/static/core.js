@@ -34,17 +34,30 @@ function keyOf(collection, row) {
 
 dash.get = (collection, key) => dash.rows[collection].get(key);
 dash.list = collection => [...dash.rows[collection].values()];
-dash.sorted = collection => [...dash.rows[collection].entries()].sort((a, b) => natural(a[0], b[0])).map(e => e[1]);
+// Rows in natural key order; the order is kept until a key comes or goes (a patch mostly changes rows).
+const orders = {};
+dash.sorted = function (collection) {
+  const rows = dash.rows[collection];
+  if (!orders[collection]) orders[collection] = [...rows.keys()].sort(natural);
+  return orders[collection].map(k => rows.get(k));
+};
 dash.onChange = fn => dash.listeners.push(fn);
 
+// Each view's share of applying messages, in ms (for the benchmark: where an update's time goes).
+dash.stats.viewMs = {};
 function notify(change) {
-  for (const fn of dash.listeners) fn(change);
+  for (const fn of dash.listeners) {
+    const t0 = performance.now();
+    fn(change);
+    dash.stats.viewMs[fn.name] = (dash.stats.viewMs[fn.name] || 0) + performance.now() - t0;
+  }
 }
 
 // -- messages ----------------------------------------------------------------------------------------
 function applySnapshot(doc) {
   dash.doc = { levels: doc.levels, generation: doc.generation, podGroupAPI: doc.podGroupAPI };
   for (const c of COLLECTIONS) dash.rows[c] = new Map((doc[c] || []).map(r => [keyOf(c, r), r]));
+  for (const c of COLLECTIONS) delete orders[c];
   dash.stats.snapshots++;
   notify({ snapshot: true, levels: true, collections: new Set(COLLECTIONS), nodes: [], deletedNodes: [] });
 }
@@ -53,12 +66,17 @@ function applyPatch(patch) {
   const collections = new Set();
   for (const [c, rows] of Object.entries(patch.set || {})) {
     const m = dash.rows[c];
-    for (const r of rows) m.set(keyOf(c, r), r);
+    for (const r of rows) {
+      const k = keyOf(c, r);
+      if (!m.has(k)) delete orders[c];
+      m.set(k, r);
+    }
     collections.add(c);
   }
   for (const [c, keys] of Object.entries(patch.delete || {})) {
     const m = dash.rows[c];
     for (const k of keys) m.delete(k);
+    delete orders[c];
     collections.add(c);
   }
   dash.doc.generation = patch.generation;
@@ -158,9 +176,11 @@ function refreshSelection(now = true) {
     ? `${sel.kind} ${sel.key}: ${h.nodes.length} node(s)` + (h.domains.length ? ` in ${h.domains.map(d => d.value).join(" / ")}` : "")
     : "";
   document.body.dataset.selected = sel ? `${sel.kind}:${sel.key}` : "";
-  for (const e of document.querySelectorAll("[data-kind][data-key]")) {
-    e.classList.toggle("selected", !!sel && e.dataset.kind === sel.kind && e.dataset.key === sel.key);
-  }
+  // Only the elements whose state changes are touched: a style recalculation of every row costs frames.
+  const wanted = sel ? document.querySelectorAll(`[data-kind="${CSS.escape(sel.kind)}"][data-key="${CSS.escape(sel.key)}"]`) : [];
+  const keep = new Set(wanted);
+  for (const e of document.querySelectorAll(".selected")) if (!keep.has(e)) e.classList.remove("selected");
+  for (const e of wanted) if (!e.classList.contains("selected")) e.classList.add("selected");
   if (dash.requestDraw) dash.requestDraw(now);
 }
 dash.refreshSelection = refreshSelection;
@@ -196,8 +216,9 @@ function syncRows(tbody, kind, rows, key, cells, data) {
     const texts = cells(row).map(String);
     while (tr.children.length < texts.length) tr.appendChild(el("td"));
     texts.forEach((t, j) => { if (tr.children[j].textContent !== t) tr.children[j].textContent = t; });
-    for (const [dk, dv] of Object.entries(data ? data(row) : {})) tr.dataset[dk] = String(dv);
-    tr.classList.toggle("selected", !!dash.selected && dash.selected.kind === kind && dash.selected.key === k);
+    for (const [dk, dv] of Object.entries(data ? data(row) : {})) if (tr.dataset[dk] !== String(dv)) tr.dataset[dk] = String(dv);
+    const selected = !!dash.selected && dash.selected.kind === kind && dash.selected.key === k;
+    if (tr.classList.contains("selected") !== selected) tr.classList.toggle("selected", selected);
     if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
   });
   for (const [k, tr] of keep) if (!wanted.has(k)) tr.remove();

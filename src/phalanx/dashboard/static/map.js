@@ -196,8 +196,8 @@ dash.requestDraw = function (now) {
 // -- frames (benchmark) -------------------------------------------------------------------------------
 let frames = null;
 dash.startFrames = function () {
-  frames = { stamps: [], draws: [] };
-  const tick = ts => { if (!frames) return; frames.stamps.push(ts); requestAnimationFrame(tick); };
+  const mine = frames = { stamps: [], draws: [] };
+  const tick = ts => { if (frames !== mine) return; mine.stamps.push(ts); requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
 };
 dash.stopFrames = function () {
@@ -218,6 +218,22 @@ dash.zoomAt = function (x, y, factor) {
   const s = Math.min(8, Math.max(0.02, view.scale * factor)), k = s / view.scale;
   view.ox = x - (x - view.ox) * k; view.oy = y - (y - view.oy) * k; view.scale = s; view.moved = true;
   dash.requestDraw();
+};
+
+// Zooms to the box of topology level `level` (0: outermost) holding the first of `names`, or to the
+// nodes themselves when there are no levels.
+dash.zoomToNodes = function (names, level) {
+  const cells = names.map(n => view.cellByName.get(n)).filter(Boolean);
+  if (!cells.length) return;
+  const c = cells[0];
+  const box = dash.boxes.find(b => b.level === level && c.x >= b.x && c.x <= b.x + b.w && c.y >= b.y && c.y <= b.y + b.h);
+  const xs = cells.map(k => k.x), ys = cells.map(k => k.y);
+  const r = box || { x: Math.min(...xs), y: Math.min(...ys), w: Math.max(...xs) - Math.min(...xs) + c.s,
+    h: Math.max(...ys) - Math.min(...ys) + c.s };
+  const canvas = document.getElementById("map"), m = 8;
+  const s = Math.min(4, (canvas.width - 2 * m) / r.w, (canvas.height - 2 * m) / r.h);
+  view.scale = s; view.ox = (canvas.width - r.w * s) / 2 - r.x * s; view.oy = m - r.y * s; view.moved = true;
+  dash.requestDraw(true);
 };
 
 function showNode(hit) {

@@ -50,7 +50,7 @@ function renderDRA() {
     d => ({ devices: d.devices, allocated: d.allocated }));
 }
 
-dash.onChange(change => {
+dash.onChange(function gangsView(change) {
   const c = change.collections;
   if (c.has("podGroups")) renderPodGroups();
   if (c.has("claims")) renderClaims();

@@ -82,7 +82,7 @@ function renderTimeline() {
 }
 dash.renderTimeline = renderTimeline;
 
-dash.onChange(change => {
+dash.onChange(function timelineView(change) {
   if (dash.activeTab === "timeline" && change.collections.has("timeline")) renderTimeline();
 });
 for (const id of ["timeline-namespace", "timeline-object"]) document.getElementById(id).addEventListener("input", renderTimeline);

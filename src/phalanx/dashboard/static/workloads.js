@@ -93,7 +93,7 @@ function renderWorkloads(force) {
 }
 dash.renderWorkloads = renderWorkloads;
 
-dash.onChange(change => {
+dash.onChange(function workloadsView(change) {
   if (dash.activeTab !== "workloads") { workloadsShown = ""; return; }
   if (WORKLOAD_COLLECTIONS.some(c => change.collections.has(c))) renderWorkloads(false);
 });
