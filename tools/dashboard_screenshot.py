@@ -37,8 +37,14 @@ async def background(kubeconfig: str, context: str, gangs: int) -> None:
     client = HTTPClient.from_kubeconfig(kubeconfig, context, field_manager="dashboard-screenshot")
     try:
         await bench.create_all(client, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": bench.NAMESPACE}}])
-        await bench.create_all(client, [o for g in range(gangs)
-                                        for o in bench.gang(f"gang-{g}", 16, "scheduling.k8s.io/v1alpha2")])
+        objects = []
+        for g in range(gangs):  # gangs of 8 to 32 pods taking 24 to 48 CPUs each, spread over the zones
+            pods = bench.gang(f"gang-{g}", (8, 16, 32, 16)[g % 4], "scheduling.k8s.io/v1alpha2")
+            for p in pods[1:]:
+                p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = ("24", "48", "32")[g % 3]
+                p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": f"zone-{g % 4}"}
+            objects += pods
+        await bench.create_all(client, objects)
         await bench.wait_bound(client, "background")
     finally:
         await client.close()
@@ -53,29 +59,36 @@ def tutorial(env: dict, name: str) -> None:
 
 
 def save_small_png(png: bytes, out: Path) -> int:
-    """The screenshot as a palette PNG (the page has few colours), under MAX_BYTES."""
+    """The screenshot as an optimized PNG; as a palette PNG (the page has few colours) when that is
+    needed to stay under MAX_BYTES."""
     from PIL import Image
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
-    for colours in (256, 128, 64):
-        buf = io.BytesIO()
-        image.quantize(colors=colours, method=Image.Quantize.MEDIANCUT).save(buf, format="PNG", optimize=True)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=True)
+    for colours in (256, 128):
         if buf.tell() <= MAX_BYTES:
             break
+        buf = io.BytesIO()
+        image.quantize(colors=colours, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", optimize=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(buf.getvalue())
     return buf.tell()
 
 
 def shoot(url: str, out: Path) -> int:
-    with bench.browser(tempfile.mkdtemp(prefix="dashboard-shot-"), width=1600, height=900) as driver:
+    with bench.browser(tempfile.mkdtemp(prefix="dashboard-shot-"), width=1600, height=1060) as driver:
         driver.get(url)
         bench.wait_js(driver, "document.body.dataset.firstRender === '1' && window.__dashboard.get('podGroups', "
                               "'default/training-workers')")
         driver.execute_script("""
           const d = window.__dashboard;
           d.select('podgroup', 'default/training-workers');
-          d.zoomToNodes(d.highlightedNodes, 0);""")
+          d.zoomToNodes(d.highlightedNodes, 0);
+          d.showNode(d.highlightedNodes[0]);
+          const aside = document.querySelector('aside'), row = document.querySelector('tr.selected');
+          aside.scrollTop = row.offsetTop - aside.offsetTop - 120;
+          window.scrollTo(0, 0);""")
         time.sleep(1)
         return save_small_png(driver.get_screenshot_as_png(), out)
 
@@ -83,7 +96,7 @@ def shoot(url: str, out: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "docs" / "images" / "dashboard.png"))
-    ap.add_argument("--gangs", type=int, default=48, help="background gangs of 16 pods, each inside one rack")
+    ap.add_argument("--gangs", type=int, default=40, help="background gangs, each inside one rack")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dashboard-shot-")
     env = dict(os.environ, PHALANX_HOME=f"{tmp}/home", KUBECONFIG=f"{tmp}/kubeconfig")

@@ -151,11 +151,14 @@ function drawCells(ctx, visible, s) {
     if (c.s >= labels) { ctx.fillStyle = "#e6edf3"; ctx.fillText(n.name.length > 11 ? "…" + n.name.slice(-10) : n.name, c.x + 3, c.y + 3); }
   }
   ctx.globalAlpha = 1;
+  const tiny = dash.layout.length && dash.layout[0].s * s < 8;  // cells of a few pixels: ring them too
   for (const [set, colour] of [[hl, "#4fc3f7"], [named, "#ffb454"]]) {
     ctx.lineWidth = 2 / s; ctx.strokeStyle = colour;
     for (const name of set) {
       const c = view.cellByName.get(name);
-      if (c) ctx.strokeRect(c.x - 1 / s, c.y - 1 / s, c.s + 2 / s, c.s + 2 / s);
+      if (!c) continue;
+      ctx.strokeRect(c.x - 1 / s, c.y - 1 / s, c.s + 2 / s, c.s + 2 / s);
+      if (tiny) { ctx.beginPath(); ctx.arc(c.x + c.s / 2, c.y + c.s / 2, 9 / s, 0, 2 * Math.PI); ctx.stroke(); }
     }
   }
 }
@@ -246,6 +249,8 @@ function showNode(hit) {
     `${n.ready ? "" : "  NotReady"}${n.unschedulable ? "  cordoned" : ""}${n.taints.length ? "  taints: " + n.taints.join(", ") : ""}` +
     (devs ? "\n" + devs : "");
 }
+
+dash.showNode = name => showNode(view.cellByName.get(name));
 
 function installMapControls() {
   const canvas = document.getElementById("map");

@@ -10,9 +10,10 @@ function conditionText(c) {
   return c ? `${c.type}=${c.status}${c.reason ? " (" + c.reason + ")" : ""}` : "";
 }
 
+// The domain a group landed in, per topology key ("—" before any pod is placed).
 function domainText(row) {
   if (!row.topology || !row.topology.length) return "";
-  return row.domains.map(d => `${d.key.split("/").pop()}=${d.values.length ? d.values.join("|") : "—"}`).join(", ");
+  return row.domains.map(d => d.values.length ? d.values.join("|") : "—").join(" / ");
 }
 
 function renderPodGroups() {

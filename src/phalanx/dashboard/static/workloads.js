@@ -27,7 +27,7 @@ function groupItem(key) {
   if (!g) return item("podgroup", key, `PodGroup ${key.split("/")[1]}`, "(not created yet)");
   const policy = g.policy === "Gang" ? `Gang minCount ${g.minCount}` : "Basic";
   const node = item("podgroup", key, `PodGroup ${g.name}`,
-    joined(policy, `${g.scheduled}/${g.pods} pods scheduled, ${g.pending} pending`, conditionText(g.condition), domainText(g)));
+    joined(policy, `${g.scheduled}/${g.pods} pods scheduled, ${g.pending} pending`, conditionText(g.condition), domainText(g) && `in ${domainText(g)}`));
   Object.assign(node.dataset, { scheduled: g.scheduled, pending: g.pending, pods: g.pods });
   return node;
 }
@@ -57,7 +57,7 @@ function compositeItem(key, depth) {
   if (!c || depth > 5) return item("cpg", key, `CompositePodGroup ${key}`, "(not created yet)");
   const policy = c.policy === "Gang" ? `Gang minGroupCount ${c.minGroupCount}` : "Basic";
   const children = c.children.map(ch => ch.kind === "PodGroup" ? groupItem(ch.key) : compositeItem(ch.key, depth + 1));
-  const node = item("cpg", key, `CompositePodGroup ${c.name}`, joined(policy, conditionText(c.condition), domainText(c)), children);
+  const node = item("cpg", key, `CompositePodGroup ${c.name}`, joined(policy, conditionText(c.condition), domainText(c) && `in ${domainText(c)}`), children);
   node.dataset.children = c.children.length;
   node.dataset.domain = c.domains.map(d => d.values.join("|")).join(",");
   return node;
