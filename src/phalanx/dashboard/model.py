@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from phalanx.api.scheduling import fields
-from phalanx.machinery.quantity import milli_value
+from phalanx.machinery.quantity import milli_value, value
 
 Obj = dict[str, Any]
 
@@ -84,17 +84,25 @@ def _longest_nesting_chain(keys: list[str], values: dict[str, dict[str, str]]) -
     return max(best.values(), key=len, default=[])
 
 
-def pod_cpu_request_milli(pod: Obj) -> int:
-    """The pod's CPU request as the scheduler counts it: the sum of its containers' requests, or its
-    largest init container's when that is more."""
+def _pod_request(pod: Obj, resource: str, amount: Callable[[Any], int]) -> int:
+    """A pod's request of `resource` as the scheduler counts it: the sum of its containers'
+    requests, or its largest init container's when that is more."""
     spec = pod.get("spec") or {}
 
     def req(c: Obj) -> int:
-        cpu = ((c.get("resources") or {}).get("requests") or {}).get("cpu")
-        return milli_value(cpu) if cpu is not None else 0
+        q = ((c.get("resources") or {}).get("requests") or {}).get(resource)
+        return amount(q) if q is not None else 0
     total = sum(req(c) for c in spec.get("containers") or [])
     init = max((req(c) for c in spec.get("initContainers") or []), default=0)
     return max(total, init)
+
+
+def pod_cpu_request_milli(pod: Obj) -> int:
+    return _pod_request(pod, "cpu", milli_value)
+
+
+def pod_memory_request_bytes(pod: Obj) -> int:
+    return _pod_request(pod, "memory", value)
 
 
 def is_live(pod: Obj) -> bool:
@@ -131,12 +139,12 @@ def slice_devices(resource_slice: Obj) -> tuple[str, list[tuple[str, str, str]]]
     return spec.get("nodeName") or "", [(driver, pool, d.get("name", "")) for d in spec.get("devices") or []]
 
 
-def node_cell(node: Obj, levels: list[str], cpu_used: int, devices: list[Obj]) -> Obj:
+def node_cell(node: Obj, levels: list[str], cpu_used: int, devices: list[Obj], memory_used: int = 0) -> Obj:
     """One node as the map draws it; `devices` are `{name, driver, pool, claim}` (claim None: free)."""
     node_labels = labels(node)
-    status = node.get("status") or {}
-    alloc = (status.get("allocatable") or {}).get("cpu")
-    allocatable = milli_value(alloc) if alloc is not None else 0
+    allocatable_of = (node.get("status") or {}).get("allocatable") or {}
+    allocatable = milli_value(allocatable_of["cpu"]) if allocatable_of.get("cpu") is not None else 0
+    memory = value(allocatable_of["memory"]) if allocatable_of.get("memory") is not None else 0
     spec = node.get("spec") or {}
     return {
         "name": name_of(node),
@@ -144,6 +152,7 @@ def node_cell(node: Obj, levels: list[str], cpu_used: int, devices: list[Obj]) -
         "cpuRequestedMilli": cpu_used,
         "cpuAllocatableMilli": allocatable,
         "cpuFraction": round(cpu_used / allocatable, 4) if allocatable else 0.0,
+        "memoryFraction": round(memory_used / memory, 4) if memory else 0.0,
         "ready": _ready(node),
         "unschedulable": bool(spec.get("unschedulable")),
         "taints": [t.get("key", "") for t in spec.get("taints") or []],

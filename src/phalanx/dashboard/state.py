@@ -78,7 +78,7 @@ class ClusterView:
         self.timeline = Timeline(timeline_capacity)
         self._dirty: dict[str, set[str]] = {c: set() for c in COLLECTIONS}
         self._levels_dirty = False
-        self._pod_cpu: dict[str, int] = {}
+        self._pod_requests: dict[str, tuple[int, int]] = {}  # pod key -> (CPU millis, memory bytes)
         self._pods_by_node, self._pods_by_group, self._pods_by_job = Index(), Index(), Index()
         self._jobs_by_jobset, self._slices_by_node = Index(), Index()
         self._children, self._groups_by_workload = Index(), Index()
@@ -130,9 +130,9 @@ class ClusterView:
                 self._mark("jobs", _job_key(pod))
         self._mark("pendingPods", key)
         if new is None:
-            self._pod_cpu.pop(key, None)
+            self._pod_requests.pop(key, None)
         else:
-            self._pod_cpu[key] = model.pod_cpu_request_milli(new)
+            self._pod_requests[key] = (model.pod_cpu_request_milli(new), model.pod_memory_request_bytes(new))
 
     def _index_pod(self, key: str, pod: Obj) -> None:
         self._pods_by_node.add(model.node_name_of(pod), key)
@@ -230,13 +230,17 @@ class ClusterView:
         if node is None:
             return None
         pods = self.objects["Pod"]
-        cpu = sum(self._pod_cpu.get(k, 0) for k in self._pods_by_node.get(name) if k in pods and model.is_live(pods[k]))
+        cpu = memory = 0
+        for k in self._pods_by_node.get(name):
+            if k in pods and model.is_live(pods[k]):
+                pod_cpu, pod_memory = self._pod_requests.get(k, (0, 0))
+                cpu, memory = cpu + pod_cpu, memory + pod_memory
         devices = []
         for slice_key in self._slices_by_node.get(name):
             _, devs = model.slice_devices(self.objects["ResourceSlice"][slice_key])
             devices += [{"name": d, "driver": driver, "pool": pool,
                          "claim": self._device_claim.get(model.device_key(driver, pool, d))} for driver, pool, d in devs]
-        return model.node_cell(node, self.levels, cpu, devices)
+        return model.node_cell(node, self.levels, cpu, devices, memory)
 
     def _pod_group_row(self, key: str) -> Obj | None:
         pg = self.objects["PodGroup"].get(key)

@@ -178,6 +178,7 @@ async def test_explain_gives_what_phalanx_explain_prints():
         body = await (await http.get("/api/explain?kind=pod&namespace=default&name=p")).json()
         assert body["text"].startswith("Pod default/p")
         assert "no scheduling decision recorded yet" in body["text"]
+        assert body["nodes"] == []  # the nodes the diagnosis names, for the map
         missing = await http.get("/api/explain?kind=podgroup&namespace=default&name=nope")
         assert missing.status == 404
         assert (await http.get("/api/explain?kind=node&name=w1")).status == 400

@@ -104,6 +104,16 @@ function cpuFill(f) {
   return colourCache.get(q);
 }
 
+// What a cell's colour measures: CPU or memory requested ÷ allocatable, or devices allocated ÷ devices.
+dash.colourBy = "cpu";
+const MEASURES = {
+  cpu: n => n.cpuFraction,
+  memory: n => n.memoryFraction,
+  devices: n => n.devices.length ? n.devices.filter(d => d.claim).length / n.devices.length : 0,
+};
+const MEASURE_TEXT = { cpu: "CPU requested ÷ allocatable", memory: "memory requested ÷ allocatable",
+  devices: "devices allocated ÷ devices" };
+
 function drawDevices(ctx, c, claims) {
   const devs = c.node.devices;
   if (!devs.length) return;
@@ -137,12 +147,12 @@ function drawBoxes(ctx, visible, s) {
 function drawCells(ctx, visible, s) {
   const hl = new Set(dash.highlightedNodes), named = new Set(dash.namedNodes), any = hl.size > 0;
   const claims = new Set(dash.highlightedClaims);
-  const details = 12 / s, labels = 60 / s;
+  const details = 12 / s, labels = 60 / s, measure = MEASURES[dash.colourBy] || MEASURES.cpu;
   for (const c of dash.layout) {
     if (!visible(c.x, c.y, c.s, c.s)) continue;
     const n = c.node;
     ctx.globalAlpha = any && !hl.has(n.name) ? 0.3 : 1;
-    ctx.fillStyle = n.ready ? cpuFill(n.cpuFraction) : "#555";
+    ctx.fillStyle = n.ready ? cpuFill(measure(n)) : "#555";
     ctx.fillRect(c.x, c.y, c.s, c.s);
     if (c.s >= details) {
       if (n.unschedulable || n.taints.length) { ctx.lineWidth = 1 / s; ctx.strokeStyle = "#ff7b72"; ctx.strokeRect(c.x + 1.5 / s, c.y + 1.5 / s, c.s - 3 / s, c.s - 3 / s); }
@@ -277,6 +287,11 @@ function installMapControls() {
   document.getElementById("zoom-in").addEventListener("click", () => dash.zoomAt(canvas.width / 2, canvas.height / 2, 1.5));
   document.getElementById("zoom-out").addEventListener("click", () => dash.zoomAt(canvas.width / 2, canvas.height / 2, 1 / 1.5));
   document.getElementById("zoom-fit").addEventListener("click", () => dash.fitMap());
+  document.getElementById("colour-by").addEventListener("change", ev => {
+    dash.colourBy = ev.target.value;
+    document.getElementById("legend-measure").textContent = MEASURE_TEXT[dash.colourBy];
+    dash.requestDraw(true);
+  });
   window.addEventListener("resize", () => { if (dash.doc) { layoutMap(); dash.requestDraw(); } });
 }
 
