@@ -3,7 +3,7 @@
 `Dashboard(client)` watches the cluster through informers — Nodes, Pods, the PodGroups (and
 CompositePodGroups, Workloads) of whichever scheduling.k8s.io version discovery finds, ResourceSlices,
 ResourceClaims, DeviceClasses, Jobs, JobSets — and feeds a `state.ClusterView`; Events (both APIs)
-go to its timeline through `timeline.follow_events`, which keeps a bounded number of entries.
+go to its timeline through `timeline.EventFollower`s, which keep a bounded number of entries.
 
 The stream (`/api/stream`, Server-Sent Events): a page gets the whole document once (`event:
 snapshot`), then `event: patch` messages — the rows that changed, coalesced over `debounce`
@@ -37,7 +37,7 @@ from phalanx.scheduler import explain as explaining
 
 from . import model, scrape
 from .state import ClusterView
-from .timeline import CORE_EVENTS, DEFAULT_CAPACITY, EVENTS_API, follow_events, mentioned_nodes
+from .timeline import CORE_EVENTS, DEFAULT_CAPACITY, EVENTS_API, EventFollower, mentioned_nodes
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,11 @@ class Dashboard:
             self.informers[kind] = inf
         self.factory.start()
         await self.factory.wait_for_sync()
-        for api_version in (CORE_EVENTS, EVENTS_API):
-            if await serves(self.client, api_version, "Event"):
-                self._tasks.append(asyncio.create_task(follow_events(self.client, api_version, self._events)))
+        followers = [EventFollower(self.client, api_version, self._events) for api_version in (CORE_EVENTS, EVENTS_API)
+                     if await serves(self.client, api_version, "Event")]
+        self.view.timeline_held = bool(followers)
+        self._tasks += [asyncio.create_task(f.run()) for f in followers]
+        self._tasks.append(asyncio.create_task(self._release_timeline(followers)))
         self._flush()
         self.synced.set()
         self._tasks.append(asyncio.create_task(self._publish_loop()))
@@ -147,6 +149,12 @@ class Dashboard:
             self.view.remove(kind, obj)
             self._dirty.set()
         return handler
+
+    async def _release_timeline(self, followers: list[EventFollower]) -> None:
+        """The timeline goes to pages once every Event API has been read to where it stood at the start."""
+        await asyncio.gather(*(f.caught_up.wait() for f in followers))
+        self.view.timeline_held = False
+        self._dirty.set()
 
     def _events(self, events: list[Any]) -> None:
         self.view.record_events(events)

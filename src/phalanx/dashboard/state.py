@@ -76,6 +76,7 @@ class ClusterView:
         self.rows: dict[str, dict[str, Obj]] = {c: {} for c in COLLECTIONS}
         self.generation = 0
         self.timeline = Timeline(timeline_capacity)
+        self.timeline_held = False  # while the Events that existed at the start are still being read
         self._dirty: dict[str, set[str]] = {c: set() for c in COLLECTIONS}
         self._levels_dirty = False
         self._pod_requests: dict[str, tuple[int, int]] = {}  # pod key -> (CPU millis, memory bytes)
@@ -367,7 +368,7 @@ class ClusterView:
             gone["drivers"] = removed
 
     def _flush_timeline(self, put: dict[str, list[Obj]], gone: dict[str, list[str]]) -> None:
-        if not self._dirty["timeline"]:
+        if not self._dirty["timeline"] or self.timeline_held:
             return
         self._dirty["timeline"] = set()
         changed, removed = self.timeline.take_changes()

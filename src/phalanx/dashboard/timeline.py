@@ -7,10 +7,10 @@ other Warning; `scheduling` and `other`), the message, the object it regards and
 names. `Timeline` keeps the newest `capacity` entries by uid (a repeated Event updates its entry),
 and remembers which entries changed since the page was last told.
 
-`follow_events(client, api_version, sink)` watches one Event API — the existing Events first, one
-at a time, then the new ones — starting again after a 410 or a broken stream, and hands each Event
-to `sink`; nothing but the timeline's entries is kept, so 250,000 Events cost what `capacity`
-entries cost. Upstream stores
+`EventFollower(client, api_version, sink).run()` watches one Event API — the existing Events first,
+one at a time, then the new ones — starting again after a 410 or a broken stream, and hands each
+Event to `sink`; nothing but the timeline's entries is kept, so 250,000 Events cost what `capacity`
+entries cost. Its `caught_up` says when the Events that existed at the start have all been read. Upstream stores
 core and events.k8s.io Events as one resource; phalanx keeps two. The dashboard follows both and
 an Event seen through both (same uid) is one entry.
 """
@@ -21,6 +21,7 @@ import asyncio
 import heapq
 import logging
 import re
+import time
 from typing import Any, Callable, Container
 
 from phalanx.client.interface import Client
@@ -165,46 +166,85 @@ class Timeline:
         return changed, removed
 
     def ordered(self) -> list[Obj]:
-        """The entries, oldest first."""
-        return sorted(self.entries.values(), key=lambda e: (e["at"], e["seq"]))
+        """The entries handed out by take_changes(), oldest first (what a page that applied every
+        patch holds)."""
+        return sorted((self.entries[uid] for uid in self._sent if uid in self.entries), key=lambda e: (e["at"], e["seq"]))
 
 
 EventSink = Callable[[list[Obj]], None]
 
 
-async def follow_events(client: Client, api_version: str, sink: EventSink, *,
-                        backoff: float = 1.0, max_backoff: float = 30.0) -> None:
-    """Watch the Events of `api_version`, the existing ones first (a watch without a
-    resourceVersion starts with them, one at a time: no list of every Event is ever held), each
-    handed to `sink`; reopen the watch where it ended, or from the start after a 410 or an error.
-    Runs until cancelled."""
-    delay, rv = backoff, None
-    while True:
+class EventFollower:
+    """Follows one Event API into `sink`: a watch without a resourceVersion, which starts with the
+    existing Events one at a time (no list of every Event is ever held), reopened where it ended,
+    or from the start after a 410 or an error. `caught_up` is set once the Events that existed at
+    the start have been read: an Event newer than the resourceVersion of that moment, a bookmark,
+    or `quiet` seconds without any. Until then the order Events arrive in (by name) says nothing
+    about which are the newest, so the dashboard holds the timeline back."""
+
+    def __init__(self, client: Client, api_version: str, sink: EventSink, *, quiet: float = 1.0,
+                 backoff: float = 1.0, max_backoff: float = 30.0):
+        self.client, self.api_version, self.sink = client, api_version, sink
+        self.quiet, self.backoff, self.max_backoff = quiet, backoff, max_backoff
+        self.caught_up = asyncio.Event()
+        self._start_rv: int | None = None
+        self._last_event = time.monotonic()
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        timer = asyncio.create_task(self._notice_quiet())
         try:
-            rv = await _watch_until_closed(client, api_version, rv, sink)
-            delay = backoff
-            continue
-        except asyncio.CancelledError:
-            raise
-        except StatusError as e:
-            if e.code != 410:
-                log.info("dashboard: following %s Events: %s", api_version, e)
-        except Exception as e:  # noqa: BLE001 - a broken stream: start again after a pause
-            log.info("dashboard: following %s Events: %s: %s", api_version, type(e).__name__, e)
-        rv = None
-        await asyncio.sleep(delay)
-        delay = min(max_backoff, delay * 2)
+            await self._follow()
+        finally:
+            timer.cancel()
 
+    async def _follow(self) -> None:
+        delay, rv = self.backoff, None
+        self._start_rv = await self._current_resource_version()
+        while True:
+            try:
+                rv = await self._watch_until_closed(rv)
+                delay = self.backoff
+                continue
+            except StatusError as e:
+                if e.code != 410:
+                    log.info("dashboard: following %s Events: %s", self.api_version, e)
+            except Exception as e:  # noqa: BLE001 - a broken stream: start again after a pause
+                log.info("dashboard: following %s Events: %s: %s", self.api_version, type(e).__name__, e)
+            rv = None
+            await asyncio.sleep(delay)
+            delay = min(self.max_backoff, delay * 2)
 
-async def _watch_until_closed(client: Client, api_version: str, rv: str | None, sink: EventSink) -> str | None:
-    """One watch from `rv` (None: the current Events first) until the server closes it; the last
-    resourceVersion seen."""
-    watch = client.watch(api_version, "Event", resource_version=rv, allow_bookmarks=True)
-    try:
-        async for type_, obj in watch:
-            rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-            if type_ in ("ADDED", "MODIFIED"):
-                sink([obj])
-    finally:
-        await watch.aclose()
-    return rv
+    async def _current_resource_version(self) -> int | None:
+        """The collection's resourceVersion now, from a list that selects nothing."""
+        try:
+            _, rv = await self.client.list(self.api_version, "Event",
+                                           field_selector="metadata.name=phalanx-dashboard-selects-nothing")
+        except StatusError:
+            return None
+        return int(rv) if rv.isdigit() else None
+
+    async def _notice_quiet(self) -> None:
+        while not self.caught_up.is_set():
+            await asyncio.sleep(self.quiet / 4)
+            if time.monotonic() - self._last_event >= self.quiet:
+                self.caught_up.set()
+
+    def _seen(self, type_: str, rv: str | None) -> None:
+        self._last_event = time.monotonic()
+        if type_ == "BOOKMARK" or (self._start_rv is not None and rv and rv.isdigit() and int(rv) > self._start_rv):
+            self.caught_up.set()
+
+    async def _watch_until_closed(self, rv: str | None) -> str | None:
+        """One watch from `rv` (None: the current Events first) until the server closes it; the
+        last resourceVersion seen."""
+        watch = self.client.watch(self.api_version, "Event", resource_version=rv, allow_bookmarks=True)
+        try:
+            async for type_, obj in watch:
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if type_ in ("ADDED", "MODIFIED"):
+                    self.sink([obj])
+                self._seen(type_, rv)
+        finally:
+            await watch.aclose()
+        return rv

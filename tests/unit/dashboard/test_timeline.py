@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from phalanx.dashboard.timeline import Timeline, event_entry
+import asyncio
+
+from phalanx.apiserver import build_api
+from phalanx.client import InProcessClient
+from phalanx.dashboard.timeline import EventFollower, Timeline, event_entry
+from phalanx.machinery.featuregates import FeatureGates
+from phalanx.store import MemoryStore
 
 NODES = {"w1", "w2", "rack-node-10"}
 
@@ -45,8 +51,8 @@ def test_the_timeline_keeps_the_newest_entries_whatever_order_they_arrive_in():
     minutes = [5, 1, 4, 2, 3, 6]
     for m in minutes:
         timeline.record(event_entry(core_event(f"e{m}", "Scheduled", "m", at=f"2026-12-03T10:0{m}:00Z"), NODES))
-    assert [e["uid"] for e in timeline.ordered()] == ["e4", "e5", "e6"]
     changed, removed = timeline.take_changes()
+    assert [e["uid"] for e in timeline.ordered()] == ["e4", "e5", "e6"]
     assert set(changed) == {"e4", "e5", "e6"}
     assert removed == set()  # the entries that came and went before anyone was told are not news
     timeline.record(event_entry(core_event("e7", "Scheduled", "m", at="2026-12-03T10:07:00Z"), NODES))
@@ -62,3 +68,27 @@ def test_a_repeated_event_updates_its_entry():
                                            at="2026-12-03T10:01:00Z", count=2), NODES))
     changed, _ = timeline.take_changes()
     assert changed["e"]["count"] == 2 and len(timeline) == 1
+
+
+async def test_a_follower_reads_the_existing_events_then_new_ones_and_says_when_it_caught_up():
+    api = build_api(MemoryStore(), FeatureGates.from_config({}, release="1.36"))
+    client = InProcessClient(api, field_manager="unit-test")
+    await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    for i in range(3):
+        await client.create_event(pod, "Scheduled", f"Successfully assigned default/p to w{i}", component="s")
+    seen: list[dict] = []
+    follower = EventFollower(client, "v1", seen.extend, quiet=0.2)
+    task = asyncio.create_task(follower.run())
+    try:
+        await asyncio.wait_for(follower.caught_up.wait(), 10)
+        assert sorted(e["message"] for e in seen) == [f"Successfully assigned default/p to w{i}" for i in range(3)]
+        await client.create_event(pod, "Preempted", "Preempted by pod x on node w1", component="s")
+        for _ in range(200):
+            if len(seen) == 4:
+                break
+            await asyncio.sleep(0.01)
+        assert seen[-1]["reason"] == "Preempted"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
