@@ -185,6 +185,18 @@ def wait_js(driver: Any, script: str, timeout: float = 300) -> Any:
     raise TimeoutError(script)
 
 
+def wait_quiet(driver: Any, seconds: float = 3.0, timeout: float = 300) -> None:
+    """Until the page has had no patch for `seconds` (the cluster settled)."""
+    deadline, last, since = time.perf_counter() + timeout, None, time.perf_counter()
+    while time.perf_counter() < deadline:
+        generation = driver.execute_script("return window.__dashboard.doc.generation")
+        if generation != last:
+            last, since = generation, time.perf_counter()
+        elif time.perf_counter() - since >= seconds:
+            return
+        time.sleep(0.2)
+
+
 # One step per animation frame: `step(i)` is JavaScript run in frame i; the frames recorded.
 FRAMES_JS = """
 const [steps, body, done] = [arguments[0], new Function('i', arguments[1]), arguments[arguments.length - 1]];
@@ -269,6 +281,7 @@ async def burst(kubeconfig: str, context: str, driver: Any, run: int, gangs: int
         pods, _ = await client.list("v1", "Pod", NAMESPACE, label_selector=None, field_selector=None)
         doomed = [p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(f"burst-{run}-")]
         await asyncio.gather(*(client.delete("v1", "Pod", NAMESPACE, p, grace_period=0) for p in doomed))
+        await asyncio.to_thread(wait_quiet, driver)  # the next run's page load should not meet this cleanup
         return {"seconds": round(seconds, 2), "patches": len(msgs), "bytes": summary([m["bytes"] / 1024 for m in msgs]),
                 "applyMs": summary([m["applyMs"] for m in msgs]), "totalKiB": round(sum(m["bytes"] for m in msgs) / 1024, 1),
                 "viewMsSinceLoad": {k: round(v, 1) for k, v in views.items()}}
