@@ -95,6 +95,7 @@ class Dashboard:
         self.informers: dict[str, Informer] = {}
         self.view = ClusterView(timeline_capacity)
         self.pod_group_api: str | None = None
+        self._kinds: list[tuple[str, str]] | None = None
         self.metrics = metrics or scrape.SchedulerMetrics(scrape.http_scrape(client) or _process_scrape)
         self.patches: deque[tuple[int, bytes]] = deque(maxlen=PATCHES_KEPT)
         self.stats = {"patches": 0, "patchBytes": 0, "flushSeconds": 0.0, "lastFlushSeconds": 0.0}
@@ -108,9 +109,16 @@ class Dashboard:
     def generation(self) -> int:
         return self.view.generation
 
-    async def start(self) -> None:
+    async def discover(self) -> None:
+        """What the cluster serves (a quick check that it answers, before a URL is printed)."""
         self.pod_group_api = await pod_group_api(self.client)
-        for api_version, kind in await watched_kinds(self.client, self.pod_group_api):
+        self._kinds = await watched_kinds(self.client, self.pod_group_api)
+
+    async def start(self) -> None:
+        """Discovery if not done, the informers' first lists, then the publishing."""
+        if self._kinds is None:
+            await self.discover()
+        for api_version, kind in self._kinds or []:
             inf = self.factory.informer(api_version, kind)
             upsert = self._upsert(kind)
             inf.add_event_handler(upsert, self._update(upsert), self._remove(kind))
@@ -360,6 +368,7 @@ async def serve(client: Client, *, port: int = 0, host: str = "127.0.0.1",
     """Run the dashboard until cancelled; `announce` gets the login URL once it listens (the page
     then waits for the informers' first lists, which take a while on a large cluster)."""
     dashboard = Dashboard(client)
+    await dashboard.discover()
     auth = Auth()
     hosts: set[str] = set()
     app = build_app(dashboard, auth, allowed_hosts=hosts)
