@@ -16,6 +16,8 @@ from ..controllers.crdnaming import CRDNamingController
 from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
 from ..controllers.daemonset import DaemonSetsController
+from ..controllers.devicetainteviction import DeviceTaintEvictionController
+from ..controllers.failureschedule import FailureSchedule
 from ..controllers.deployment import DeploymentController
 from ..controllers.disruption import DisruptionController
 from ..controllers.endpoints import EndpointsController
@@ -24,6 +26,8 @@ from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
+from ..controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
+from ..controllers.podgc import DEFAULT_TERMINATED_POD_THRESHOLD, PodGCController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.replicationcontroller import ReplicationControllerController
@@ -34,10 +38,12 @@ from .pki import pki_paths
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
+from ..controllers.tainteviction import TaintEvictionController
 from ..controllers.storageprotection import StorageProtection
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
+from ..nodes.heartbeat import DEFAULT_LEASE_DURATION
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..nodes.stages import stages_from_config
 from ..scheduler.framework.config import load_configuration
@@ -77,6 +83,33 @@ def _scheduler_config(cp: Any) -> Any:
     return load_configuration(raw, cp.gates)
 
 
+def node_lifecycle_config(controller_manager: dict[str, Any]) -> NodeLifecycleConfig:
+    """The node lifecycle controller's settings from the config's `controllerManager:` section."""
+    names = {"nodeMonitorPeriod": "node_monitor_period", "nodeMonitorGracePeriod": "node_monitor_grace_period",
+             "nodeStartupGracePeriod": "node_startup_grace_period", "nodeEvictionRate": "node_eviction_rate",
+             "secondaryNodeEvictionRate": "secondary_node_eviction_rate",
+             "largeClusterSizeThreshold": "large_cluster_size_threshold",
+             "unhealthyZoneThreshold": "unhealthy_zone_threshold"}
+    return NodeLifecycleConfig(**{names[k]: v for k, v in controller_manager.items() if k in names})
+
+
+def _failure_components(cp: Any, client: InProcessClient, factory: InformerFactory) -> list[Controller[Any]]:
+    """What makes failures visible: node lifecycle, taint eviction, device taint eviction, pod GC and
+    the config's failure schedule."""
+    cm = cp.spec.controller_manager
+    out: list[Controller[Any]] = [
+        NodeLifecycleController(client, factory, config=node_lifecycle_config(cm)),
+        TaintEvictionController(client, factory),
+        PodGCController(client, factory,
+                        terminated_pod_threshold=cm.get("terminatedPodGCThreshold", DEFAULT_TERMINATED_POD_THRESHOLD))]
+    if cp.gates.enabled("DRADeviceTaints"):
+        out.append(DeviceTaintEvictionController(client, factory, gates=cp.gates))
+    if cp.spec.failures:
+        out.append(FailureSchedule(InProcessClient(cp.api, field_manager="phalanx-failures"), factory,
+                                   failures=cp.spec.failures))
+    return out
+
+
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
     informer factory."""
@@ -88,7 +121,8 @@ async def start_all(cp: Any) -> list[Any]:
                    ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
                        container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
                        terminating=cp.spec.kubelet.get("terminatingDelay", 0.0)),
-                       stages=stages_from_config(cp.spec.kubelet.get("stages"))),
+                       stages=stages_from_config(cp.spec.kubelet.get("stages")),
+                       lease_duration=cp.spec.kubelet.get("nodeLeaseDurationSeconds", DEFAULT_LEASE_DURATION)),
                    ResourceClaimController(client, factory, gates=cp.gates),
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
                    JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
@@ -111,6 +145,7 @@ async def start_all(cp: Any) -> list[Any]:
     controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
     if cp.gates.enabled("GenericWorkload"):
         controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
+    controllers += _failure_components(cp, client, factory)
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]

@@ -25,6 +25,7 @@ from aiohttp import web
 from ..apiserver import build_api
 from ..apiserver.auth.filters import RequestAuth
 from ..apiserver.auth.policy import ensure_bootstrap_policy
+from ..apiserver.eventttl import EventExpiry
 from ..apiserver.listener import Listener, ServingLimits, serve_app
 from ..apiserver.server import Server
 from ..store import MemoryStore, SQLiteStore, Store
@@ -58,6 +59,8 @@ class ControlPlane:
         self._listener: Listener | None = None
         self.port: int | None = None
         self.server: Server | None = None
+        self.event_expiry = EventExpiry(self.api, ttl=spec.event_ttl)
+        self._event_expiry_task: asyncio.Task | None = None
 
     async def start(self) -> int:
         bootstrap(self.api, self.spec)
@@ -70,6 +73,7 @@ class ControlPlane:
                                                        ssl_context=self.ssl_context, limits=self.limits)
         self.port = self._listener.port
         self.server.server_address = f"{host}:{self.port}"
+        self._event_expiry_task = asyncio.create_task(self.event_expiry.run(), name="event-ttl")
         if self.components_enabled:
             await self._start_components()
         log.info("control plane serving on %s:%s", host, self.port)
@@ -86,6 +90,10 @@ class ControlPlane:
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping %s", c)
         self.components = []
+        if self._event_expiry_task is not None:
+            self.event_expiry.stop()
+            await asyncio.gather(self._event_expiry_task, return_exceptions=True)
+            self._event_expiry_task = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -129,6 +137,8 @@ def serve(state_dir: str) -> None:
     logging.basicConfig(level=os.environ.get("PHALANX_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = ClusterSpec.load(state_dir)
+    import gc
+    gc.set_threshold(50_000, 20, 20)  # reading the store and the first lists make long-lived objects only
     cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
                       ssl_context=_server_ssl_context(state_dir), limits=ServingLimits.from_env(os.environ))
 
