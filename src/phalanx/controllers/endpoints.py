@@ -25,7 +25,6 @@ from ..client.controller import Controller
 from ..client.informer import Informer, InformerFactory, object_key
 from ..client.interface import Client
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy
 from .podcontrol import is_pod_ready
 
 Obj = dict[str, Any]
@@ -256,13 +255,14 @@ class EndpointsController(ServicePodsController):
             return
         if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels:
             return
-        new = deep_copy(current)
-        new["metadata"]["labels"] = labels
+        # handed over: a new top level and metadata over the cached object, which the API only reads
+        new = dict(current)
+        new["metadata"] = dict(current["metadata"], labels=labels)
         if subsets:
             new["subsets"] = subsets
         else:
             new.pop("subsets", None)
-        await self.client.update(new)
+        await self.client.update(new, handover=True)
 
     async def _delete(self, ns: str, name: str) -> None:
         try:

@@ -19,7 +19,6 @@ from ..client.clock import Clock
 from ..client.informer import InformerFactory
 from ..client.interface import Client
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy
 from .endpoints import HEADLESS_LABEL, ServicePodsController, endpoint_ports, service_selector
 from .podcontrol import is_pod_ready
 
@@ -178,11 +177,12 @@ class EndpointSliceController(ServicePodsController):
         if ((current.get("endpoints") or []) == eps and (current.get("ports") or []) == ports
                 and (current["metadata"].get("labels") or {}) == labels):
             return None
-        new = deep_copy(current)
-        new["metadata"]["labels"] = labels
+        # handed over: a new top level and metadata over the cached slice, which the API only reads
+        new = dict(current)
+        new["metadata"] = dict(current["metadata"], labels=labels)
         new["endpoints"] = eps
         new["ports"] = ports
-        stored = await self.client.update(new)
+        stored = await self.client.update(new, handover=True)
         self._wrote[stored["metadata"]["name"]] = stored["metadata"].get("resourceVersion")
         return None
 
