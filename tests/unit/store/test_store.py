@@ -179,6 +179,8 @@ def test_sqlite_writes_on_a_running_loop_commit_together_before_flushed_returns(
         for i in range(50):
             s.create("core/pods", "default", f"p{i}", pod(f"p{i}"))
         s.delete("core/pods", "default", "p0")
+        s.delete("core/pods", "default", "p1")
+        s.create("core/pods", "default", "p1", pod("p1"))  # gone and back within the batch
         assert s.get("core/pods", "default", "p1") is not None  # seen in memory at once
         await s.flushed()
         assert s.commits == commits + 1  # one transaction for the whole pass
