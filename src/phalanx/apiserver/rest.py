@@ -89,6 +89,7 @@ class API:
         # The Kubernetes release whose OpenAPI schemas validate, prune and patch this API's objects.
         self.release: str = getattr(gates, "release", openapi.DEFAULT_RELEASE)
         self.now = now or (lambda: datetime.now(timezone.utc))
+        self.new_uid: Callable[[], str] = new_uid  # a simulation gives a seeded source (reproducible uids)
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
         self._types = list(types)
@@ -267,7 +268,7 @@ class API:
         self._check_namespace(rt, namespace, creating=True)
         for f in _METADATA_SERVER_FIELDS:
             md.pop(f, None)
-        md["uid"] = new_uid()
+        md["uid"] = self.new_uid()
         md["creationTimestamp"] = now_rfc3339(self.now())
         if getattr(rt.strategy, "tracks_generation", True):
             md["generation"] = 1

@@ -2,7 +2,10 @@
 
 Each component talks to the API only through an in-process `Client`, so the same component can run
 in its own process against any API server. `start_all(control_plane)` starts them on one shared
-informer factory and returns a handle whose `stop()` stops them all.
+informer factory and returns a handle whose `stop()` stops them all. The control plane's
+`RuntimeOptions` (`cp.runtime`) choose the clock every component and client reads (a `VirtualClock`
+in `phalanx simulate`; wall-clock time by default), the scheduler's seed and whether Events are
+recorded.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..controllers.crdregistration import CRDRegistrationController
 from ..controllers.csrsigning import CSRSigningController
 from ..controllers.flowschemastatus import FlowSchemaStatusController
 from .pki import pki_paths
+from .runtime import RuntimeOptions
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
@@ -79,31 +83,37 @@ def _scheduler_config(cp: Any) -> Any:
 
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
-    informer factory."""
-    client = InProcessClient(cp.api, field_manager="kube-controller-manager")
-    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True))  # read-only caches: no copies
-    kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
-    scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
+    informer factory, all on the control plane's clock (`cp.runtime`: wall-clock time by default)."""
+    rt: RuntimeOptions = getattr(cp, "runtime", None) or RuntimeOptions()
+    clock = rt.clock
+
+    def client_as(field_manager: str) -> InProcessClient:
+        return InProcessClient(cp.api, field_manager=field_manager, clock=clock, record_events=rt.record_events)
+
+    client = client_as("kube-controller-manager")
+    # read-only caches: no copies
+    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True, clock=clock), clock=clock)
     controllers: list[Controller[Any] | Scheduler] = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
+                   ServiceAccountsController(client, factory), SimulatedKubelets(client_as("kubelet"), factory, delays=StageDelays(
                        container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
                        terminating=cp.spec.kubelet.get("terminatingDelay", 0.0)),
-                       stages=stages_from_config(cp.spec.kubelet.get("stages"))),
+                       stages=stages_from_config(cp.spec.kubelet.get("stages")), lease_period=rt.lease_period,
+                       events=rt.record_events),
                    ResourceClaimController(client, factory, gates=cp.gates),
                    JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
-                   JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
+                   JobSetController(client_as("jobset"), factory, gates=cp.gates),
                    ReplicaSetController(client, factory), DeploymentController(client, factory),
                    ReplicationControllerController(client, factory),
                    CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
                    FlowSchemaStatusController(client, factory),
-                   SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
-                                       cp.spec.dra_drivers)]
+                   SimulatedDRADrivers(client_as("dra-driver"), factory, cp.spec.dra_drivers)]
     if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
-        controllers.append(Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
+        controllers.append(Scheduler(client_as("default-scheduler"), factory, gates=cp.gates,
+                                     config=_scheduler_config(cp), seed=rt.seed,
                                      permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
     controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
     controllers.append(StatefulSetController(client, factory))
-    controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
+    controllers.append(VolumeProvisioner(client_as("persistentvolume-binder"), factory))
     controllers.append(StorageProtection(client, factory))
     controllers.append(DisruptionController(client, factory))
     controllers.append(CronJobController(client, factory))

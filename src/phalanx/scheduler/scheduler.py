@@ -69,8 +69,9 @@ class Scheduler:
     def __init__(self, client: Client, factory: InformerFactory | None = None, *,
                  config: KubeSchedulerConfiguration | None = None, gates: Optional["FeatureGates"] = None,
                  clock: Optional[Clock] = None, permit_timeout: float | None = None,
-                 registry: Optional[Registry] = None, pod_group_cycles: bool = True):
+                 registry: Optional[Registry] = None, pod_group_cycles: bool = True, seed: int = 0):
         self.client = client
+        self.seed = seed  # the profiles' random tie-breaks (equal scores, preemption's start offset)
         self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
         self.factory = factory or InformerFactory(client, clock=self.clock)
         self._own_factory = factory is None
@@ -146,7 +147,7 @@ class Scheduler:
             frameworks[prof.scheduler_name] = MeteredFramework(
                 prof, registry=reg, feature_gates=self.gates, snapshot=self.snapshot, nominator=self.nominator,
                 services=services, namespaces=self._namespace_labels, pod_disruption_budgets=self._pdbs,
-                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score, seed=self.seed)
         return frameworks
 
     def _register_scheduler_plugins(self, reg: Registry) -> None:
