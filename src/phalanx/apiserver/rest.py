@@ -90,6 +90,9 @@ class API:
         self.release: str = getattr(gates, "release", openapi.DEFAULT_RELEASE)
         self.now = now or (lambda: datetime.now(timezone.utc))
         self.new_uid: Callable[[], str] = new_uid  # a simulation gives a seeded source (reproducible uids)
+        # False: creates, updates and non-apply patches record no managedFields entry (server-side
+        # apply still does); a simulation, where nobody reads them, saves a third of its writes' cost.
+        self.track_managed_fields = True
         self.ctx = StrategyContext(gates=gates, now=self.now, lookup=self._lookup,
                                    list_objects=self._list_objects)
         self._types = list(types)
@@ -234,7 +237,7 @@ class API:
 
     def _record_managed_fields(self, rt: ResourceType, old: Obj | None, new: Obj, manager: str | None,
                                operation: str = "Update", subresource: str | None = None) -> None:
-        if not manager:
+        if not manager or not self.track_managed_fields:
             return
         ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), now_rfc3339(self.now()),
                                   subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))

@@ -9,6 +9,7 @@
     phalanx dashboard [--name NAME] [--kubeconfig PATH] [--port N]   (web UI on 127.0.0.1)
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
+    phalanx simulate SCENARIO.yaml [-o DIR]     (what-if in virtual time: phalanx.cli.simulate)
     phalanx version
 
 Like kind, status lines and errors go to stderr (`ERROR: failed to create cluster: ...`, exit 1)
@@ -479,8 +480,10 @@ def version() -> None:
 
 from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
+from phalanx.cli.simulate import simulate_cmd  # noqa: E402  (phalanx simulate SCENARIO.yaml)
 
 cli.add_command(bench)
+cli.add_command(simulate_cmd)
 create.add_command(create_kubeconfig)
 
 

@@ -11,10 +11,9 @@ recorded.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ..client import InformerFactory, InProcessClient
-from ..client.controller import Controller
 from ..controllers.crdnaming import CRDNamingController
 from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
@@ -74,6 +73,55 @@ def _cluster_ca(cp: Any) -> dict[str, bytes]:
     return {"ca_cert_pem": paths.ca_cert_file.read_bytes(), "ca_key_pem": paths.ca_key_file.read_bytes()}
 
 
+def _constructors(cp: Any, rt: RuntimeOptions, factory: InformerFactory) -> list[tuple[str, Callable[[], Any]]]:
+    """Every component by name, in start order, built only when called."""
+    def client_as(field_manager: str) -> InProcessClient:
+        return InProcessClient(cp.api, field_manager=field_manager, clock=rt.clock, record_events=rt.record_events)
+
+    client = client_as("kube-controller-manager")
+    delays = StageDelays(container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
+                         terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))
+    made: list[tuple[str, Callable[[], Any]]] = [
+        ("garbage-collector-controller", lambda: GarbageCollector(client, factory)),
+        ("namespace-controller", lambda: NamespaceController(client, factory)),
+        ("serviceaccount-controller", lambda: ServiceAccountsController(client, factory)),
+        ("kubelet", lambda: SimulatedKubelets(client_as("kubelet"), factory, delays=delays,
+                                              stages=stages_from_config(cp.spec.kubelet.get("stages")),
+                                              lease_period=rt.lease_period, events=rt.record_events)),
+        ("resourceclaim-controller", lambda: ResourceClaimController(client, factory, gates=cp.gates)),
+        ("job-controller", lambda: JobController(client, factory, feature_gates=cp.gates)),
+        ("ttl-after-finished-controller", lambda: TTLAfterFinishedController(client, factory)),
+        ("jobset-controller", lambda: JobSetController(client_as("jobset"), factory, gates=cp.gates)),
+        ("replicaset-controller", lambda: ReplicaSetController(client, factory)),
+        ("deployment-controller", lambda: DeploymentController(client, factory)),
+        ("replicationcontroller-controller", lambda: ReplicationControllerController(client, factory)),
+        ("certificatesigningrequest-signing-controller",
+         lambda: CSRSigningController(client, factory, **_cluster_ca(cp))),
+        ("crd-autoregister", lambda: CRDRegistrationController(client, factory)),
+        ("flowschema-status", lambda: FlowSchemaStatusController(client, factory)),
+        ("dra-driver", lambda: SimulatedDRADrivers(client_as("dra-driver"), factory, cp.spec.dra_drivers))]
+    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
+        made.append(("scheduler", lambda: Scheduler(client_as("default-scheduler"), factory, gates=cp.gates,
+                                                    config=_scheduler_config(cp), seed=rt.seed,
+                                                    permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))))
+    made += [
+        ("crd-finalizer", lambda: CustomResourceCleanupController(client, factory)),
+        ("crd-naming", lambda: CRDNamingController(client, factory)),
+        ("statefulset-controller", lambda: StatefulSetController(client, factory)),
+        ("persistentvolume-binder-controller",
+         lambda: VolumeProvisioner(client_as("persistentvolume-binder"), factory)),
+        ("persistentvolume-protection-controller", lambda: StorageProtection(client, factory)),
+        ("disruption-controller", lambda: DisruptionController(client, factory)),
+        ("cronjob-controller", lambda: CronJobController(client, factory)),
+        ("daemonset-controller", lambda: DaemonSetsController(client, factory)),
+        ("endpoints-controller", lambda: EndpointsController(client, factory)),
+        ("endpointslice-controller", lambda: EndpointSliceController(client, factory))]
+    if cp.gates.enabled("GenericWorkload"):
+        made.append(("podgroup-protection-controller",
+                     lambda: PodGroupProtectionController(client, factory, release=cp.gates.release)))
+    return made
+
+
 def _scheduler_config(cp: Any) -> Any:
     raw = cp.spec.scheduler.get("config")
     if not raw:
@@ -83,44 +131,12 @@ def _scheduler_config(cp: Any) -> Any:
 
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
-    informer factory, all on the control plane's clock (`cp.runtime`: wall-clock time by default)."""
+    informer factory, all on the control plane's clock (`cp.runtime`: wall-clock time by default),
+    but for those `cp.runtime.disabled_controllers` names (kube-controller-manager's `--controllers`
+    names: `endpoints-controller`, ...; `scheduler`, `kubelet` and `dra-driver` for the others)."""
     rt: RuntimeOptions = getattr(cp, "runtime", None) or RuntimeOptions()
-    clock = rt.clock
-
-    def client_as(field_manager: str) -> InProcessClient:
-        return InProcessClient(cp.api, field_manager=field_manager, clock=clock, record_events=rt.record_events)
-
-    client = client_as("kube-controller-manager")
-    # read-only caches: no copies
-    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True, clock=clock), clock=clock)
-    controllers: list[Controller[Any] | Scheduler] = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory), SimulatedKubelets(client_as("kubelet"), factory, delays=StageDelays(
-                       container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
-                       terminating=cp.spec.kubelet.get("terminatingDelay", 0.0)),
-                       stages=stages_from_config(cp.spec.kubelet.get("stages")), lease_period=rt.lease_period,
-                       events=rt.record_events),
-                   ResourceClaimController(client, factory, gates=cp.gates),
-                   JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
-                   JobSetController(client_as("jobset"), factory, gates=cp.gates),
-                   ReplicaSetController(client, factory), DeploymentController(client, factory),
-                   ReplicationControllerController(client, factory),
-                   CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
-                   FlowSchemaStatusController(client, factory),
-                   SimulatedDRADrivers(client_as("dra-driver"), factory, cp.spec.dra_drivers)]
-    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
-        controllers.append(Scheduler(client_as("default-scheduler"), factory, gates=cp.gates,
-                                     config=_scheduler_config(cp), seed=rt.seed,
-                                     permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
-    controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
-    controllers.append(StatefulSetController(client, factory))
-    controllers.append(VolumeProvisioner(client_as("persistentvolume-binder"), factory))
-    controllers.append(StorageProtection(client, factory))
-    controllers.append(DisruptionController(client, factory))
-    controllers.append(CronJobController(client, factory))
-    controllers.append(DaemonSetsController(client, factory))
-    controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
-    if cp.gates.enabled("GenericWorkload"):
-        controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
+    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True, clock=rt.clock), clock=rt.clock)  # read-only caches
+    controllers = [make() for name, make in _constructors(cp, rt, factory) if name not in rt.disabled_controllers]
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]

@@ -59,6 +59,7 @@ class ControlPlane:
         clock = self.runtime.clock
         self.api = build_api(store, self.gates, runtime_config=spec.runtime_config, release=spec.release,
                              now=None if clock is REAL_CLOCK else (lambda: to_datetime(clock.now())))
+        self.api.track_managed_fields = self.runtime.managed_fields
         self.components_enabled = components
         self.components: list[Any] = []
         self.limits = limits or ServingLimits()

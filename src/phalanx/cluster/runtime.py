@@ -20,9 +20,14 @@ class RuntimeOptions:
     tie-breaks (equal scores, preemption's start offset). `record_events`: False drops every Event
     the components would write (nothing decides on them; a long simulation need not store
     millions). `lease_period`: seconds between the simulated kubelets' node Lease renewals (None:
-    their own period)."""
+    their own period). `managed_fields`: False records no managedFields on creates, updates and
+    non-apply patches (`API.track_managed_fields`). `disabled_controllers`: components not to run, by
+    kube-controller-manager's `--controllers` names (`endpoints-controller`, ...; `scheduler`,
+    `kubelet`, `dra-driver` for the rest: `cluster.components`)."""
 
     clock: Clock = REAL_CLOCK
     seed: int = 0
     record_events: bool = True
     lease_period: float | None = None
+    managed_fields: bool = True
+    disabled_controllers: frozenset[str] = frozenset()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import random
 import time
 import uuid
@@ -41,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 from .. import __version__
 from ..client import InProcessClient
-from ..client.clock import VirtualClock
+from ..client.clock import Clock, VirtualClock
 from ..cluster.controlplane import ControlPlane, tune_gc
 from ..cluster.runtime import RuntimeOptions
 from ..machinery.errors import StatusError
@@ -58,9 +59,20 @@ START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: simulated time 0
 FAULT_NODE = "fault.phalanx.dev/node"
 FAULT_DEVICES = "fault.phalanx.dev/devices"
 SETTLE_BEFORE_START = 30.0  # simulated seconds for the cluster to publish slices and sync caches
-# Simulated kubelets renew node Leases this often (their own period at 4,096 nodes is ~80 s: a day
-# of renewals would be millions of writes that decide nothing in a simulation).
-LEASE_PERIOD = 600.0
+# Components a simulated batch cluster does not need (kube-controller-manager's `--controllers`
+# names): nothing in a scenario makes Deployments, Services, volumes or PDBs.
+UNNEEDED_CONTROLLERS = frozenset({
+    "replicaset-controller", "deployment-controller", "replicationcontroller-controller",
+    "certificatesigningrequest-signing-controller", "crd-autoregister", "flowschema-status", "crd-finalizer",
+    "crd-naming", "statefulset-controller", "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller", "disruption-controller", "cronjob-controller", "daemonset-controller",
+    "endpoints-controller", "endpointslice-controller"})
+# Without failures nothing reads node Leases: the kubelets renew them once a day instead of every
+# ~80 s at 4,096 nodes (millions of writes a simulated day), and the controllers that watch for
+# silent nodes do not run.
+FAILURE_CONTROLLERS = frozenset({"node-lifecycle-controller", "taint-eviction-controller",
+                                 "device-taint-eviction-controller"})
+IDLE_LEASE_PERIOD = 86400.0
 PROGRESS_EVERY = 1.0  # wall seconds between progress reports
 
 Progress = Callable[["ProgressReport"], None]
@@ -108,12 +120,16 @@ def run_variant(scenario: Scenario, variant: Variant, *, seed: int | None = None
 
 class Simulation:
     def __init__(self, scenario: Scenario, variant: Variant, *, seed: int | None = None,
-                 progress: Progress | None = None, log_events: bool = True):
+                 progress: Progress | None = None, log_events: bool = True, clock: Clock | None = None):
+        """`clock`: a VirtualClock by default; the real clock runs the same scenario in real time
+        (the fidelity test: seconds-long jobs, compared with the same run in virtual time)."""
         self.scenario, self.variant = scenario, variant
         self.seed = scenario.seed if seed is None else seed
         self.progress = progress
         self.log_events = log_events
-        self.clock = VirtualClock(start=START - SETTLE_BEFORE_START)
+        self.clock: Any = clock or VirtualClock(start=START - SETTLE_BEFORE_START)
+        self.virtual = isinstance(self.clock, VirtualClock)
+        self.t0 = START
         self.spec = variant.cluster
         self.horizon = scenario.duration
         self.names: set[str] = set()
@@ -125,7 +141,7 @@ class Simulation:
 
     # -- the run ---------------------------------------------------------------------------------
     async def run(self) -> RunResult:
-        random_state, thresholds = random.getstate(), gc.get_threshold()
+        random_state, thresholds, frozen = random.getstate(), gc.get_threshold(), gc.get_freeze_count()
         random.seed(self.seed)
         wall0 = time.perf_counter()
         try:
@@ -136,14 +152,18 @@ class Simulation:
                 await cp.stop()
         finally:
             random.setstate(random_state)
-            gc.unfreeze()
+            if self.virtual and not frozen:
+                gc.unfreeze()
             gc.set_threshold(*thresholds)
         return self._result(time.perf_counter() - wall0)
 
     async def _start_cluster(self) -> ControlPlane:
         uid_rng = random.Random(f"uid:{self.seed}")
+        failures = bool(self.scenario.failures)
         cp = ControlPlane(self.spec, store=MemoryStore(), runtime=RuntimeOptions(
-            clock=self.clock, seed=self.seed, record_events=False, lease_period=LEASE_PERIOD))
+            clock=self.clock, seed=self.seed, record_events=False, managed_fields=False,
+            lease_period=None if failures else IDLE_LEASE_PERIOD,
+            disabled_controllers=UNNEEDED_CONTROLLERS | (frozenset() if failures else FAILURE_CONTROLLERS)))
         cp.api.new_uid = lambda: str(uuid.UUID(int=uid_rng.getrandbits(128), version=4))
         await cp.start_in_process()
         self.cp = cp
@@ -151,15 +171,33 @@ class Simulation:
         factory = cp.components[0].factory
         label_keys = {k for n in self.spec.nodes for k in n.labels}
         levels = topology_levels(label_keys)
-        self.observer = Observer(factory, self.clock, start=START, nodes=self.spec.nodes, levels=levels,
+        self.observer = Observer(factory, self.clock, start=self.t0, nodes=self.spec.nodes, levels=levels,
                                  log_events=self.log_events)
         factory.start()
         self.builder = ObjectBuilder(release=self.spec.release, topology_keys={
             level: key for level in self._levels_used(levels) if (key := level_key(level, label_keys))},
             tolerations=self._tolerations())
-        await self.clock.advance(START - self.clock.now())
-        tune_gc()
+        if self.virtual:
+            await self.clock.advance(START - self.clock.now())
+            tune_gc()
+        else:
+            await self._wait_until_ready()
+            # start on a whole second, as simulated time 0 is: timestamps the API writes have whole
+            # seconds, and a pod's run-for counts from its startTime
+            await asyncio.sleep(math.ceil(self.clock.now()) - self.clock.now())
+            self.t0 = self.observer.start = float(math.ceil(self.clock.now() - 0.001))
         return cp
+
+    async def _wait_until_ready(self, timeout: float = 60.0) -> None:
+        """Real time: until the DRA drivers' slices stop changing (and at least a second passed)."""
+        seen, stable_since, deadline = -1, time.monotonic(), time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            total = sum(self.observer.gpus_total.values())
+            if total != seen:
+                seen, stable_since = total, time.monotonic()
+            elif time.monotonic() - stable_since >= 1.0:
+                return
 
     def _levels_used(self, levels: dict[str, str]) -> set[str]:
         used = set(levels) | {lv for e in self.scenario.entries for lv in e.topologies}
@@ -179,9 +217,13 @@ class Simulation:
         tasks = [loop.create_task(self._feed(self.scenario.stream(self.variant, self.seed)), name="simulate feed"),
                  loop.create_task(self._sample(), name="simulate samples"),
                  loop.create_task(self._fail(self.scenario.failures), name="simulate failures")]
-        end = START + self.horizon
+        end = self.t0 + self.horizon
         try:
-            await self.clock.run_until(lambda: self._should_stop(end), within=self.horizon + 1.0)
+            if self.virtual:
+                await self.clock.run_until(lambda: self._should_stop(end), within=self.horizon + 1.0)
+            else:
+                while not self._should_stop(end):
+                    await asyncio.sleep(0.02)
         finally:
             for t in tasks:
                 t.cancel()
@@ -198,7 +240,7 @@ class Simulation:
     # -- the stream ------------------------------------------------------------------------------
     async def _feed(self, stream: Iterator[JobArrival]) -> None:
         for arrival in stream:
-            delay = START + arrival.arrival - self.clock.now()
+            delay = self.t0 + arrival.arrival - self.clock.now()
             if delay > 0:
                 await self.clock.sleep(delay)
             await self._submit(arrival)
@@ -259,7 +301,7 @@ class Simulation:
         timeline.sort(key=lambda item: (item[0], item[1], item[2]))
         self.pending_failures = len(timeline)
         for at, i, on, failure in timeline:
-            delay = START + at - self.clock.now()
+            delay = self.t0 + at - self.clock.now()
             if delay > 0:
                 await self.clock.sleep(delay)
             await self._apply_failure(i, failure, on)
@@ -295,7 +337,7 @@ class Simulation:
         last_wall, last_sim, last_events = self._last_report
         if not force and wall - last_wall < PROGRESS_EVERY:
             return
-        simulated = self.clock.now() - START
+        simulated = self.clock.now() - self.t0
         events = self.observer.event_count
         elapsed = wall - last_wall if last_wall else 0.0
         rate = (simulated - last_sim) / elapsed if elapsed > 0 else 0.0
@@ -312,7 +354,7 @@ class Simulation:
 
     def _result(self, wall: float) -> RunResult:
         rows = self.observer.job_rows()
-        simulated = max(0.0, self.clock.now() - START)
+        simulated = max(0.0, self.clock.now() - self.t0)
         return RunResult(
             scenario=self.scenario.name, variant=self.variant.name, seed=self.seed,
             kubernetes_version=self.spec.kubernetes_version, phalanx_version=__version__,

@@ -328,7 +328,7 @@ def read_template(entry: dict, path: str, reader: DocumentReader, index: int) ->
     def arrivals(seed: int) -> Iterator[JobArrival]:
         rng = random.Random(f"{seed}:{index}")
         for i in range(count):
-            yield shape.draw(rng, f"{name}-{i}", start + i * every, f"{source}[{i}]")
+            yield shape.draw(rng, f"{name}-{i}", start + i * every, f"{source} #{i}")
     return StreamEntry("template", name, path, arrivals, _levels(shape))
 
 
@@ -380,7 +380,7 @@ def read_generator(entry: dict, path: str, reader: DocumentReader, index: int, h
         for i in itertools.count():
             if (count is not None and i >= count) or t >= end:
                 return
-            yield shape.draw(rng, f"{name}-{i}", t, f"{source}[{i}]")
+            yield shape.draw(rng, f"{name}-{i}", t, f"{source} #{i}")
             t += gap(rng)
     return StreamEntry("generator", name, path, arrivals, _levels(shape))
 
