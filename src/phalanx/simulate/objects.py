@@ -68,7 +68,8 @@ def level_key(level: str, label_keys: Iterable[str]) -> str | None:
         return level
     matches = [k for k in keys if k.rpartition("/")[2] == level]
     preferred = [k for k in matches if k.startswith("topology.kubernetes.io/")]
-    return (preferred or matches or [None])[0]
+    found = preferred or matches
+    return found[0] if found else None
 
 
 def topology_levels(label_keys: Iterable[str]) -> dict[str, str]:

@@ -22,8 +22,9 @@ Per job (`JobRecord`; times are simulated seconds since the scenario started):
 Per sample: GPU allocation (devices in allocated ResourceClaims / devices in ResourceSlices; a shared
 claim counts once), CPU allocation (requests of bound, unfinished pods / allocatable of schedulable
 nodes), running and pending gangs, fragmentation (the share of free GPUs that sit in domains of the
-next waiting gang's level that cannot host it: fewer free devices than it needs, counted per node;
-None when nothing waits for GPUs), preemptions and evictions so far, nodes down.
+next waiting gang's topology level that cannot host it: fewer free devices than it needs, counted
+per node; a gang without a constraint has the whole cluster as its domain; None when nothing waits
+for GPUs), preemptions and evictions so far, nodes down.
 """
 
 from __future__ import annotations
@@ -320,8 +321,7 @@ class Observer:
         total_free = sum(free.values())
         if total_free <= 0:
             return None
-        level = rec.topology if rec.topology in self.levels else ("rack" if "rack" in self.levels else None)
-        key = self.levels.get(level) if level else None
+        key = self.levels.get(rec.topology) if rec.topology else None  # no constraint: the cluster is one domain
         domains: dict[Any, list[int]] = defaultdict(list)
         for node, n in free.items():
             domains[self.node_labels.get(node, {}).get(key) if key else None].append(n)

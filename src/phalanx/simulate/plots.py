@@ -5,6 +5,7 @@
 
 What each shows (time on the x axis in simulated hours):
 
+- `overview`: GPU allocation and pending gangs over time, one above the other (the report's first);
 - `utilization`: GPU allocation (solid) and CPU allocation (dashed) over time, in %;
 - `pending`: gangs waiting to be scheduled over time;
 - `jct_cdf`: the share of finished jobs whose completion time is at most x;
@@ -25,7 +26,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 Rows = list[dict[str, Any]]
 Runs = dict[str, tuple[Rows, Rows]]  # variant -> (job rows, samples)
 
-PLOTS = {"utilization": "Allocation over time", "pending": "Pending gangs over time",
+PLOTS = {"overview": "GPU allocation and pending gangs",
+         "utilization": "Allocation over time", "pending": "Pending gangs over time",
          "jct_cdf": "Job completion time (CDF)", "queueing_cdf": "Queueing delay (CDF)",
          "fragmentation": "GPU fragmentation over time"}
 SIZE = (7.0, 3.4)
@@ -51,13 +53,27 @@ def _finish(fig: Any, ax: Any, title: str, xlabel: str, ylabel: str, legend: boo
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
-    if legend:
+    if legend and ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI)
     plt.close(fig)
     return out.getvalue()
+
+
+def overview(runs: Runs) -> bytes:
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE[0], SIZE[1] * 1.6), sharex=True)
+    for i, (name, (_, samples)) in enumerate(runs.items()):
+        top.plot(_hours(samples), [100 * s["gpu_allocation"] for s in samples], color=f"C{i}", label=name)
+        bottom.step(_hours(samples), [s["pending_gangs"] for s in samples], where="post", color=f"C{i}", label=name)
+    top.set_ylim(0, 100)
+    top.set_ylabel("GPUs allocated (%)")
+    top.grid(True, alpha=0.3)
+    top.legend(fontsize=8, loc="lower right")
+    top.set_title(PLOTS["overview"], fontsize=11)
+    bottom.set_title("")
+    return _finish(fig, bottom, "", "simulated time (hours)", "pending gangs", False)
 
 
 def utilization(runs: Runs) -> bytes:
@@ -111,6 +127,6 @@ def fragmentation(runs: Runs) -> bytes:
 
 def all_plots(runs: Runs) -> dict[str, bytes]:
     """Every plot of the report, by name (the keys of PLOTS), as PNG."""
-    makers = {"utilization": utilization, "pending": pending, "jct_cdf": jct_cdf, "queueing_cdf": queueing_cdf,
+    makers = {"overview": overview, "utilization": utilization, "pending": pending, "jct_cdf": jct_cdf, "queueing_cdf": queueing_cdf,
               "fragmentation": fragmentation}
     return {name: make(runs) for name, make in makers.items()}

@@ -10,7 +10,8 @@ per line (`[t, "bind", pod, node]`), what the determinism test compares.
 
 The HTML report needs nothing beside it (plots are embedded PNGs, no scripts, no CDN): the summary
 table with every variant side by side and, from the second variant on, its change against the first,
-changes that matter highlighted (> 10 % on the headline metrics: green better, red worse); the plots
+changes that matter highlighted (> 10 %, or from 0, on the headline metrics: green better, red
+worse); the plots
 with the variants overlaid; how each run went; the scenario as written and each variant's
 configuration.
 """
@@ -51,7 +52,8 @@ METRICS: list[tuple[str, str, str, bool | None]] = [
     ("preemptions", "preemptions", "count", False),
     ("evictions", "evictions", "count", False),
 ]
-HEADLINE = {"jct_p90", "queueing_delay_p90", "gpu_allocation_mean", "jobs_completed", "makespan"}
+HEADLINE = {"jct_p90", "queueing_delay_p90", "gpu_allocation_mean", "jobs_completed", "makespan",
+            "jobs_never_started", "pending_gangs_mean"}
 
 
 # -- files of one variant -------------------------------------------------------------------------
@@ -109,13 +111,28 @@ def comparison(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         values = [r["summary"].get(key) for r in results]
         row: dict[str, Any] = {"metric": key, "label": label, "kind": kind, "values": values, "changes": []}
         for v in values[1:]:
-            c = change(values[0], v)
-            verdict = None
-            if c is not None and higher_better is not None and abs(c) > SIGNIFICANT:
-                verdict = "better" if (c > 0) == higher_better else "worse"
-            row["changes"].append({"change": c, "verdict": verdict, "headline": key in HEADLINE})
+            row["changes"].append({**_judge(values[0], v, higher_better), "headline": key in HEADLINE})
         rows.append(row)
     return rows
+
+
+def _judge(base: float | None, value: float | None, higher_better: bool | None) -> dict[str, Any]:
+    """The change from `base` to `value`, its text and whether it matters: relative over
+    SIGNIFICANT, or anything at all from a base of 0 (no queueing at all, then some)."""
+    c = change(base, value)
+    if c is not None:
+        text = f"{100 * c:+.1f} %"
+        significant = abs(c) > SIGNIFICANT
+    elif base == 0 and value:
+        text, significant = "from 0", True
+        c = None
+    else:
+        return {"change": None, "text": "–", "verdict": None}
+    direction = (c if c is not None else value) or 0
+    verdict = None
+    if significant and higher_better is not None:
+        verdict = "better" if (direction > 0) == higher_better else "worse"
+    return {"change": c, "text": text, "verdict": verdict}
 
 
 def write_summary(results: list[dict[str, Any]], directory: str) -> None:
@@ -181,9 +198,8 @@ def _summary_table(results: list[dict[str, Any]]) -> str:
     for row in comparison(results):
         cells = "".join(f"<td>{fmt(v, row['kind'])}</td>" for v in row["values"])
         for c in row["changes"]:
-            text = "–" if c["change"] is None else f"{100 * c['change']:+.1f} %"
             cls = f' class="{c["verdict"]}"' if c["verdict"] else ""
-            cells += f"<td{cls}>{text}</td>"
+            cells += f"<td{cls}>{c['text']}</td>"
         tr = ' class="headline"' if row["metric"] in HEADLINE else ""
         body.append(f"<tr{tr}><td>{_esc(row['label'])}</td>{cells}</tr>")
     return f"<table><thead><tr><th>metric</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -197,8 +213,9 @@ def _highlights(results: list[dict[str, Any]]) -> str:
     for row in comparison(results):
         for name, c in zip(names[1:], row["changes"]):
             if c["verdict"] and c["headline"]:
-                items.append(f"<li><b>{_esc(name)}</b>: {_esc(row['label'])} {100 * c['change']:+.1f} % "
-                             f"({c['verdict']} than {_esc(names[0])})</li>")
+                values = f"{fmt(row['values'][0], row['kind'])} → {fmt(row['values'][names.index(name)], row['kind'])}"
+                items.append(f"<li><b>{_esc(name)}</b>: {_esc(row['label'])} {values} ({c['text']}, "
+                             f"{c['verdict']} than {_esc(names[0])})</li>")
     if not items:
         return f"<p>No headline metric differs by more than {SIGNIFICANT:.0%} between the variants.</p>"
     return "<h2>What differs</h2><ul>" + "".join(items) + "</ul>"

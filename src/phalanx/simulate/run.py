@@ -14,6 +14,7 @@ jobs, informer events per second and the ETA.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -72,7 +73,7 @@ def _run_local(tasks: Sequence[Task], parallel: int) -> list[Any]:
 
 def run_tasks(tasks: Sequence[Task], parallel: int, ray_address: str | None) -> list[Any]:
     try:
-        from . import sweep  # type: ignore[attr-defined,unused-ignore]  # the traces helper's module
+        sweep = importlib.import_module("phalanx.simulate.sweep")  # local processes or a Ray cluster
     except ImportError:
         if ray_address is not None:
             raise RuntimeError("--ray-address needs phalanx.simulate.sweep, which this installation does not have") \

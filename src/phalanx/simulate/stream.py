@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import importlib
 import itertools
 import math
 import os
@@ -48,6 +49,7 @@ TRACE_OPTIONS = {"limit": "limit", "timeScale": "time_scale", "start": "start", 
                  "includeFailed": "include_failed", "strict": "strict"}
 TRACE_FIELDS = ("format", "path", *TRACE_OPTIONS)
 ENTRY_KINDS = ("template", "generator", "trace")
+TRACES_MODULE = "phalanx.simulate.traces"  # the trace readers: read(format, path, **options) -> JobArrivals
 JOB_KINDS = ("Job", "JobSet")
 # JobArrival fields a variant may override for every job (`overrides:`), by their scenario names.
 OVERRIDE_FIELDS = {"topology": "topology", "sharedClaim": "shared_claim", "priority": "priority", "kind": "kind",
@@ -392,7 +394,7 @@ def read_trace(entry: dict, path: str, reader: DocumentReader, index: int, base_
         formats = _trace_formats(key_path(path, "format"), reader)
         if formats is not None and fmt not in formats:
             reader.error(key_path(path, "format"), f"unsupported value {quote(fmt)}; allowed: {', '.join(formats)}")
-    if reader.expect(file, key_path(path, "path"), "string"):
+    if reader.expect(file, key_path(path, "path"), "string") and isinstance(file, str):
         file = os.path.join(base_dir, os.path.expanduser(file))
         if not os.path.isfile(file):
             reader.error(key_path(path, "path"), f"no such file: {file}")
@@ -407,7 +409,7 @@ def read_trace(entry: dict, path: str, reader: DocumentReader, index: int, base_
     name = f"{fmt}:{os.path.basename(str(file))}"
 
     def arrivals(seed: int) -> Iterator[JobArrival]:
-        from .traces import read  # type: ignore[import-not-found,unused-ignore]  # another helper's module
+        read = importlib.import_module(TRACES_MODULE).read
         jobs = sorted(read(str(fmt), str(file), **options), key=lambda a: a.arrival)
         yield from jobs
     return StreamEntry("trace", name, path, arrivals)
@@ -415,7 +417,7 @@ def read_trace(entry: dict, path: str, reader: DocumentReader, index: int, base_
 
 def _trace_formats(path: str, reader: DocumentReader) -> tuple[str, ...] | None:
     try:
-        from . import traces  # type: ignore[attr-defined,unused-ignore]
+        traces = importlib.import_module(TRACES_MODULE)
     except ImportError:
         reader.error(path, "trace files need phalanx.simulate.traces, which this installation does not have")
         return None

@@ -123,6 +123,15 @@ def test_fragmentation_of_the_next_waiting_gang(run):
     assert obs.fragmentation() == pytest.approx(1.0)  # nothing left can host it
 
 
+def test_a_gang_without_constraint_has_the_cluster_as_its_domain(run):
+    clock, inf, obs = run
+    inf["ResourceClaim"].fire("on_add", claim("a", ["n0", "n1", "n1", "n1", "n2", "n2", "n3", "n3"]))
+    obs.submitted(JobArrival(name="w", arrival=0, pods=3, gpus_per_pod=2), "w")
+    assert obs.fragmentation() == 0.0  # n0, n2 and n3 each hold one pod: the cluster can host it
+    obs.submitted(JobArrival(name="big", arrival=0, pods=1, gpus_per_pod=4, priority=1), "big")
+    assert obs.fragmentation() == 1.0  # 8 devices free, but no node has 4
+
+
 def test_rejected_jobs_and_summary():
     rows = [{"status": "Complete", "started": 1.0, "finished": 10.0, "queueing_delay": q, "gang_wait": q,
              "jct": 10.0 * q, "preempted": 0, "evicted": 0} for q in (1.0, 2.0, 3.0, 4.0)]
