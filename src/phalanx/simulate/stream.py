@@ -396,8 +396,8 @@ def read_trace(entry: dict, path: str, reader: DocumentReader, index: int, base_
             reader.error(key_path(path, "format"), f"unsupported value {quote(fmt)}; allowed: {', '.join(formats)}")
     if reader.expect(file, key_path(path, "path"), "string") and isinstance(file, str):
         file = os.path.join(base_dir, os.path.expanduser(file))
-        if not os.path.isfile(file):
-            reader.error(key_path(path, "path"), f"no such file: {file}")
+        if not os.path.exists(file):  # a file, or a directory of a trace's tables
+            reader.error(key_path(path, "path"), f"no such file or directory: {file}")
     options: dict[str, Any] = {}
     for key, option in TRACE_OPTIONS.items():
         if key not in entry:

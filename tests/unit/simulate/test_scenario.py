@@ -123,7 +123,7 @@ def test_header_errors(scenario_dir, change, path, message):
     ("- generator: {name: g, arrivals: {every: 1m}, sharedClaim: {probability: 2}}",
      "workload[0].generator.sharedClaim.probability", "between 0 and 1"),
     ("- cron: {}", "workload[0]", "expected one of: template, generator, trace"),
-    ("- trace: {format: philly, path: missing.json}", "workload[0].trace.path", "no such file"),
+    ("- trace: {format: philly, path: missing.json}", "workload[0].trace.path", "no such file or directory"),
 ])
 def test_workload_errors(scenario_dir, entry, path, message):
     text = BASE.split("workload:")[0] + "workload:\n" + entry + "\n"

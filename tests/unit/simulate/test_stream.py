@@ -75,3 +75,34 @@ def test_overrides_change_every_job_and_horizon_drops_late_ones():
     e = entries([{"template": {"name": "t", "count": 4, "every": "1h", "topology": "rack", "sharedClaim": True}}])
     jobs = list(merged_stream(e, seed=0, overrides={"topology": None, "sharedClaim": False}, horizon=3 * 3600))
     assert [(a.topology, a.shared_claim) for a in jobs] == [(None, False)] * 3
+
+
+def test_trace_entries_call_the_trace_readers(tmp_path, monkeypatch):
+    """A trace entry hands its file (relative to the scenario) and options (in Python's spelling) to
+    phalanx.simulate.traces.read, and its jobs join the stream in arrival order."""
+    import types
+
+    from phalanx.simulate.jobs import JobArrival
+    calls = []
+
+    def read(fmt, path, **options):
+        calls.append((fmt, path, options))
+        return iter([JobArrival(name="late", arrival=50.0), JobArrival(name="early", arrival=5.0)])
+    fake = types.ModuleType("phalanx.simulate.traces")
+    fake.FORMATS = {"philly": object()}
+    fake.read = read
+    monkeypatch.setitem(__import__("sys").modules, "phalanx.simulate.traces", fake)
+    (tmp_path / "log.json").write_text("[]")
+    reader = DocumentReader("test.yaml")
+    e = read_workload([{"trace": {"format": "philly", "path": "log.json", "limit": 10, "timeScale": 2,
+                                  "start": "1h", "includeFailed": True}},
+                       {"template": {"name": "t", "count": 1, "start": "10s"}}], "workload", reader, str(tmp_path),
+                      86400.0)
+    assert reader.problems == []
+    jobs = list(merged_stream(e, seed=0))
+    assert [a.name for a in jobs] == ["early", "t-0", "late"]
+    assert calls == [("philly", str(tmp_path / "log.json"),
+                      {"limit": 10, "time_scale": 2, "start": 3600.0, "include_failed": True})]
+    reader = DocumentReader("test.yaml")
+    read_workload([{"trace": {"format": "alibaba", "path": "log.json"}}], "workload", reader, str(tmp_path), 1.0)
+    assert reader.problems == [("workload[0].trace.format", 'unsupported value "alibaba"; allowed: philly')]
