@@ -22,8 +22,8 @@ def test_a_cluster_with_no_config_is_the_newest_release(cluster137: Cluster):
     assert server["gitVersion"] == "v1.37.1-phalanx"
     assert (server["major"], server["minor"]) == ("1", "37")
     table = cluster137.phalanx("get", "clusters").check().out.splitlines()
-    assert table[0].split() == ["NAME", "VERSION"]
-    assert ["e2e137", "v1.37.1"] in [line.split() for line in table[1:]]
+    assert table[0].split()[:3] == ["NAME", "STATUS", "VERSION"]
+    assert ["e2e137", "Running", "v1.37.1"] in [line.split()[:3] for line in table[1:]]
 
 
 def test_1_37_serves_v1beta1_and_v1alpha3_and_no_v1alpha2(cluster137: Cluster):

@@ -4,10 +4,12 @@
     phalanx create kubeconfig --user USER [--group GROUP...] [--namespace NS]   (RBAC users)
     phalanx delete cluster [--name NAME]        phalanx delete clusters [NAME...] [--all]
     phalanx stop cluster [--name NAME]          phalanx start cluster [--name NAME] [--wait 60s]
-    phalanx get clusters                        phalanx get kubeconfig [--name NAME]
+    phalanx get clusters [-o json|name]         phalanx get kubeconfig [--name NAME]
     phalanx get featuregates [--name NAME | --config FILE]
     phalanx dashboard [--name NAME] [--kubeconfig PATH] [--port N]   (web UI on 127.0.0.1)
+    phalanx fail|recover node NAME... | nodes -l SELECTOR | device --node N DEVICE...  [--name NAME]
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
+    phalanx export logs [--name NAME] [DIR]     (control-plane log, config, version, a cluster dump)
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
     phalanx simulate SCENARIO.yaml [-o DIR]     (what-if in virtual time: phalanx.cli.simulate)
     phalanx version
@@ -32,9 +34,11 @@ from phalanx.cluster.config import load_cluster_config
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.machinery.releases import PATCH_VERSIONS, RELEASES
 from phalanx.cluster.kubeconfig import KubeconfigError, context_name
+from phalanx.client.kubeconfig import KubeconfigError as ClientKubeconfigError
 from phalanx.machinery.strictyaml import ConfigFileError
 
 MAX_IGNORED_SHOWN = 12
+DEBUG_ENV = "PHALANX_DEBUG"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,7 +75,7 @@ def _parse_wait(value: str) -> float:
     try:
         return lifecycle.parse_duration(value)
     except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+        raise click.BadParameter(str(e), param_hint="'--wait'") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +105,7 @@ def get() -> None:
 
 @cli.group()
 def export() -> None:
-    """Export a kubeconfig."""
+    """Export a kubeconfig, or a cluster's logs."""
 
 
 @cli.group()
@@ -240,25 +244,6 @@ def start_cluster(name, wait) -> None:
     _emit(f"The API server is at {result.server}; context {context_name(name)}")
 
 
-@get.command("clusters")
-def get_clusters() -> None:
-    """List clusters with their Kubernetes versions."""
-    names = lifecycle.list_clusters()
-    if not names:
-        _emit("No phalanx clusters found.")
-        return
-    rows = [("NAME", "VERSION")]
-    for name in names:
-        try:
-            version = lifecycle.load_cluster_spec(name).kubernetes_version
-        except (lifecycle.ClusterError, OSError, ValueError):
-            version = "<unknown>"
-        rows.append((name, version))
-    width = max(len(r[0]) for r in rows) + 3
-    for name, version in rows:
-        _emit(f"{name:<{width}}{version}", err=False)
-
-
 @get.command("kubeconfig")
 @_name_option()
 def get_kubeconfig(name) -> None:
@@ -386,7 +371,10 @@ def scheduler_cmd(kubeconfig, context, config_path, scheduler_name, feature_gate
         await factory.stop()
         await client.close()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except (ClientKubeconfigError, OSError) as e:
+        _fail("cannot read the kubeconfig", e)
 
 
 @cli.group()
@@ -412,6 +400,8 @@ def _explain(kind: str, name: str, namespace: str, kubeconfig: str | None, conte
         _emit(asyncio.run(run()), err=False)
     except StatusError as e:
         _fail(f"Error from server ({e.reason})", e.message)
+    except (ClientKubeconfigError, OSError) as e:
+        _fail("cannot read the kubeconfig", e)
 
 
 def _explain_options(fn):
@@ -448,7 +438,6 @@ def dashboard_cmd(name, kubeconfig, context, port) -> None:
     import asyncio
 
     from phalanx.client import HTTPClient
-    from phalanx.client.kubeconfig import KubeconfigError as ClientKubeconfigError
     from phalanx.dashboard import serve
 
     if name and context:
@@ -479,16 +468,28 @@ def version() -> None:
 
 
 from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
+from phalanx.cli.clusters import export_logs_command, get_clusters  # noqa: E402  (get clusters, export logs)
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
+from phalanx.cli.failures import fail, recover  # noqa: E402  (phalanx fail|recover node|nodes|device)
 from phalanx.cli.simulate import simulate_cmd  # noqa: E402  (phalanx simulate SCENARIO.yaml)
 
 cli.add_command(bench)
 cli.add_command(simulate_cmd)
+for _group in (fail, recover):
+    cli.add_command(_group)
 create.add_command(create_kubeconfig)
+get.add_command(get_clusters)
+export.add_command(export_logs_command)
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="phalanx")
+    try:
+        cli.main(args=argv, prog_name="phalanx")
+    except Exception as e:  # an input no command checks yet: one ERROR line, not a traceback
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _emit(f"ERROR: {type(e).__name__}: {e}\n(unexpected: please report it; {DEBUG_ENV}=1 shows the traceback)")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,20 @@ namespace ("default" for cluster-scoped objects) with `count: 1` and `firstTimes
 Event instead: `count` + 1, a new `lastTimestamp`, `firstTimestamp` kept — as client-go's
 EventCorrelator does (its LRU holds 4096 keys). Recording never raises: a failure is logged and
 the event dropped, as upstream.
+
+The rest of client-go's correlation comes first, with its defaults:
+
+- aggregation: events that differ only by message (same source, object, type and reason) are
+  counted per 10-minute window; from the 10th distinct message on, they go into one Event whose
+  message is `(combined from similar events): <latest message>` and whose count grows;
+- the spam filter: each source may write 25 events about one object at once, then one more every
+  5 minutes (a token bucket per source and object); the rest are dropped (the count of a dropped
+  repeat still grows, so the next write shows every occurrence).
+
+These bound what one busy controller writes about one object (a ReplicaSet's 2,000
+`SuccessfulCreate` events become ten), as upstream's clients do. A recorder with `correlate`
+False only deduplicates: the scheduler's, whose upstream counterpart records through
+events.k8s.io's series recorder, which neither aggregates nor filters.
 """
 
 from __future__ import annotations
@@ -32,6 +46,49 @@ log = logging.getLogger("phalanx.client.events")
 
 Obj = dict[str, Any]
 MAX_CACHE_ENTRIES = 4096
+AGGREGATE_MAX_EVENTS = 10  # distinct messages within the interval before aggregating
+AGGREGATE_INTERVAL_SECONDS = 600.0
+AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
+SPAM_BURST = 25  # events a source may write about one object at once ...
+SPAM_QPS = 1.0 / 300.0  # ... then one every 5 minutes
+
+
+class _LRU(collections.OrderedDict):
+    """A dict that forgets its least recently used key beyond `size` keys."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def touch(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+class _TokenBucket:
+    __slots__ = ("tokens", "last")
+
+    def __init__(self, now: float):
+        self.tokens = float(SPAM_BURST)
+        self.last = now
+
+    def try_accept(self, now: float) -> bool:
+        self.tokens = min(float(SPAM_BURST), self.tokens + max(0.0, now - self.last) * SPAM_QPS)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class _Aggregate:
+    __slots__ = ("messages", "last")
+
+    def __init__(self) -> None:
+        self.messages: set[str] = set()
+        self.last = float("-inf")
 
 
 def object_reference(obj: Obj, field_path: str | None = None) -> dict:
@@ -52,6 +109,9 @@ class EventRecorder:
         self.host = host
         self.cache_size = cache_size
         self._cache: collections.OrderedDict[tuple, Obj] = collections.OrderedDict()
+        self.correlate = True
+        self._aggregates = _LRU(cache_size)
+        self._spam = _LRU(cache_size)
         self._last_nanos = 0
         self._lock = asyncio.Lock()
 
@@ -85,16 +145,28 @@ class EventRecorder:
         component = component if component is not None else self.component
         host = host if host is not None else self.host
         ref = object_reference(regarding, field_path)
-        key = (component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-               ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, message)
-        now = now_rfc3339(to_datetime(self.clock.now()))
+        source_object = (component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+                         ref.get("uid", ""), ref.get("apiVersion", ""))
+        seconds = self.clock.now()
+        if self.correlate:
+            message, key = self._aggregate(source_object, ref, type, reason, message, seconds)
+        else:
+            key = (*source_object, ref.get("fieldPath", ""), type, reason, message)
+        now = now_rfc3339(to_datetime(seconds))
         async with self._lock:
             previous = self._cache.get(key)
+            if self.correlate and not self._spam_allows(source_object, seconds):
+                if previous is not None:  # the occurrence still counts, as client-go's observation does
+                    counted = dict(previous)
+                    counted["count"] = int(previous.get("count") or 1) + 1
+                    self._cache[key] = counted
+                return None
             try:
                 if previous is not None:
                     event = deep_copy(previous)
                     event["count"] = int(event.get("count") or 1) + 1
                     event["lastTimestamp"] = now
+                    event["message"] = message
                     event["metadata"].pop("resourceVersion", None)
                     if annotations is not None:
                         event["metadata"]["annotations"] = dict(annotations)
@@ -116,6 +188,30 @@ class EventRecorder:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
             return saved
+
+    def _aggregate(self, source_object: tuple, ref: dict, type: str, reason: str, message: str,
+                   seconds: float) -> tuple[str, tuple]:
+        """client-go's EventAggregator: the message to write and the key the Event is kept under."""
+        exact = (*source_object, ref.get("fieldPath", ""), type, reason, message)
+        group = (*source_object, type, reason)
+        record = self._aggregates.get(group)
+        if record is None or seconds - record.last > AGGREGATE_INTERVAL_SECONDS:
+            record = _Aggregate()
+        record.messages.add(message)
+        record.last = seconds
+        self._aggregates.touch(group, record)
+        if len(record.messages) < AGGREGATE_MAX_EVENTS:
+            return message, exact
+        record.messages.pop()  # the set never grows past the limit
+        return AGGREGATE_MESSAGE_PREFIX + message, ("aggregate", *group)
+
+    def _spam_allows(self, source_object: tuple, seconds: float) -> bool:
+        bucket = self._spam.get(source_object)
+        if bucket is None:
+            bucket = _TokenBucket(seconds)
+        allowed = bucket.try_accept(seconds)
+        self._spam.touch(source_object, bucket)
+        return allowed
 
     @staticmethod
     def _for_create(event: Obj) -> Obj:

@@ -373,6 +373,22 @@ class HTTPClient:
         return await self.events.record(regarding, reason, message, type=type, component=component,
                                         host=host, field_path=field_path, annotations=annotations)
 
+    async def pod_log(self, namespace: str, name: str, *, container: str | None = None,
+                      previous: bool = False) -> str:
+        """A container's log as text (`pods/log`, what `kubectl logs` prints); StatusError as
+        for any other request."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/log"
+        params = self._params(container=container, previous="true" if previous else None)
+        try:
+            async with self._session().get(self.server + path, params=params, headers=self._headers(),
+                                           server_hostname=self.tls_server_name) as resp:
+                raw = await resp.read()
+                if resp.status >= 400:
+                    raise status_error_from(resp.status, raw)
+        except (aiohttp.ClientError, OSError) as e:
+            raise self._unavailable(e) from None
+        return raw.decode(errors="replace")
+
     async def close(self) -> None:
         if self._http is not None and not self._http.closed:
             await self._http.close()

@@ -118,4 +118,12 @@ def load_kubeconfig(path: str | os.PathLike | None = None, context: str | None =
         doc = yaml.safe_load(p.read_text()) or {}
     except FileNotFoundError:
         raise KubeconfigError(f"kubeconfig {p} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise KubeconfigError(f"cannot read kubeconfig {p}: {getattr(e, 'strerror', None) or e}") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        raise KubeconfigError(f"kubeconfig {p} is not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(doc, dict):
+        raise KubeconfigError(f"kubeconfig {p} is not a kubeconfig: expected a mapping, got {type(doc).__name__}")
     return parse_kubeconfig(doc, context=context, base=p.parent)

@@ -74,7 +74,10 @@ def pod_cidr(index: int) -> str:
     return f"100.{64 + (index // 256) % 64}.{index % 256}.0/24"
 
 
-def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
+def node_object(node: NodeSpec, index: int, now: str | None = None) -> tuple[dict, dict]:
+    """The Node (and its status) for one NodeSpec; `now` stamps the conditions (default: the wall
+    clock; bootstrap passes the API server's clock)."""
+    now = now or now_rfc3339()
     capacity = dict(node.capacity)
     capacity.setdefault("ephemeral-storage", "100Gi")
     capacity.setdefault("hugepages-1Gi", "0")
@@ -95,10 +98,10 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
         "capacity": capacity,
         "allocatable": dict(capacity),
         "conditions": [
-            _cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            _cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            _cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            _cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            _cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available", now),
+            _cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", now),
+            _cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available", now),
+            _cond("Ready", "True", "KubeletReady", "kubelet is posting ready status", now),
         ],
         "addresses": [{"type": "InternalIP", "address": node_internal_ip(index)},
                       {"type": "Hostname", "address": node.name}],
@@ -111,8 +114,7 @@ def node_object(node: NodeSpec, index: int) -> tuple[dict, dict]:
     return obj, status
 
 
-def _cond(t: str, s: str, reason: str, message: str) -> dict:
-    now = now_rfc3339()
+def _cond(t: str, s: str, reason: str, message: str, now: str) -> dict:
     return {"type": t, "status": s, "reason": reason, "message": message,
             "lastHeartbeatTime": now, "lastTransitionTime": now}
 
@@ -132,7 +134,7 @@ def bootstrap(api: API, spec: ClusterSpec) -> None:
     _ensure(api, "storage.k8s.io", "v1", "storageclasses", "", deep_copy(DEFAULT_STORAGE_CLASS))
     nodes = {}
     for i, node in enumerate(spec.nodes):
-        obj, status = node_object(node, i)
+        obj, status = node_object(node, i, now_rfc3339(api.now()))
         nodes[node.name] = _ensure(api, "", "v1", "nodes", "", obj, status)
     _ensure_cluster_objects(api, spec, nodes)
 

@@ -4,8 +4,8 @@ Each component talks to the API only through an in-process `Client`, so the same
 in its own process against any API server. `start_all(control_plane)` starts them on one shared
 informer factory and returns a handle whose `stop()` stops them all. The control plane's
 `RuntimeOptions` (`cp.runtime`) choose the clock every component and client reads (a `VirtualClock`
-in `phalanx simulate`; wall-clock time by default), the scheduler's seed and whether Events are
-recorded.
+in `phalanx simulate`; wall-clock time by default), the scheduler's seed, whether Events are
+recorded and which components are off (by kube-controller-manager's `--controllers` names).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from ..controllers.crdnaming import CRDNamingController
 from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
 from ..controllers.daemonset import DaemonSetsController
+from ..controllers.devicetainteviction import DeviceTaintEvictionController
+from ..controllers.failureschedule import FailureSchedule
 from ..controllers.deployment import DeploymentController
 from ..controllers.disruption import DisruptionController
 from ..controllers.endpoints import EndpointsController
@@ -26,6 +28,8 @@ from ..controllers.garbagecollector import GarbageCollector
 from ..controllers.job.controller import JobController
 from ..controllers.jobset import JobSetController
 from ..controllers.namespace import NamespaceController
+from ..controllers.nodelifecycle import NodeLifecycleConfig, NodeLifecycleController
+from ..controllers.podgc import DEFAULT_TERMINATED_POD_THRESHOLD, PodGCController
 from ..controllers.podgroupprotection import PodGroupProtectionController
 from ..controllers.replicaset import ReplicaSetController
 from ..controllers.replicationcontroller import ReplicationControllerController
@@ -37,10 +41,12 @@ from .runtime import RuntimeOptions
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
+from ..controllers.tainteviction import TaintEvictionController
 from ..controllers.storageprotection import StorageProtection
 from ..controllers.ttlafterfinished import TTLAfterFinishedController
 from ..controllers.volumeprovisioner import VolumeProvisioner
 from ..nodes.dradriver.reconcile import SimulatedDRADrivers
+from ..nodes.heartbeat import DEFAULT_LEASE_DURATION
 from ..nodes.kubelet import SimulatedKubelets, StageDelays
 from ..nodes.stages import stages_from_config
 from ..scheduler.framework.config import load_configuration
@@ -73,8 +79,26 @@ def _cluster_ca(cp: Any) -> dict[str, bytes]:
     return {"ca_cert_pem": paths.ca_cert_file.read_bytes(), "ca_key_pem": paths.ca_key_file.read_bytes()}
 
 
+def _scheduler_config(cp: Any) -> Any:
+    raw = cp.spec.scheduler.get("config")
+    if not raw:
+        return None
+    return load_configuration(raw, cp.gates)
+
+
+def node_lifecycle_config(controller_manager: dict[str, Any]) -> NodeLifecycleConfig:
+    """The node lifecycle controller's settings from the config's `controllerManager:` section."""
+    names = {"nodeMonitorPeriod": "node_monitor_period", "nodeMonitorGracePeriod": "node_monitor_grace_period",
+             "nodeStartupGracePeriod": "node_startup_grace_period", "nodeEvictionRate": "node_eviction_rate",
+             "secondaryNodeEvictionRate": "secondary_node_eviction_rate",
+             "largeClusterSizeThreshold": "large_cluster_size_threshold",
+             "unhealthyZoneThreshold": "unhealthy_zone_threshold"}
+    return NodeLifecycleConfig(**{names[k]: v for k, v in controller_manager.items() if k in names})
+
+
 def _constructors(cp: Any, rt: RuntimeOptions, factory: InformerFactory) -> list[tuple[str, Callable[[], Any]]]:
-    """Every component by name, in start order, built only when called."""
+    """Every component by name (kube-controller-manager's `--controllers` names; `kubelet`,
+    `dra-driver`, `scheduler` and phalanx's own for the rest), in start order, built only when called."""
     def client_as(field_manager: str) -> InProcessClient:
         return InProcessClient(cp.api, field_manager=field_manager, clock=rt.clock, record_events=rt.record_events)
 
@@ -85,9 +109,10 @@ def _constructors(cp: Any, rt: RuntimeOptions, factory: InformerFactory) -> list
         ("garbage-collector-controller", lambda: GarbageCollector(client, factory)),
         ("namespace-controller", lambda: NamespaceController(client, factory)),
         ("serviceaccount-controller", lambda: ServiceAccountsController(client, factory)),
-        ("kubelet", lambda: SimulatedKubelets(client_as("kubelet"), factory, delays=delays,
-                                              stages=stages_from_config(cp.spec.kubelet.get("stages")),
-                                              lease_period=rt.lease_period, events=rt.record_events)),
+        ("kubelet", lambda: SimulatedKubelets(
+            client_as("kubelet"), factory, delays=delays, stages=stages_from_config(cp.spec.kubelet.get("stages")),
+            lease_period=rt.lease_period, events=rt.record_events,
+            lease_duration=cp.spec.kubelet.get("nodeLeaseDurationSeconds", DEFAULT_LEASE_DURATION))),
         ("resourceclaim-controller", lambda: ResourceClaimController(client, factory, gates=cp.gates)),
         ("job-controller", lambda: JobController(client, factory, feature_gates=cp.gates)),
         ("ttl-after-finished-controller", lambda: TTLAfterFinishedController(client, factory)),
@@ -119,21 +144,34 @@ def _constructors(cp: Any, rt: RuntimeOptions, factory: InformerFactory) -> list
     if cp.gates.enabled("GenericWorkload"):
         made.append(("podgroup-protection-controller",
                      lambda: PodGroupProtectionController(client, factory, release=cp.gates.release)))
-    return made
+    return made + _failure_components(cp, client, factory, client_as)
 
 
-def _scheduler_config(cp: Any) -> Any:
-    raw = cp.spec.scheduler.get("config")
-    if not raw:
-        return None
-    return load_configuration(raw, cp.gates)
+def _failure_components(cp: Any, client: InProcessClient, factory: InformerFactory,
+                        client_as: Callable[[str], InProcessClient]) -> list[tuple[str, Callable[[], Any]]]:
+    """What makes failures visible: node lifecycle, taint eviction, device taint eviction, pod GC and
+    the config's failure schedule."""
+    cm = cp.spec.controller_manager
+    out: list[tuple[str, Callable[[], Any]]] = [
+        ("node-lifecycle-controller",
+         lambda: NodeLifecycleController(client, factory, config=node_lifecycle_config(cm))),
+        ("taint-eviction-controller", lambda: TaintEvictionController(client, factory)),
+        ("pod-garbage-collector-controller", lambda: PodGCController(
+            client, factory, terminated_pod_threshold=cm.get("terminatedPodGCThreshold",
+                                                             DEFAULT_TERMINATED_POD_THRESHOLD)))]
+    if cp.gates.enabled("DRADeviceTaints"):
+        out.append(("device-taint-eviction-controller",
+                    lambda: DeviceTaintEvictionController(client, factory, gates=cp.gates)))
+    if cp.spec.failures:
+        out.append(("failure-schedule", lambda: FailureSchedule(client_as("phalanx-failures"), factory,
+                                                                failures=cp.spec.failures)))
+    return out
 
 
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
     informer factory, all on the control plane's clock (`cp.runtime`: wall-clock time by default),
-    but for those `cp.runtime.disabled_controllers` names (kube-controller-manager's `--controllers`
-    names: `endpoints-controller`, ...; `scheduler`, `kubelet` and `dra-driver` for the others)."""
+    but for those `cp.runtime.disabled_controllers` names."""
     rt: RuntimeOptions = getattr(cp, "runtime", None) or RuntimeOptions()
     factory = InformerFactory(InProcessClient(cp.api, shared_reads=True, clock=rt.clock), clock=rt.clock)  # read-only caches
     controllers = [make() for name, make in _constructors(cp, rt, factory) if name not in rt.disabled_controllers]

@@ -50,6 +50,9 @@ def load_cluster_config(path: str | None, name: str | None = None, image: str | 
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     except OSError as e:
         raise ConfigFileError(source, [("", f"cannot read config: {e.strerror or e}")]) from None
+    except UnicodeDecodeError as e:
+        raise ConfigFileError(source, [("", f"cannot read config: not UTF-8 text (byte {e.start}: "
+                                            f"{e.object[e.start:e.start + 1]!r})")]) from None
     return parse_cluster_config(text, source, name, image)
 
 

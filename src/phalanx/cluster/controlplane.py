@@ -27,6 +27,7 @@ from aiohttp import web
 from ..apiserver import build_api
 from ..apiserver.auth.filters import RequestAuth
 from ..apiserver.auth.policy import ensure_bootstrap_policy
+from ..apiserver.eventttl import EventExpiry
 from ..apiserver.listener import Listener, ServingLimits, serve_app
 from ..apiserver.server import Server
 from ..client.clock import REAL_CLOCK, to_datetime
@@ -67,6 +68,8 @@ class ControlPlane:
         self._listener: Listener | None = None
         self.port: int | None = None
         self.server: Server | None = None
+        self.event_expiry = EventExpiry(self.api, ttl=spec.event_ttl)
+        self._event_expiry_task: asyncio.Task | None = None
 
     async def start(self) -> int:
         bootstrap(self.api, self.spec)
@@ -79,6 +82,7 @@ class ControlPlane:
                                                        ssl_context=self.ssl_context, limits=self.limits)
         self.port = self._listener.port
         self.server.server_address = f"{host}:{self.port}"
+        self._event_expiry_task = asyncio.create_task(self.event_expiry.run(), name="event-ttl")
         if self.components_enabled:
             await self._start_components()
         log.info("control plane serving on %s:%s", host, self.port)
@@ -102,6 +106,10 @@ class ControlPlane:
             except Exception:  # pragma: no cover - best effort at shutdown
                 log.exception("stopping %s", c)
         self.components = []
+        if self._event_expiry_task is not None:
+            self.event_expiry.stop()
+            await asyncio.gather(self._event_expiry_task, return_exceptions=True)
+            self._event_expiry_task = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None

@@ -14,7 +14,8 @@ Every cluster lives in its own state dir, `$PHALANX_HOME/clusters/<name>/` (defa
     token               the bearer token clients send
     state.db            SQLite store, owned by the control plane (`storage: sqlite`)
     control-plane.log   stdout and stderr of the control plane process
-    pid                 pid of the control plane process (its own process group and session)
+    pid                 pid of the control plane process (its own process group and session);
+                        `stop` removes it, so a pid file whose process is gone means a crash
     lifecycle.json      bookkeeping: the port the config asked for (0: any) and the kubeconfig
                         files holding this cluster's entries (cleaned up on delete)
 
@@ -36,6 +37,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,7 @@ from phalanx.machinery.names import dns1123_subdomain_errors
 HOME_ENV = "PHALANX_HOME"
 CLUSTER_NAME_ENV = "PHALANX_CLUSTER_NAME"
 DEFAULT_WAIT_SECONDS = 60.0
+API_ANSWER_SECONDS = 60.0  # how long even `--wait 0` waits for the API to answer at all
 STOP_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 30
 
@@ -73,8 +76,10 @@ Writes:
   state.db          when spec.storage == "sqlite" (nothing on disk for "memory")
   stdout/stderr     go to control-plane.log (appended on restart)
 Readiness: GET /readyz answers 200 with body `ok` once the API serves requests and the simulated
-  nodes are registered; `phalanx create cluster` / `start cluster` poll it with the CA and token
-  and fail (printing the log tail) if the process exits first or --wait runs out.
+  nodes are registered. `phalanx create cluster` / `start cluster` first poll GET /livez with the
+  CA and token until it answers at all (even with `--wait 0`; up to API_ANSWER_SECONDS or --wait),
+  then /readyz for --wait, and fail (naming the log and printing its tail) if the process exits
+  first or the time runs out.
 Shutdown: SIGTERM or SIGINT -> stop accepting, flush the store, exit within 10 s (then the whole
   process group gets SIGKILL). serve is the leader of its own process group and session: any
   helper process it starts stays in that group and is stopped with it.
@@ -163,7 +168,7 @@ class ServeSettings:
 
 def load_serve_settings(state_dir: str | os.PathLike) -> ServeSettings:
     paths = ClusterPaths(Path(state_dir))
-    spec = ClusterSpec.load(str(paths.root))
+    spec = load_spec(paths)
     port = spec.port or _read_int(paths.port_file)
     if not port:
         raise ClusterError(f"no port for the control plane: {paths.port_file} is missing and cluster.json has port 0")
@@ -222,7 +227,6 @@ def create_cluster(spec: ClusterSpec, *, wait_seconds: float = DEFAULT_WAIT_SECO
         raise ClusterError(f"a cluster with the name {json.dumps(spec.name)} already exists "
                            f"(state dir {paths.root}); delete it with `phalanx delete cluster --name {spec.name}`") from None
 
-    process: subprocess.Popen | None = None
     try:
         with _step(progress, f"Preparing nodes 📦 ({_describe_nodes(spec)})"):
             pass
@@ -234,38 +238,60 @@ def create_cluster(spec: ClusterSpec, *, wait_seconds: float = DEFAULT_WAIT_SECO
             spec.port = port
             spec.save(str(paths.root))
             _write_text(paths.port_file, f"{port}\n")
-        with _step(progress, "Starting control-plane 🕹️"):
-            process = _spawn(paths, fresh_log=True)
-        result = StartResult(spec.name, _server_for(spec, port), process.pid)
-        if wait_seconds > 0:
-            result.ready_after = _wait_ready(paths, spec, process, wait_seconds, progress)
-            result.server = _server_for(spec, _read_int(paths.port_file) or port)
+        result = _start_and_wait(paths, spec, port, wait_seconds, progress, fresh_log=True)
         result.kubeconfig = kubeconfigs.merge_cluster_entry(
             kubeconfigs.kubeconfig_path(kubeconfig), spec.name, result.server, paths.pki.ca_cert_pem, paths.pki.token)
         _record_kubeconfig(paths, result.kubeconfig)
         return result
     except BaseException as e:
-        if process is not None:
-            _terminate_group(process.pid, STOP_GRACE_SECONDS)
-            paths.pid_file.unlink(missing_ok=True)
+        pid = running_pid(paths)
+        if pid is not None:
+            _terminate_group(pid, STOP_GRACE_SECONDS)
+        paths.pid_file.unlink(missing_ok=True)
         if retain:
             if isinstance(e, ClusterError):
                 raise ClusterError(f"{e}\n(state kept in {paths.root} because of --retain)") from None
-        else:
-            shutil.rmtree(paths.root, ignore_errors=True)
+            raise
+        kept_log = _keep_log(paths) if isinstance(e, ClusterError) and str(paths.log_file) in str(e) else None
+        shutil.rmtree(paths.root, ignore_errors=True)
+        if kept_log is not None:
+            raise ClusterError(str(e).replace(str(paths.log_file), str(kept_log)) + "\n(the cluster's state "
+                               "dir was removed and its log kept; `--retain` keeps the state dir)") from None
         raise
+
+
+def _keep_log(paths: ClusterPaths) -> Path | None:
+    """Move the log of a failed create out of the state dir about to be removed, so the error
+    message can name it."""
+    if not paths.log_file.is_file():
+        return None
+    try:
+        fd, kept = tempfile.mkstemp(prefix=f"phalanx-{paths.root.name}-control-plane-", suffix=".log")
+        os.close(fd)
+        shutil.move(str(paths.log_file), kept)
+    except OSError:
+        return None
+    return Path(kept)
 
 
 def start_cluster(name: str, *, wait_seconds: float = DEFAULT_WAIT_SECONDS, progress: Progress = _quiet) -> StartResult:
     """Start a stopped cluster from its state dir, on the same port when it is still free."""
     paths = _existing(name)
     pid = running_pid(paths)
-    spec = ClusterSpec.load(str(paths.root))
+    spec = load_spec(paths)
     previous = _read_int(paths.port_file) or spec.port
     if pid is not None:
-        return StartResult(name, _server_for(spec, previous), pid,
-                           notes=[f"Cluster {json.dumps(name)} is already running (pid {pid})."])
+        notes = [f"Cluster {json.dumps(name)} is already running (pid {pid})."]
+        answer, why = api_get(client_host(spec.listen_address), previous or 0, paths.pki.ca_cert_file,
+                              paths.pki.token, "/livez")
+        if answer is None:
+            notes.append(f"Its API at {server_for(spec, previous or 0)} does not answer ({why}); see the control "
+                         f"plane's log {paths.log_file}, or stop it and start it again.")
+        return StartResult(name, server_for(spec, previous), pid, notes=notes)
     notes = []
+    if paths.pid_file.exists():  # not stopped, yet not running
+        notes.append(f"Cluster {json.dumps(name)} had not been stopped: its control plane had exited (crashed or "
+                     f"was killed); the control plane's log {paths.log_file} tells why.")
     with _step(progress, "Writing configuration 📜"):
         requested = _read_bookkeeping(paths).get("requestedPort", 0)
         port = _choose_port(spec.listen_address, requested, previous=previous, own=paths.root)
@@ -275,17 +301,15 @@ def start_cluster(name: str, *, wait_seconds: float = DEFAULT_WAIT_SECONDS, prog
         spec.port = port
         spec.save(str(paths.root))
         _write_text(paths.port_file, f"{port}\n")
-    with _step(progress, "Starting control-plane 🕹️"):
-        process = _spawn(paths, fresh_log=False)
-    result = StartResult(name, _server_for(spec, port), process.pid, notes=notes)
-    if wait_seconds > 0:
-        try:
-            result.ready_after = _wait_ready(paths, spec, process, wait_seconds, progress)
-            result.server = _server_for(spec, _read_int(paths.port_file) or port)
-        except BaseException:
-            _terminate_group(process.pid, STOP_GRACE_SECONDS)
-            paths.pid_file.unlink(missing_ok=True)
-            raise
+    try:
+        result = _start_and_wait(paths, spec, port, wait_seconds, progress, fresh_log=False)
+    except BaseException:
+        pid = running_pid(paths)
+        if pid is not None:
+            _terminate_group(pid, STOP_GRACE_SECONDS)
+        paths.pid_file.unlink(missing_ok=True)
+        raise
+    result.notes = notes
     for path in _recorded_kubeconfigs(paths):  # refresh the server URL (and CA) where we wrote it
         try:
             if kubeconfigs.has_cluster_entry(path, name):
@@ -333,9 +357,9 @@ def delete_cluster(name: str, *, kubeconfig: str | os.PathLike | None = None,
 def export_kubeconfig(name: str, kubeconfig: str | os.PathLike | None = None) -> Path:
     """Write (merge) this cluster's entries into a kubeconfig file and make its context current."""
     paths = _existing(name)
-    spec = ClusterSpec.load(str(paths.root))
+    spec = load_spec(paths)
     port = _read_int(paths.port_file) or spec.port
-    target = kubeconfigs.merge_cluster_entry(kubeconfigs.kubeconfig_path(kubeconfig), name, _server_for(spec, port),
+    target = kubeconfigs.merge_cluster_entry(kubeconfigs.kubeconfig_path(kubeconfig), name, server_for(spec, port),
                                              paths.pki.ca_cert_pem, paths.pki.token)
     _record_kubeconfig(paths, target)
     return target
@@ -344,14 +368,14 @@ def export_kubeconfig(name: str, kubeconfig: str | os.PathLike | None = None) ->
 def kubeconfig_text(name: str) -> str:
     """A standalone kubeconfig for this cluster (what `phalanx get kubeconfig` prints)."""
     paths = _existing(name)
-    spec = ClusterSpec.load(str(paths.root))
+    spec = load_spec(paths)
     port = _read_int(paths.port_file) or spec.port
     return kubeconfigs.render(kubeconfigs.standalone_kubeconfig(
-        name, _server_for(spec, port), paths.pki.ca_cert_pem, paths.pki.token))
+        name, server_for(spec, port), paths.pki.ca_cert_pem, paths.pki.token))
 
 
 def load_cluster_spec(name: str) -> ClusterSpec:
-    return ClusterSpec.load(str(_existing(name).root))
+    return load_spec(_existing(name))
 
 
 def cluster_status(name: str) -> str:
@@ -393,45 +417,75 @@ def _spawn(paths: ClusterPaths, *, fresh_log: bool) -> subprocess.Popen:
     return process
 
 
-def _wait_ready(paths: ClusterPaths, spec: ClusterSpec, process: subprocess.Popen,
-                wait_seconds: float, progress: Progress) -> float:
+def _start_and_wait(paths: ClusterPaths, spec: ClusterSpec, port: int, wait_seconds: float,
+                    progress: Progress, *, fresh_log: bool) -> StartResult:
+    """Spawn the control plane and return once its API answers (as kind's `--wait 0` returns once
+    kubeadm has the API server up), and with `wait_seconds` > 0 once /readyz says ok, counting
+    the wait from the spawn."""
     started = time.monotonic()
-    deadline = started + wait_seconds
+    with _step(progress, "Starting control-plane 🕹️"):
+        process = _spawn(paths, fresh_log=fresh_log)
+        _poll(paths, spec, process, started, max(wait_seconds, API_ANSWER_SECONDS), ready=False)
+    result = StartResult(spec.name, server_for(spec, port), process.pid)
+    if wait_seconds > 0:
+        with _step(progress, f"Waiting ≤ {format_duration(wait_seconds)} for control-plane = Ready ⏳"):
+            _poll(paths, spec, process, started, wait_seconds, ready=True)
+        result.ready_after = time.monotonic() - started
+        progress(f" • Ready after {format_duration(round(result.ready_after))} 💚")
+    result.server = server_for(spec, _read_int(paths.port_file) or port)
+    return result
+
+
+def _poll(paths: ClusterPaths, spec: ClusterSpec, process: subprocess.Popen, started: float,
+          within: float, *, ready: bool) -> None:
+    """Poll until the API answers (`ready=False`: any HTTP answer to /livez) or is ready (/readyz
+    answers `ok`), at least once; ClusterError naming the control plane's log if the process exits
+    or `within` seconds from `started` pass."""
     host = client_host(spec.listen_address)
-    token = paths.pki.token
-    last = "no answer yet"
-    with _step(progress, f"Waiting ≤ {format_duration(wait_seconds)} for control-plane = Ready ⏳"):
-        while True:
-            code = process.poll()
-            if code is not None:
-                raise ClusterError(f"the control plane exited with code {code} before it was ready\n"
-                                   + _log_tail(paths))
-            port = _read_int(paths.port_file) or spec.port  # serve may rewrite it once bound
-            ok, last = probe_ready(host, port, paths.pki.ca_cert_file, token)
-            if ok:
-                break
-            if time.monotonic() >= deadline:
-                raise ClusterError(f"the control plane was not ready after {format_duration(wait_seconds)} "
-                                   f"(last /readyz answer: {last})\n" + _log_tail(paths))
-            time.sleep(0.1)
-    elapsed = time.monotonic() - started
-    progress(f" • Ready after {format_duration(round(elapsed))} 💚")
-    return elapsed
+    probe = "/readyz" if ready else "/livez"
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise ClusterError(f"the control plane exited with code {code} before "
+                               f"{'it was ready' if ready else 'its API answered'}; " + log_tail(paths))
+        port = _read_int(paths.port_file) or spec.port  # serve may rewrite it once bound
+        if ready:
+            ok, last = probe_ready(host, port, paths.pki.ca_cert_file, paths.pki.token)
+        else:
+            status, last = api_get(host, port, paths.pki.ca_cert_file, paths.pki.token, probe)
+            ok = status is not None
+        if ok:
+            return
+        if time.monotonic() >= started + within:
+            what = "was not ready" if ready else "did not answer"
+            raise ClusterError(f"the control plane {what} after {format_duration(within)} "
+                               f"(last {probe} answer: {last}); " + log_tail(paths))
+        time.sleep(0.1)
+
+
+def api_get(host: str, port: int, ca_file: Path, token: str, path: str,
+            timeout: float = 2.0) -> tuple[int | None, str]:
+    """GET `path` over TLS, verifying the cluster CA: (HTTP status, body), or (None, why there
+    was no answer: refused, timed out, TLS failure)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    conn = http.client.HTTPSConnection(host, port, context=context, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.read().decode(errors="replace")
+    except (OSError, ssl.SSLError, http.client.HTTPException) as e:
+        return None, str(e) or type(e).__name__
+    finally:
+        conn.close()
 
 
 def probe_ready(host: str, port: int, ca_file: Path, token: str, timeout: float = 2.0) -> tuple[bool, str]:
     """GET /readyz over TLS, verifying the cluster CA; (ready, what came back)."""
-    context = ssl.create_default_context(cafile=str(ca_file))
-    conn = http.client.HTTPSConnection(host, port, context=context, timeout=timeout)
-    try:
-        conn.request("GET", "/readyz", headers={"Authorization": f"Bearer {token}"})
-        response = conn.getresponse()
-        body = response.read(4096).decode(errors="replace").strip()
-        return response.status == 200 and body == "ok", f"{response.status} {body[:200]}"
-    except (OSError, ssl.SSLError, http.client.HTTPException) as e:
-        return False, str(e) or type(e).__name__
-    finally:
-        conn.close()
+    status, body = api_get(host, port, ca_file, token, "/readyz", timeout)
+    if status is None:
+        return False, body
+    body = body.strip()
+    return status == 200 and body == "ok", f"{status} {body[:200]}"
 
 
 def _terminate_group(pid: int, grace_seconds: float) -> None:
@@ -501,12 +555,16 @@ def _is_zombie(pid: int) -> bool:
         return False
 
 
-def _log_tail(paths: ClusterPaths, lines: int = LOG_TAIL_LINES) -> str:
+def log_tail(paths: ClusterPaths, lines: int = LOG_TAIL_LINES) -> str:
+    """Where the control plane's log is and its last lines, for error messages."""
     try:
         tail = paths.log_file.read_text(errors="replace").splitlines()[-lines:]
-    except OSError:
-        tail = []
-    return f"last {len(tail)} lines of {paths.log_file}:\n" + "\n".join("  " + line for line in tail)
+    except OSError as e:
+        return f"see the control plane's log {paths.log_file} ({e.strerror or e})"
+    if not tail:
+        return f"see the control plane's log {paths.log_file} (empty)"
+    return (f"see the control plane's log {paths.log_file}; its last {len(tail)} lines:\n"
+            + "\n".join("  " + line for line in tail))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,7 +584,7 @@ def client_host(listen_address: str) -> str:
     return listen_address
 
 
-def _server_for(spec: ClusterSpec, port: int) -> str:
+def server_for(spec: ClusterSpec, port: int) -> str:
     return kubeconfigs.server_url(client_host(spec.listen_address), port)
 
 
@@ -589,6 +647,21 @@ def _describe_nodes(spec: ClusterSpec) -> str:
     if workers or not parts:
         parts.append(f"{workers} worker{'s' if workers != 1 else ''}")
     return ", ".join(parts) + ", simulated"
+
+
+def load_spec(paths: ClusterPaths) -> ClusterSpec:
+    """The cluster's stored spec; ClusterError naming the file when it cannot be read."""
+    try:
+        return ClusterSpec.load(str(paths.root))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e) or type(e).__name__
+        raise ClusterError(f"cannot read the config of cluster {json.dumps(paths.root.name)} from "
+                           f"{paths.spec_file}: {detail}") from None
+
+
+def read_port(paths: ClusterPaths) -> int | None:
+    """The port the control plane listens (or last listened) on, from the port file."""
+    return _read_int(paths.port_file)
 
 
 def _existing(name: str) -> ClusterPaths:

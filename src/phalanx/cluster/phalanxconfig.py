@@ -1,7 +1,9 @@
 """phalanx's own cluster config (`phalanx.dev/v1alpha1`, `kind: Cluster`): what kind's format
 cannot say. Node pools of any size with templated labels (`rack-{i//16}`), capacity, taints,
-storage, listen address, port, kubelet and scheduler settings, and simulated DRA drivers
-(`draDrivers`, parsed by `phalanx.nodes.dradriver.config`). See docs/cluster-config.md.
+storage, listen address, port, kubelet, scheduler and controller-manager settings, simulated DRA
+drivers (`draDrivers`, parsed by `phalanx.nodes.dradriver.config`) and scheduled failures
+(`failures`, with `controllerManager` parsed by `phalanx.cluster.failureconfig`). See
+docs/cluster-config.md and docs/failures.md.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable
 from phalanx.cluster.configparse import (DEFAULT_CAPACITY, DEFAULT_ROLES, ROLES, WORKER, apply_feature_gates,
                                          check_address, decide_version, duration_seconds, finish_nodes,
                                          kind_named_nodes, read_header)
+from phalanx.cluster.failureconfig import parse_controller_manager, parse_failures
 from phalanx.cluster.spec import ClusterSpec, NodeSpec
 from phalanx.machinery.names import dns1123_label_errors, label_value_errors, qualified_name_errors
 from phalanx.machinery.strictyaml import DocumentReader, key_path, quote
@@ -21,8 +24,10 @@ from phalanx.machinery.templates import IndexExpression, parse_index_expression,
 
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "kubernetesVersion", "featureGates", "runtimeConfig",
-                          "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler")
-PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay", "stages")
+                          "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler",
+                          "controllerManager", "failures", "apiServer")
+PHALANX_API_SERVER_FIELDS = ("eventTTL",)
+PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay", "stages", "nodeLeaseDurationSeconds")
 PHALANX_SCHEDULER_FIELDS = ("enabled", "permitWaitingTimeout", "config")
 PHALANX_POOL_FIELDS = ("name", "count", "role", "labels", "capacity", "taints")
 TAINT_FIELDS = ("key", "value", "effect")
@@ -53,6 +58,12 @@ def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None,
         if len(reader.problems) == problems_before:
             spec.dra_drivers = copy.deepcopy(doc["draDrivers"])
     nodes = _parse_node_pools(doc.get("nodePools"), reader, spec.name)
+    if doc.get("apiServer") is not None and reader.expect(doc["apiServer"], "apiServer", "mapping"):
+        _parse_api_server(doc["apiServer"], reader, spec)
+    if doc.get("controllerManager") is not None:
+        parse_controller_manager(doc["controllerManager"], reader, spec)
+    if doc.get("failures") is not None:
+        parse_failures(doc["failures"], reader, spec, finish_nodes([NodeSpec(**vars(n)) for n in nodes]))
     chosen = version_override
     if chosen is None and doc.get("kubernetesVersion") is not None and \
             reader.expect(doc["kubernetesVersion"], "kubernetesVersion", "string"):
@@ -86,6 +97,13 @@ def _parse_kubelet(section: dict, reader: DocumentReader, spec: ClusterSpec) -> 
     for k, v in section.items():
         if k == "stages":
             _parse_stages(v, reader, spec)
+            continue
+        if k == "nodeLeaseDurationSeconds":
+            if reader.expect(v, "kubelet.nodeLeaseDurationSeconds", "integer"):
+                if v <= 0:
+                    reader.error("kubelet.nodeLeaseDurationSeconds", f"invalid value {v}: must be greater than 0")
+                else:
+                    spec.kubelet[k] = v
             continue
         seconds = duration_seconds(v)
         if k not in PHALANX_KUBELET_FIELDS:
@@ -129,6 +147,20 @@ def _parse_stages(value: Any, reader: DocumentReader, spec: ClusterSpec) -> None
             else:
                 kept.append({"source": path, "text": text})
     spec.kubelet["stages"] = kept
+
+
+def _parse_api_server(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:
+    """`apiServer:` — `eventTTL` (kube-apiserver's `--event-ttl`): how long an Event lives after
+    its last write, a Go duration > 0."""
+    for k, v in section.items():
+        if k not in PHALANX_API_SERVER_FIELDS:
+            reader.error(f"apiServer.{k}", f"unknown field; allowed: {', '.join(PHALANX_API_SERVER_FIELDS)}")
+            continue
+        seconds = duration_seconds(v)
+        if not seconds:
+            reader.error("apiServer.eventTTL", f"invalid duration {quote(str(v))}: must be a Go duration > 0, e.g. 1h")
+        else:
+            spec.event_ttl = seconds
 
 
 def _parse_scheduler(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:

@@ -38,9 +38,14 @@ class ClusterSpec:
     ignored_fields: list[str] = field(default_factory=list)  # config fields accepted but unused
     kubelet: dict[str, Any] = field(default_factory=dict)  # simulated kubelets: stage delays (s), stage files
     scheduler: dict[str, Any] = field(default_factory=dict)  # permitWaitingTimeout, config (KubeSchedulerConfiguration)
+    # kube-controller-manager settings (nodeMonitorGracePeriod, nodeEvictionRate, ...; seconds for durations)
+    controller_manager: dict[str, Any] = field(default_factory=dict)
+    # Scheduled failures (`failures:` of a phalanx config, normalized by cluster.failureconfig).
+    failures: list[dict[str, Any]] = field(default_factory=list)
     # The Kubernetes version the cluster is (`v1.36.4`, `v1.37.1`); state dirs written before
     # clusters had a version are 1.36 clusters.
     kubernetes_version: str = "v1.36.4"
+    event_ttl: float = 3600.0  # seconds an Event lives after its last write (kube-apiserver's --event-ttl)
     version_reason: str = ""  # why this version, when the config did not name one
 
     @property

@@ -87,8 +87,9 @@ def key_path(parent: str, key: str) -> str:
     return f"{parent}[{key}]"
 
 
-def type_name(value: Any) -> str:
-    """The YAML name of a value's type: null, boolean, integer, number, string, mapping, list."""
+def type_name(value: Any, *, json: bool = False) -> str:
+    """The name of a value's type: null, boolean, integer, number, string, then YAML's mapping and
+    list, or with `json=True` JSON Schema's object and array (what OpenAPI validation messages say)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -99,10 +100,10 @@ def type_name(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, dict):
-        return "mapping"
     if isinstance(value, list):
-        return "list"
+        return "array" if json else "list"
+    if isinstance(value, dict) or json:
+        return "object" if json else "mapping"
     return type(value).__name__
 
 

@@ -24,7 +24,13 @@ grace period, with exit code 0 (137 when the grace period ran out), then the pod
 The kubelet's events (`Pulling`, `Pulled`, `Created`, `Started`, `Killing`, `BackOff`) carry
 upstream's reasons and messages. Stages from KWOK Stage files (`stages`), when given, act first on
 the pods and nodes they select; see `phalanx.nodes.stages`. Each node renews its Lease in
-`kube-node-lease`.
+`kube-node-lease` (`phalanx.nodes.heartbeat`).
+
+A node annotated `fault.phalanx.dev/node: down` (`phalanx fail node`) has a dead kubelet: no Lease
+renewals, no node status, no pod work; its pods keep their last status, deletions included. When the
+annotation goes, the kubelet comes back: it renews the Lease at once, posts Ready=True again (event
+`NodeReady`) and resumes every pod of the node, turning pods the node controller marked not Ready
+back to Ready.
 """
 
 from __future__ import annotations
@@ -34,13 +40,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..api.faults import node_is_down
 from ..client.clock import to_datetime
 from ..client.informer import InformerFactory, index_pod_by_node_name, object_key
 from ..client.interface import Client
 from ..client.controller import Controller
 from ..machinery.errors import StatusError
-from ..machinery.timestamps import now_rfc3339, now_rfc3339_micro, rfc3339_seconds
+from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from . import podstatus as ps
+from .heartbeat import DEFAULT_LEASE_DURATION, NodeHeartbeats, kubelet_conditions_healthy
 from .stages import Stage
 from .stages.runner import NODE_CONDITIONS, STARTED, VERSION, StageRunner, rfc3339_nano
 from .podstatus import EXIT_CODE, RUN_FOR, cond as _cond, run_for_seconds, set_conditions as _set_conditions
@@ -67,6 +75,13 @@ def _started(c: dict) -> bool:
     return "running" in state or (state.get("waiting") or {}).get("reason") == ps.CRASH_LOOP
 
 
+def _pod_condition(pod: dict, kind: str) -> str | None:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return c.get("status")
+    return None
+
+
 def _claim_names(pod: dict) -> list[str]:
     return [v["persistentVolumeClaim"].get("claimName", "") for v in (pod.get("spec") or {}).get("volumes") or ()
             if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)]
@@ -77,31 +92,31 @@ class SimulatedKubelets(Controller[str]):
     workers = 4
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, delays: StageDelays | None = None,
-                 lease_period: float | None = None, events: bool = True, stages: list[Stage] | None = None,
-                 **kw: Any):
+                 lease_period: float | None = None, lease_duration: float = DEFAULT_LEASE_DURATION,
+                 events: bool = True, stages: list[Stage] | None = None, **kw: Any):
         super().__init__(client, factory, **kw)
         self.events = events
         self._backoff: dict[str, float] = {}  # pod key -> the next restart's back-off (upstream keeps it in memory too)
         self._restart_at: dict[str, float] = {}  # pod key -> when its containers leave CrashLoopBackOff
         self.delays = delays or StageDelays()
-        self.lease_period = lease_period
         self.nodes = self.informer("v1", "Node")
         self.pods = self.informer("v1", "Pod")
         self.pods.add_event_handler(on_add=self._pod_event, on_update=lambda o, n: self._pod_event(n),
                                     on_delete=lambda o: None)
         self.pods.add_indexer("spec.nodeName", index_pod_by_node_name)
-        self.nodes.add_event_handler(on_add=self._node_added)
+        self.nodes.add_event_handler(on_add=self._node_added, on_update=self._node_updated)
         # a pod's PersistentVolumeClaims must be Bound before its containers start (the volume manager)
         self.claims = self.informer("v1", "PersistentVolumeClaim")
         self.claims.add_event_handler(on_add=self._claim_event, on_update=lambda o, n: self._claim_event(n))
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
+        self._resumed: set[str] = set()  # pods of a node that came back: their readiness is posted again
         self._lease_task: asyncio.Task[None] | None = None
+        self.heartbeats = NodeHeartbeats(client, self.clock, self.nodes, self._live, lease_duration=lease_duration,
+                                         renew_interval=lease_period, record_event=self._node_event_record)
         self._runners = {kind: StageRunner(client, [s for s in stages or () if s.kind == kind and s.api_group == "v1"],
                                            self.clock.now, self.enqueue_after, self._template_funcs)
                          for kind in ("Pod", "Node")}
-        if self._runners["Node"].stages:
-            self.nodes.add_event_handler(on_update=lambda o, n: self._node_event(n))
 
     # -- which pods are ours ------------------------------------------------------------------
     def _simulated(self, node_name: str | None) -> bool:
@@ -131,6 +146,10 @@ class SimulatedKubelets(Controller[str]):
                 return False  # missing, unbound or being deleted: the volume manager waits
         return True
 
+    def _live(self, node_name: str) -> bool:
+        """A simulated node whose kubelet is not failed."""
+        return self._simulated(node_name) and not node_is_down(self.nodes.get(node_name))
+
     def _node_event(self, node: dict) -> None:
         if self._simulated(node["metadata"]["name"]):
             self.queue.add(NODE_KEY + node["metadata"]["name"])
@@ -142,8 +161,24 @@ class SimulatedKubelets(Controller[str]):
         for pod in self.pods.by_index("spec.nodeName", node["metadata"]["name"]):
             self._pod_event(pod)
 
+    def _node_updated(self, old: dict, new: dict) -> None:
+        if node_is_down(old) and not node_is_down(new):  # the kubelet is back: resume its pods
+            self._node_event(new)
+            for pod in self.pods.by_index("spec.nodeName", new["metadata"]["name"]):
+                self._resumed.add(object_key(pod))
+                self._pod_event(pod)
+        elif self._runners["Node"].stages or not (node_is_down(new) or kubelet_conditions_healthy(new)):
+            self._node_event(new)
+
+    async def _node_event_record(self, node_ref: dict, reason: str, message: str, host: str = "") -> None:
+        if self.events:
+            try:
+                await self.client.create_event(node_ref, reason, message, component="kubelet", host=host)
+            except StatusError as e:  # best effort, as upstream's recorder
+                log.debug("event %s for node %s: %s", reason, host, e)
+
     async def run(self) -> None:
-        self._lease_task = asyncio.get_running_loop().create_task(self._renew_leases(), name="kubelet leases")
+        self._lease_task = asyncio.get_running_loop().create_task(self.heartbeats.run(), name="kubelet leases")
         try:
             await super().run()
         finally:
@@ -160,8 +195,8 @@ class SimulatedKubelets(Controller[str]):
             self._forget(key)
             return
         node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
-        if not self._simulated(node_name):
-            return
+        if not self._live(node_name):
+            return  # not ours, or its kubelet is down: the pod keeps its last status
         if self._runners["Pod"].stages and await self._runners["Pod"].step(pod, key):
             return  # a stage from the stage files acts on this pod
         await self._sync_pod(pod, key, node_name)
@@ -180,11 +215,19 @@ class SimulatedKubelets(Controller[str]):
             await self._start(pod, key, node_name, status)
 
     async def _sync_node(self, key: str) -> None:
-        node = self.nodes.get(key[len(NODE_KEY):])
-        if node is None or not self._simulated(node["metadata"]["name"]):
+        name = key[len(NODE_KEY):]
+        node = self.nodes.get(name)
+        if node is None or not self._simulated(name):
             self._runners["Node"].forget(key)
+            self.heartbeats.forget(name)
             return
-        await self._runners["Node"].step(node, key)
+        if node_is_down(node):
+            return  # a dead kubelet posts nothing
+        if self._runners["Node"].stages and await self._runners["Node"].step(node, key):
+            return
+        if not kubelet_conditions_healthy(node):  # back from a failure: heartbeat now, then Ready
+            await self.heartbeats.renew(name)
+            await self.heartbeats.post_ready(node)
 
     def _template_funcs(self, obj: dict) -> dict[str, Callable[..., Any]]:
         """KWOK's template functions for `obj` (a Pod or a Node)."""
@@ -204,6 +247,7 @@ class SimulatedKubelets(Controller[str]):
         }
 
     def _forget(self, key: str) -> None:
+        self._resumed.discard(key)
         self._runners["Pod"].forget(key)
         self._release_ip(key)
         self._backoff.pop(key, None)
@@ -249,6 +293,11 @@ class SimulatedKubelets(Controller[str]):
                 await self._write_status(pod, self._with_readiness(pod, now))
                 return
             waits.append(ready_at - now)
+        elif key in self._resumed:  # back from a failure: Ready again if the node controller said otherwise
+            self._resumed.discard(key)
+            if _pod_condition(pod, "Ready") == "False":
+                await self._write_status(pod, self._with_readiness(pod, now))
+                return
         await self._run_time(pod, key, node_name, started_at, now, waits)
 
     async def _run_time(self, pod: dict, key: str, node_name: str, started_at: float, now: float,
@@ -515,37 +564,3 @@ class SimulatedKubelets(Controller[str]):
                 return False
             raise
         return True
-
-    # -- node leases ---------------------------------------------------------------------------
-    async def _renew_leases(self) -> None:
-        while True:
-            names = [n["metadata"]["name"] for n in self.nodes.list() if self._simulated(n["metadata"]["name"])]
-            period = self.lease_period or max(10.0, len(names) / 50.0)
-            for name in names:
-                try:
-                    await self._renew_lease(name, period)
-                except StatusError as e:
-                    log.debug("lease for %s: %s", name, e)
-                except Exception:  # pragma: no cover - keep heartbeating
-                    log.exception("lease for %s", name)
-            await self.clock.sleep(period)
-
-    async def _renew_lease(self, node_name: str, period: float) -> None:
-        now = now_rfc3339_micro(to_datetime(self.clock.now()))
-        try:
-            lease = await self.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", node_name)
-        except StatusError as e:
-            if e.code != 404:
-                raise
-            node = self.nodes.get(node_name) or {"metadata": {}}
-            await self.client.create({
-                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": node_name, "namespace": "kube-node-lease",
-                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node_name,
-                                                  "uid": node["metadata"].get("uid", "")}]},
-                "spec": {"holderIdentity": node_name, "leaseDurationSeconds": int(max(40, period * 4)),
-                         "renewTime": now}})
-            return
-        lease["spec"]["renewTime"] = now
-        lease["spec"]["leaseDurationSeconds"] = int(max(40, period * 4))
-        await self.client.update(lease)

@@ -72,6 +72,9 @@ class Scheduler:
                  registry: Optional[Registry] = None, pod_group_cycles: bool = True, seed: int = 0):
         self.client = client
         self.seed = seed  # the profiles' random tie-breaks (equal scores, preemption's start offset)
+        recorder = getattr(client, "events", None)
+        if recorder is not None:  # upstream's scheduler records through events.k8s.io's series recorder:
+            recorder.correlate = False  # repeats are counted, never aggregated or spam-filtered
         self.clock = clock or (factory.clock if factory is not None else REAL_CLOCK)
         self.factory = factory or InformerFactory(client, clock=self.clock)
         self._own_factory = factory is None

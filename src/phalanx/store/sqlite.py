@@ -71,3 +71,17 @@ class SQLiteStore(Store):
             self._db.close()
         except sqlite3.Error:
             pass
+
+
+def count_stored(path: str, key: str) -> int:
+    """How many objects of resource `key` ("core/nodes") the database at `path` holds, read
+    without opening a store (for a control plane that is not running: `phalanx get clusters`).
+    Read-only; sqlite3.Error when the file is missing or is not such a database."""
+    if not os.path.isfile(path):
+        raise sqlite3.OperationalError(f"no database at {path}")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+    try:
+        row = db.execute("SELECT COUNT(*) FROM objects WHERE key=?", (key,)).fetchone()
+    finally:
+        db.close()
+    return int(row[0])

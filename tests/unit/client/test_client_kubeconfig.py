@@ -56,3 +56,16 @@ def test_errors(tmp_path, context, message):
     assert str(e.value) == message
     with pytest.raises(KubeconfigError):
         load_kubeconfig(tmp_path / "absent")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[unclosed\n", "is not valid YAML (line 2, column 1): expected ',' or ']'"),
+    (b"\xff\xfe not text", "cannot read kubeconfig"),
+    (b"- a list\n", "is not a kubeconfig: expected a mapping, got list"),
+])
+def test_an_unreadable_kubeconfig_is_an_error_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "config"
+    path.write_bytes(content)
+    with pytest.raises(KubeconfigError) as info:
+        load_kubeconfig(path)
+    assert str(path) in str(info.value) and message in str(info.value)

@@ -1,9 +1,5 @@
-"""Cluster lifecycle with a stand-in control plane: create, two side by side, stop/start, delete, failures.
-
-The stand-in (`FAKE_SERVE`) meets the `serve(state_dir)` contract the real control plane must meet:
-it reads the state dir through `load_serve_settings`, serves TLS with the cluster's certificate and
-answers `GET /readyz` with `ok` to requests carrying the cluster token.
-"""
+"""Cluster lifecycle with a stand-in control plane (the `env` fixture, conftest.py): create, two
+side by side, stop/start, delete, failures."""
 
 from __future__ import annotations
 
@@ -23,59 +19,6 @@ from phalanx.cluster.config import load_cluster_config
 from phalanx.cluster.lifecycle import ClusterError
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
-
-FAKE_SERVE = r'''
-import http.server, ssl, sys
-from phalanx.cluster.lifecycle import load_serve_settings
-
-state_dir = sys.argv[sys.argv.index("--state-dir") + 1]
-mode = sys.argv[sys.argv.index("--mode") + 1]
-settings = load_serve_settings(state_dir)
-print(f"fake control plane for {settings.spec.name} on {settings.host}:{settings.port}", flush=True)
-if mode == "crash":
-    print("fake control plane: cannot open the store", flush=True)
-    sys.exit(3)
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.headers.get("Authorization") != f"Bearer {settings.token}":
-            self.send_response(401); self.end_headers(); return
-        if self.path.split("?")[0] != "/readyz":
-            self.send_response(404); self.end_headers(); return
-        body = b"ok" if mode in ("ok", "ownport") else b"[-]informer-sync failed: reason withheld\nreadyz check failed"
-        self.send_response(200 if mode in ("ok", "ownport") else 500)
-        self.send_header("Content-Type", "text/plain"); self.send_header("Content-Length", str(len(body)))
-        self.end_headers(); self.wfile.write(body)
-
-    def log_message(self, fmt, *args):
-        print("request:", fmt % args, flush=True)
-
-server = http.server.ThreadingHTTPServer((settings.host, 0 if mode == "ownport" else settings.port), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(settings.cert_file, settings.key_file)
-server.socket = context.wrap_socket(server.socket, server_side=True)
-if mode == "ownport":  # like a serve that binds a port of its own and reports it in the port file
-    with open(f"{state_dir}/port", "w") as f:
-        f.write(str(server.server_address[1]))
-server.serve_forever()
-'''
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    """An isolated PHALANX_HOME and KUBECONFIG; the stand-in control plane in mode `ok`."""
-    script = tmp_path / "fake_serve.py"
-    script.write_text(FAKE_SERVE)
-    mode = {"value": "ok"}
-    monkeypatch.setenv("PHALANX_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
-    monkeypatch.delenv("PHALANX_CLUSTER_NAME", raising=False)
-    monkeypatch.setattr(lifecycle, "control_plane_command",
-                        lambda state_dir: [sys.executable, str(script), "--state-dir", str(state_dir),
-                                           "--mode", mode["value"]])
-    yield mode
-    for name in lifecycle.list_clusters():
-        lifecycle.delete_cluster(name)
 
 
 def spec(name: str = "phalanx", config: str | None = None, tmp_path: Path | None = None):
@@ -190,10 +133,16 @@ def test_control_plane_that_exits_fails_create_with_its_log_and_cleans_up(env, t
     with pytest.raises(ClusterError) as info:
         lifecycle.create_cluster(spec("dev"), kubeconfig=tmp_path / "kubeconfig")
     message = str(info.value)
-    assert "the control plane exited with code 3 before it was ready" in message
+    assert "the control plane exited with code 3 before its API answered" in message
     assert "fake control plane: cannot open the store" in message
     assert lifecycle.list_clusters() == [] and not (tmp_path / "home" / "clusters" / "dev").exists()
     assert not (tmp_path / "kubeconfig").exists()
+    # the state dir is gone, but the log the message names is kept
+    kept = Path(message.split("see the control plane's log ", 1)[1].split(";", 1)[0])
+    try:
+        assert "cannot open the store" in kept.read_text() and "`--retain` keeps the state dir" in message
+    finally:
+        kept.unlink()
 
 
 def test_retain_keeps_the_state_of_a_failed_create(env, tmp_path):
@@ -215,10 +164,25 @@ def test_control_plane_that_never_gets_ready_times_out_and_is_stopped(env):
     assert lifecycle.list_clusters() == []
 
 
-def test_wait_zero_does_not_poll(env):
+def test_wait_zero_returns_once_the_api_answers_without_waiting_for_readiness(env):
     env["value"] = "unready"
     result = lifecycle.create_cluster(spec("dev"), wait_seconds=0)
     assert result.ready_after is None and lifecycle.cluster_status("dev") == "Running"
+    paths = lifecycle.ClusterPaths.for_name("dev")
+    status, _ = lifecycle.api_get("127.0.0.1", int(paths.port_file.read_text()), paths.pki.ca_cert_file,
+                                  paths.pki.token, "/readyz")
+    assert status == 500  # answering, though not ready
+
+
+def test_wait_zero_fails_naming_the_log_when_the_api_never_answers(env, monkeypatch, tmp_path):
+    env["value"] = "mute"
+    monkeypatch.setattr(lifecycle, "API_ANSWER_SECONDS", 1.0)
+    with pytest.raises(ClusterError) as info:
+        lifecycle.create_cluster(spec("dev"), wait_seconds=0, retain=True)
+    log = tmp_path / "home" / "clusters" / "dev" / "control-plane.log"
+    assert "the control plane did not answer after 1s (last /livez answer: " in str(info.value)
+    assert f"see the control plane's log {log}; its last " in str(info.value)
+    assert lifecycle.cluster_status("dev") == "Stopped"
 
 
 # --- stop / start / delete ------------------------------------------------------------------------
@@ -325,12 +289,14 @@ def test_cli_get_clusters_and_delete(env):
     assert (r.exit_code, r.stdout, r.stderr) == (0, "", "No phalanx clusters found.\n")
     assert run("create", "cluster", "--name", "one", "-q").exit_code == 0
     assert run("create", "cluster", "--name", "two", "-q", "--image", "kindest/node:v1.36.4").exit_code == 0
-    assert run("get", "clusters").stdout == "NAME   VERSION\none    v1.37.1\ntwo    v1.36.4\n"
+    rows = [line.split() for line in run("get", "clusters").stdout.splitlines()]
+    assert [row[:4] for row in rows] == [["NAME", "STATUS", "VERSION", "NODES"], ["one", "Running", "v1.37.1", "2"],
+                                         ["two", "Running", "v1.36.4", "2"]]
     r = run("delete", "cluster", "--name", "one")
     assert (r.exit_code, r.stderr) == (0, 'Deleting cluster "one" ...\n')
     r = run("delete", "cluster", "--name", "one")  # again: fine, as with kind
     assert (r.exit_code, r.stderr) == (0, 'Deleting cluster "one" ...\n')
-    assert run("get", "clusters").stdout == "NAME   VERSION\ntwo    v1.36.4\n"
+    assert run("get", "clusters", "-o", "name").stdout == "two\n"
 
 
 def test_cli_delete_all_clusters(env):
@@ -345,7 +311,7 @@ def test_cli_delete_all_clusters(env):
 def test_cli_name_defaults_to_the_environment(env, monkeypatch):
     monkeypatch.setenv("PHALANX_CLUSTER_NAME", "envname")
     assert run("create", "cluster", "-q").exit_code == 0
-    assert run("get", "clusters").stdout.splitlines()[1].split() == ["envname", "v1.37.1"]
+    assert run("get", "clusters").stdout.splitlines()[1].split()[:3] == ["envname", "Running", "v1.37.1"]
     assert run("stop", "cluster").stderr == 'Stopped cluster "envname"\n'
     assert run("start", "cluster").exit_code == 0
 

@@ -507,3 +507,50 @@ def test_resolve_drivers():
     assert (d.name, d.devices_per_node, d.device_prefix) == ("x.example.com", 1, "gpu")
     with pytest.raises(ConfigFileError, match=r"draDrivers\[0\]\.devicesPerNode: expected an integer"):
         resolve_drivers([{"name": "x.example.com", "devicesPerNode": "1"}])
+
+
+# -- failed devices (fault.phalanx.dev/devices) ----------------------------------------------------
+
+async def set_failed_devices(env, node, value):
+    obj = await env.client.get("v1", "Node", None, node)
+    annotations = obj["metadata"].setdefault("annotations", {})
+    if value is None:
+        annotations.pop("fault.phalanx.dev/devices", None)
+    else:
+        annotations["fault.phalanx.dev/devices"] = value
+    await env.client.update(obj)
+
+
+def failure_taints(slices_, device):
+    return [t for s in slices_ for d in s["spec"].get("devices") or [] if d["name"] == device
+            for t in d.get("taints") or [] if t["key"] == "gpu.example.com/unhealthy"]
+
+
+async def test_failed_devices_get_the_unhealthy_taint_and_keep_its_time(env):
+    ctrl, f = await start(env, nodes=[NodeSpec("n0"), NodeSpec("n1")])
+    await set_failed_devices(env, "n0", "gpu-2")
+    await settle(env)
+    [taint] = failure_taints(await by_node(env, "n0"), "gpu-2")
+    assert (taint["key"], taint["effect"]) == ("gpu.example.com/unhealthy", "NoExecute") and taint["timeAdded"]
+    assert not failure_taints(await by_node(env, "n0"), "gpu-1") and not failure_taints(await by_node(env, "n1"), "gpu-2")
+
+    await settle(env, 10)
+    await set_failed_devices(env, "n0", "gpu-2,gpu-5")  # a rewrite keeps gpu-2's timeAdded
+    await settle(env)
+    assert failure_taints(await by_node(env, "n0"), "gpu-2") == [taint]
+    assert failure_taints(await by_node(env, "n0"), "gpu-5")[0]["timeAdded"] > taint["timeAdded"]
+
+    await set_failed_devices(env, "n0", None)
+    await settle(env)
+    assert not any(d.get("taints") for s in await by_node(env, "n0") for d in s["spec"]["devices"])
+    await stop(ctrl, f)
+
+
+def test_failure_taints_need_smaller_slices():
+    from phalanx.nodes.dradriver.render import render_node_devices, slice_contents, with_failure_taints
+    [driver] = parse_dra_drivers([{"name": "d.example.com", "devicesPerNode": 100}])
+    devices, counters = render_node_devices(driver, "n")
+    assert [len(s["devices"]) for s in slice_contents(devices, counters)] == [100]
+    tainted = with_failure_taints(devices, "d.example.com", ["*"], {})
+    assert [len(s["devices"]) for s in slice_contents(tainted, counters)] == [64, 36]
+    assert tainted[0]["taints"] == [{"key": "d.example.com/unhealthy", "effect": "NoExecute"}]

@@ -136,3 +136,81 @@ async def test_node_leases_are_renewed(env):
     lease = await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n1")
     assert lease["spec"]["holderIdentity"] == "n1" and lease["spec"]["renewTime"]
     await stop(k, f)
+
+
+async def set_down(env, node, down):
+    obj = await env.client.get("v1", "Node", None, node)
+    annotations = obj["metadata"].setdefault("annotations", {})
+    if down:
+        annotations["fault.phalanx.dev/node"] = "down"
+    else:
+        annotations.pop("fault.phalanx.dev/node", None)
+    await env.client.update(obj)
+
+
+async def test_a_failed_node_neither_heartbeats_nor_works_and_comes_back_ready(env):
+    k, f = await start(env, lease_duration=4)
+    await env.run_until(lambda: False, within=2)
+    await set_down(env, "n1", True)
+    await env.run_until(lambda: False, within=2)
+    renewed = (await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n1"))["spec"]["renewTime"]
+    await env.client.create(pod("a"))
+    await env.client.bind("default", "a", "n1")
+    await env.run_until(lambda: False, within=30)
+    lease = await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n1")
+    assert lease["spec"]["renewTime"] == renewed and lease["spec"]["leaseDurationSeconds"] == 4
+    other = await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n2")
+    assert other["spec"]["renewTime"] > renewed
+    assert "phase" not in (await env.client.get("v1", "Pod", "default", "a")).get("status", {}) or \
+        (await env.client.get("v1", "Pod", "default", "a"))["status"].get("phase") == "Pending"
+
+    # the node controller gave up on it meanwhile
+    node = await env.client.get("v1", "Node", None, "n1")
+    for c in node["status"]["conditions"]:
+        c.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
+    await env.client.update_status(node)
+    await env.run_until(lambda: False, within=5)
+    assert all(c["status"] == "Unknown" for c in (await env.client.get("v1", "Node", None, "n1"))["status"]["conditions"])
+
+    await set_down(env, "n1", False)
+    assert await env.run_until(lambda: (k.pods.get("default/a") or {}).get("status", {}).get("phase") == "Running",
+                               within=10)
+    node = await env.client.get("v1", "Node", None, "n1")
+    assert {c["type"]: (c["status"], c["reason"]) for c in node["status"]["conditions"]} == {
+        "Ready": ("True", "KubeletReady"), "MemoryPressure": ("False", "KubeletHasSufficientMemory"),
+        "DiskPressure": ("False", "KubeletHasNoDiskPressure"), "PIDPressure": ("False", "KubeletHasSufficientPID")}
+    lease = await env.client.get("coordination.k8s.io/v1", "Lease", "kube-node-lease", "n1")
+    assert lease["spec"]["renewTime"] > renewed
+    events, _ = await env.client.list("v1", "Event", "default")
+    assert [e["message"] for e in events if e["reason"] == "NodeReady"] == ["Node n1 status is now: NodeReady"]
+    await stop(k, f)
+
+
+async def test_pods_marked_not_ready_while_their_node_was_away_are_ready_again(env):
+    k, f = await start(env)
+    await env.client.create(pod("a"))
+    await env.client.bind("default", "a", "n1")
+    assert await env.run_until(lambda: (k.pods.get("default/a") or {}).get("status", {}).get("phase") == "Running",
+                               within=10)
+    await set_down(env, "n1", True)
+    p = await env.client.get("v1", "Pod", "default", "a")
+    for c in p["status"]["conditions"]:
+        if c["type"] == "Ready":
+            c["status"] = "False"
+    await env.client.update_status(p)
+    await env.run_until(lambda: False, within=5)
+    ready = lambda: next(c["status"] for c in k.pods.get("default/a")["status"]["conditions"]  # noqa: E731
+                         if c["type"] == "Ready")
+    assert ready() == "False"
+    await set_down(env, "n1", False)
+    assert await env.run_until(lambda: ready() == "True", within=10)
+    await stop(k, f)
+
+
+def test_lease_renewal_interval_follows_the_lease_duration_and_the_cluster_size():
+    from phalanx.nodes.heartbeat import NodeHeartbeats
+    beats = NodeHeartbeats(None, None, None, lambda n: True, lease_duration=40)
+    assert beats.interval(10) == 10          # a quarter of the lease, as upstream's kubelet
+    assert beats.interval(3000) == 15        # one renewal per node every nodes/200 seconds
+    assert beats.interval(10_000) == 20      # never past half the lease
+    assert NodeHeartbeats(None, None, None, lambda n: True, lease_duration=1).interval(5) == 0.25

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from ...machinery import errors
 from ...machinery.errors import FieldError
 from ...machinery.meta import deep_copy
+from ...machinery.strictyaml import type_name
 
 Schema = dict[str, Any]
 _TOP_LEVEL = ("apiVersion", "kind", "metadata")
@@ -127,29 +128,13 @@ def _default_object(value: dict, schema: Schema, top: bool) -> None:
 
 
 # -- validation -----------------------------------------------------------------------------------
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _type_ok(value: Any, schema: Schema) -> bool:
     if schema.get("x-kubernetes-int-or-string"):
         return isinstance(value, (int, str)) and not isinstance(value, bool)
     t = schema.get("type")
     if not t:
         return True
-    actual = _type_name(value)
+    actual = type_name(value, json=True)
     if value is None:
         return bool(schema.get("nullable"))
     if t == "number":
@@ -177,7 +162,7 @@ def _validate(value: Any, schema: Schema, path: str, out: list[FieldError]) -> N
     if not _type_ok(value, schema):
         t = schema.get("type") or "integer or string"
         out.append(FieldError("FieldValueTypeInvalid", path, value,
-                              f"{path} in body must be of type {t}: {errors.go_repr(_type_name(value))}"))
+                              f"{path} in body must be of type {t}: {errors.go_repr(type_name(value, json=True))}"))
         return
     if value is None:
         return

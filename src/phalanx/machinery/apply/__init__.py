@@ -43,6 +43,7 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from ..errors import StatusError, bad_request
+from ..interning import intern_tree
 from ..patchmeta import PatchMeta
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
@@ -342,7 +343,7 @@ def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> dict[str, Any]:
         raw = raw.replace(name, b"\x00%d\x00" % i)
     for i, name in enumerate(new):
         raw = raw.replace(b"\x00%d\x00" % i, name)
-    renamed: dict[str, Any] = orjson.loads(raw)
+    renamed: dict[str, Any] = intern_tree(orjson.loads(raw))
     return renamed
 
 

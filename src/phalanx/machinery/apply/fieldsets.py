@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 
 import orjson
 
+from ..interning import intern_tree
 from ..patchmeta import PatchMeta
 from .values import (_ATOMIC, _LIST, _SCALAR, Path, PathElement, PathSet, PathTrie, _classify, _go_json, _hv, _item_pe, _TypedError,
                      _typed_error_prefix, _unhv)
@@ -150,8 +151,10 @@ def _pe_string(pe: PathElement) -> str:
 
 
 def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
-    """The `fieldsV1` object for a field set, keys in upstream's order ("." after the children)."""
-    return _emit(_tree(paths))
+    """The `fieldsV1` object for a field set, keys in upstream's order ("." after the children).
+    Read-only: equal subtrees are shared with other objects' (`machinery.interning`)."""
+    fields: dict[str, Any] = intern_tree(_emit(_tree(paths)))
+    return fields
 
 
 def _emit(tree: PathTrie) -> dict[str, Any]:

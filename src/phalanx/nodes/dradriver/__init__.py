@@ -37,6 +37,11 @@ being served, or is deleted, loses its slices (the garbage collector would remov
 
 Allocated claims get no `status.devices` entries: dra-example-driver writes none by default.
 
+A node annotated `fault.phalanx.dev/devices: gpu-0,gpu-3` (`phalanx fail device`; `*` for all, a
+GPU's name covering its partitions) has those devices published with the taint
+`<driver>/unhealthy:NoExecute`, its `timeAdded` kept while the device stays failed; node-local pools
+only (`phalanx.api.faults`, docs/failures.md).
+
 One controller serves every node and driver: queue keys are pools, not nodes, so 5,000 nodes cost
 one Node and one ResourceSlice informer (shared with the scheduler) and no task per node. Existing
 slices are found again from the informer by `spec.driver` and `spec.nodeName` (node-local pools) or

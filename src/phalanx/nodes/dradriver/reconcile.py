@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
+from ...api.faults import DEVICE_FAULT_ANNOTATION, failed_devices
 from ...client.controller import Controller
 from ...client.informer import InformerFactory
 from ...client.interface import Client
@@ -23,7 +24,8 @@ from ...machinery.errors import StatusError
 from .config import DriverEntry, resolve_drivers
 from .model import RESOURCE_API, SLICE_INDEX, DeviceClassSpec, DRADriverSpec, Obj
 from .render import (DROPPABLE, PoolPlan, comparable_spec, decode_index, generate_name, index_length,
-                     network_pool_plans, render_node_pool, serves, slice_index_key)
+                     network_pool_plans, published_failure_times, render_node_devices, render_node_pool, serves,
+                     slice_contents, slice_index_key, with_failure_taints)
 
 def _fingerprint(spec: Mapping[str, Any]) -> bytes:
     return orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
@@ -158,7 +160,8 @@ class SimulatedDRADrivers(Controller[str]):
         def inputs(n: Obj) -> tuple:
             md = n.get("metadata") or {}
             spec = n.get("spec") or {}
-            return md.get("uid"), md.get("labels"), spec.get("providerID"), spec.get("taints")
+            return (md.get("uid"), md.get("labels"), spec.get("providerID"), spec.get("taints"),
+                    (md.get("annotations") or {}).get(DEVICE_FAULT_ANNOTATION))
         if inputs(old) != inputs(new):
             self._node_event(new)
 
@@ -231,8 +234,10 @@ class SimulatedDRADrivers(Controller[str]):
         node = self.nodes.get(node_name)
         plan = None
         if node is not None and serves(driver, node) and driver.node_local:
-            plan = PoolPlan(driver.name, node_name, {"nodeName": node_name},
-                            self._node_pool_content(driver, node_name), owner=node)
+            failed = failed_devices(node)
+            content = self._node_pool_content(driver, node_name) if not failed else \
+                self._failed_pool_content(driver, node_name, failed, existing)
+            plan = PoolPlan(driver.name, node_name, {"nodeName": node_name}, content, owner=node)
         else:
             self._rendered.pop((driver.name, node_name), None)
         await self._reconcile_pool(driver.name, plan, existing)
@@ -248,6 +253,14 @@ class SimulatedDRADrivers(Controller[str]):
         while len(self._rendered) > self.RENDER_CACHE_SIZE:
             self._rendered.pop(next(iter(self._rendered)))
         return content
+
+    @staticmethod
+    def _failed_pool_content(driver: DRADriverSpec, node_name: str, failed: list[str],
+                             existing: list[Obj]) -> list[dict]:
+        """The pool's slices with its failed devices tainted (`fault.phalanx.dev/devices`)."""
+        devices, counter_sets = render_node_devices(driver, node_name)
+        kept = published_failure_times(driver.name, existing)
+        return slice_contents(with_failure_taints(devices, driver.name, failed, kept), counter_sets)
 
     async def _sync_network_pools(self, driver: DRADriverSpec) -> None:
         plans = network_pool_plans(driver, self.nodes.list())

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ...api.faults import device_failure_taint, device_matches
 from .model import (CONTROL_PLANE_LABEL, CONTROL_PLANE_TAINT_KEYS, MAX_COUNTER_SETS_PER_SLICE,
                     MAX_DEVICES_PER_SLICE, MAX_DEVICES_PER_SLICE_ADVANCED, PROVIDER_PREFIX, SLICE_INDEX_MIN_LENGTH,
                     AttributeSpec, CapacitySpec, DeviceContext, DRADriverSpec, NetworkPoolSpec, Obj, TaintSpec,
@@ -51,6 +52,12 @@ def slice_contents(devices: list[dict], counter_sets: list[dict] | None = None) 
 
 def render_node_pool(driver: DRADriverSpec, node_name: str) -> list[dict]:
     """The slice specs (devices / sharedCounters only) of the driver's pool on one node."""
+    return slice_contents(*render_node_devices(driver, node_name))
+
+
+def render_node_devices(driver: DRADriverSpec, node_name: str) -> tuple[list[dict], list[dict]]:
+    """The devices and counter sets of the driver's pool on one node, before they are cut into
+    slices."""
     devices: list[dict] = []
     counter_sets: list[dict] = []
     p = driver.partitions
@@ -77,7 +84,35 @@ def render_node_pool(driver: DRADriverSpec, node_name: str) -> list[dict]:
         full["consumesCounters"] = [{"counterSet": counter_set,
                                      "counters": {k: {"value": v} for k, v in counters.items()}}]
         devices.append(_ordered(full))
-    return slice_contents(devices, counter_sets)
+    return devices, counter_sets
+
+
+def with_failure_taints(devices: list[dict], driver: str, failed: list[str], kept: Mapping[str, str]) -> list[dict]:
+    """`devices` with the failure taint (`<driver>/unhealthy`, NoExecute) on those `failed` names
+    (`phalanx.api.faults`); `kept` gives the `timeAdded` of failure taints already published, by
+    device name, so a rewrite does not move it."""
+    taint = device_failure_taint(driver)
+    out = []
+    for d in devices:
+        if device_matches(failed, d.get("name", "")):
+            t = dict(taint)
+            if kept.get(d["name"]):
+                t["timeAdded"] = kept[d["name"]]
+            d = _ordered({**d, "taints": [*(d.get("taints") or []), t]})
+        out.append(d)
+    return out
+
+
+def published_failure_times(driver: str, slices: Iterable[Obj]) -> dict[str, str]:
+    """Device name -> `timeAdded` of the failure taint in the published slices."""
+    key = device_failure_taint(driver)["key"]
+    out = {}
+    for s in slices:
+        for d in (s.get("spec") or {}).get("devices") or []:
+            for t in d.get("taints") or []:
+                if t.get("key") == key and t.get("timeAdded"):
+                    out[d.get("name", "")] = t["timeAdded"]
+    return out
 
 
 def _ordered(d: dict) -> dict:

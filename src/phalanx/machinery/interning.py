@@ -1,0 +1,71 @@
+"""One shared copy of equal read-only JSON trees (hash-consing), so 150,000 pods do not each hold
+their own copy of what they have in common.
+
+    fields_v1 = intern_tree(fields_v1)   # equal subtrees already seen are replaced by the first one
+
+Most of a pod's `managedFields` is the same for every pod of a ReplicaSet or a kubelet: only the
+few entries keyed by a pod's IP, its owner's UID or a generated volume name differ. Interning
+builds the tree bottom-up and looks each dict and list up by the identities of its (already
+interned) children, so a subtree costs a tuple and a dict lookup, and equal subtrees — the
+`{}` leaves above all — become one object.
+
+Only for trees nobody changes in place afterwards: what the store holds and the managedFields
+encoder's memoized results. The table of shared trees is bounded; when full it starts again (trees
+already shared stay shared; later ones find new first copies).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SHARED: dict[tuple[Any, ...], Any] = {}
+_MAX_SHARED = 200_000
+
+
+def intern_tree(value: Any) -> Any:
+    """`value` with every dict and list that equals one seen before replaced by that one."""
+    t = type(value)
+    if t is dict:
+        if len(_SHARED) >= _MAX_SHARED:
+            _SHARED.clear()
+        return _intern_dict(value)
+    if t is list:
+        if len(_SHARED) >= _MAX_SHARED:
+            _SHARED.clear()
+        return _intern_list(value)
+    return value
+
+
+def _intern_dict(d: dict[str, Any]) -> dict[str, Any]:
+    children = [(k, _intern_value(v)) for k, v in d.items()]
+    key = (0, *[(k, _identity(v)) for k, v in children])
+    shared: dict[str, Any] | None = _SHARED.get(key)
+    if shared is None:
+        shared = _SHARED[key] = dict(children)
+    return shared
+
+
+def _intern_list(items: list[Any]) -> list[Any]:
+    children = [_intern_value(v) for v in items]
+    key = (1, *[_identity(v) for v in children])
+    shared: list[Any] | None = _SHARED.get(key)
+    if shared is None:
+        shared = _SHARED[key] = children
+    return shared
+
+
+def _identity(v: Any) -> Any:
+    """What makes an interned child the same: the object itself for a tree, the value for a scalar."""
+    t = type(v)
+    if t is dict or t is list:
+        return id(v)
+    return (t, v.hex()) if t is float else (t, v)  # 0.0 and -0.0 are equal but print apart
+
+
+def _intern_value(v: Any) -> Any:
+    t = type(v)
+    if t is dict:
+        return _intern_dict(v)
+    if t is list:
+        return _intern_list(v)
+    return v
