@@ -125,3 +125,13 @@ async def test_virtual_time_agrees_with_real_time():
     # and the scenario has contention: from the third gang on, each waited for a rack
     assert [j["queueing_delay"] for j in virtual.jobs] == [0, 0, 2, 2, 4]
     assert all(j["queueing_delay"] > 1 for j in real.jobs[2:])
+
+
+async def test_a_trace_sample_replays():
+    s = load_scenario(str(EXAMPLES / "pai-sample.yaml"))
+    result = await Simulation(s, s.variant("one-rack")).run()
+    jobs = result.jobs
+    assert len(jobs) == len(list(s.stream(s.variants[0]))) > 100
+    assert all(j["topology"] == "rack" for j in jobs)
+    assert sum(j["status"] == "Complete" for j in jobs) > len(jobs) / 2
+    assert all(j["spread_rack"] == 1 for j in jobs if j["gang_scheduled"] is not None)

@@ -12,7 +12,7 @@ Entries (times are Go durations, `90s`, `2h`):
     - generator: {name: burst, arrivals: {poisson: {ratePerHour: 300}}, count: 20000, start: 0s, end: 24h,
                   pods: {choice: [1, 2, 4, 8], weights: [4, 3, 2, 1]},
                   duration: {lognormal: {median: 1h, sigma: 1}}, gpusPerPod: 1, topology: rack}
-    - trace: {format: alibaba-pai-2020, path: ./pai_job_table.csv, limit: 20000, timeScale: 1.0}
+    - trace: {format: alibaba-pai-2020, path: ./pai, limit: 20000, timeScale: 1.0}
 
 A generator's value fields take a constant or a distribution: `{choice: [...], weights: [...]}`
 (weights optional), `{uniform: {min, max}}` (integers for counts), `{lognormal: {median, sigma}}`
@@ -20,8 +20,9 @@ and `{exponential: {mean}}` (durations). `sharedClaim` also takes `{probability:
 `{poisson: {ratePerHour}}` (exponential gaps) or `{every: 30s}`; a generator stops after `count`
 jobs or at `end` (default: the scenario's horizon). Each generator draws from its own
 `random.Random` seeded with the scenario seed and the entry's index, so adding an entry leaves the
-others' jobs as they were. Trace entries are read by `phalanx.simulate.traces.read` (another
-module; imported when a scenario uses one), sorted by arrival.
+others' jobs as they were. Trace entries are read by `phalanx.simulate.traces.read` (imported when a
+scenario uses one; docs/simulate-traces.md has the formats and the options: `limit`, `start`,
+`end`, `timeScale`, `minGpus`, `includeFailed`, `strict`, `taskTable`), sorted by arrival.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ TEMPLATE_FIELDS = ("name", "count", "every", "start", "pods", "gpusPerPod", "cpu
 GENERATOR_FIELDS = ("name", "arrivals", "count", "start", "end", "pods", "gpusPerPod", "cpuPerPod", "memoryPerPod",
                     "duration", "topology", "sharedClaim", "kind", "priority", "minCount", "labels")
 TRACE_OPTIONS = {"limit": "limit", "timeScale": "time_scale", "start": "start", "end": "end", "minGpus": "min_gpus",
-                 "includeFailed": "include_failed", "strict": "strict"}
+                 "includeFailed": "include_failed", "strict": "strict", "taskTable": "task_table"}
 TRACE_FIELDS = ("format", "path", *TRACE_OPTIONS)
 ENTRY_KINDS = ("template", "generator", "trace")
 TRACES_MODULE = "phalanx.simulate.traces"  # the trace readers: read(format, path, **options) -> JobArrivals
@@ -405,6 +406,8 @@ def read_trace(entry: dict, path: str, reader: DocumentReader, index: int, base_
         value = entry[key]
         if key in ("start", "end"):
             value = read_seconds(value, key_path(path, key), reader)
+        elif key == "taskTable" and isinstance(value, str):
+            value = os.path.join(base_dir, os.path.expanduser(value))
         options[option] = value
     name = f"{fmt}:{os.path.basename(str(file))}"
 
