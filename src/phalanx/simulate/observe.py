@@ -354,24 +354,35 @@ def percentile(values: list[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def _count(rows: list[dict[str, Any]], test: Any) -> int:
+    return sum(1 for r in rows if test(r))
+
+
+def _job_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def rejected(r: dict[str, Any]) -> bool:
+        return bool(r["status"] == "Rejected")
+    return {"jobs_submitted": _count(rows, lambda r: not rejected(r)), "jobs_rejected": _count(rows, rejected),
+            "jobs_completed": _count(rows, lambda r: r["status"] == "Complete"),
+            "jobs_failed": _count(rows, lambda r: r["status"] == "Failed"),
+            "jobs_started": _count(rows, lambda r: r["started"] is not None),
+            "jobs_never_started": _count(rows, lambda r: r["started"] is None and not rejected(r))}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def summarize(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary table of one run: percentiles of queueing delay, gang wait and JCT, mean
     allocation, makespan, jobs completed."""
-    out: dict[str, Any] = {"jobs_submitted": sum(1 for r in rows if r["status"] != "Rejected"),
-                           "jobs_rejected": sum(1 for r in rows if r["status"] == "Rejected"),
-                           "jobs_completed": sum(1 for r in rows if r["status"] == "Complete"),
-                           "jobs_failed": sum(1 for r in rows if r["status"] == "Failed"),
-                           "jobs_started": sum(1 for r in rows if r["started"] is not None),
-                           "jobs_never_started": sum(1 for r in rows if r["started"] is None
-                                                     and r["status"] != "Rejected")}
+    out = _job_counts(rows)
     for metric in ("queueing_delay", "gang_wait", "jct"):
         values = [r[metric] for r in rows if r[metric] is not None]
         for q in (50, 90, 99):
             out[f"{metric}_p{q}"] = percentile(values, q)
-        out[f"{metric}_mean"] = sum(values) / len(values) if values else None
+        out[f"{metric}_mean"] = _mean(values)
     for metric in ("gpu_allocation", "cpu_allocation", "pending_gangs", "fragmentation"):
-        values = [s[metric] for s in samples if s.get(metric) is not None]
-        out[f"{metric}_mean"] = sum(values) / len(values) if values else None
+        out[f"{metric}_mean"] = _mean([s[metric] for s in samples if s.get(metric) is not None])
     out["gpu_allocation_max"] = max((s["gpu_allocation"] for s in samples), default=None)
     finished = [r["finished"] for r in rows if r["finished"] is not None]
     out["makespan"] = max(finished) if finished else None
