@@ -6,8 +6,14 @@ is due (its delay), and when the time comes and the stage still matches, does it
 `event`, the `finalizers` (`add`, `remove`, `empty`), `delete`, and the `statusTemplate`, rendered
 with the object as dot and applied to the status subresource as a strategic merge patch, as KWOK
 does. The object's own update then comes back through the informer and the next stage is drawn.
-An update of the object draws its stage again (as KWOK does). What is due lives in memory only: after a restart each object's stage is drawn again, its delay
-counted anew, as KWOK does.
+An update of the object draws its stage again (as KWOK does). What is due lives in memory only:
+after a restart each object's stage is drawn again, its delay counted anew, as KWOK does.
+
+One draw serves both kinds of stages. The stages of stage files are drawn first; when none of them
+selects the object, the built-in transitions (`builtin.BuiltinStages`, phalanx's own lifecycle) are,
+except those a file stage replaces by having the same `metadata.name`. A built-in transition's
+choice and delay are computed anew at every step (they read the kubelet's memory: back-off, a node
+that came back), which costs what one pass of a hand-written lifecycle does.
 
 Template functions, as KWOK's: `Now`, `StartTime`, `Version`, `NodeConditions`, `NodeName`,
 `NodeIP`, `NodePort`, `NodeIPWith`, `PodIP`, `PodIPWith`, plus the Go builtins and those sprig
@@ -24,6 +30,7 @@ import yaml
 
 from ...client.interface import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Client
 from ...machinery.errors import StatusError
+from .builtin import BuiltinStages
 from .gotemplate import TemplateError, render
 from .stage import Stage, pick
 
@@ -56,9 +63,11 @@ class StageRunner:
 
     def __init__(self, client: Client, stages: list[Stage], now: Callable[[], float],
                  enqueue_after: Callable[[str, float], None],
-                 funcs_for: Callable[[dict], dict[str, Callable[..., Any]]]):
+                 funcs_for: Callable[[dict], dict[str, Callable[..., Any]]], builtin: BuiltinStages | None = None):
         self.client = client
         self.stages = stages
+        self.builtin = builtin
+        self.replaced = {s.name for s in stages}  # built-in transitions that file stages replace
         self.now = now
         self.enqueue_after = enqueue_after
         self.funcs_for = funcs_for
@@ -68,19 +77,18 @@ class StageRunner:
         self._due.pop(key, None)
 
     async def step(self, obj: dict, key: str) -> bool:
-        """Act on `obj` if a stage selects it; False when none does (the caller's own lifecycle
-        then applies)."""
+        """Act on `obj` if a stage selects it; False when none does."""
         now = self.now()
         version = (obj.get("metadata") or {}).get("resourceVersion", "")
         held = self._due.get(key)
-        stage = next((s for s in self.stages if held and s.name == held[0]), None)
+        stage = next((s for s in self.stages if held and s.name == held[0]), None) if held else None
         if stage is not None and held is not None and held[2] == version:
             due = held[1]
         else:  # new or changed: the stage is drawn again, as KWOK does on every update
-            stage = pick(self.stages, obj)
+            stage = pick(self.stages, obj) if self.stages else None
             if stage is None:
                 self._due.pop(key, None)
-                return False
+                return await self._builtin_step(obj, key, now)
             due = now + stage.delay(obj, now)
             self._due[key] = (stage.name, due, version)
         if now < due:
@@ -91,6 +99,19 @@ class StageRunner:
             await self.apply(stage, obj)
         except (TemplateError, yaml.YAMLError, ValueError) as e:
             log.warning("stage %s on %s %s: %s", stage.name, obj.get("kind"), key, e)
+        return True
+
+    async def _builtin_step(self, obj: dict, key: str, now: float) -> bool:
+        if self.builtin is None:
+            return False
+        chosen = self.builtin.select(obj, key, now)
+        if chosen is None or chosen[0].name in self.replaced:
+            return False
+        transition, delay = chosen
+        if delay > 0:
+            self.enqueue_after(key, delay)
+        else:
+            await self.builtin.apply(transition, obj, key)
         return True
 
     async def apply(self, stage: Stage, obj: dict) -> None:
