@@ -323,6 +323,8 @@ class SimulatedKubelets(Controller[str]):
             "Version": lambda: VERSION, "NodeConditions": lambda: [dict(c) for c in NODE_CONDITIONS],
             "NodeName": lambda: node_name, "NodeIP": lambda: self._host_ip(node_name), "NodePort": lambda: 10250,
             "NodeIPWith": self._host_ip, "PodIPWith": pod_ip_with,
+            "NodeIPsWith": lambda node: [ip for ip in [self._host_ip(node)] if ip],
+            "PodIPsWith": lambda *a: [ip for ip in [pod_ip_with(*a)] if ip],
             "PodIP": lambda: pod_ip_with(node_name, bool((obj.get("spec") or {}).get("hostNetwork")), "",
                                          md.get("name", ""), md.get("namespace", "")),
         }

@@ -93,7 +93,7 @@ async def test_a_file_stage_replaces_the_builtin_stage_of_its_name(env):
         {"statusTemplate": "phase: Failed\nreason: Replaced\n"}, delay_ms=1000)
     k, f = await start(env, load_stages(replacement, "exit.yaml"))
     await run_pod(env, pod("short", {"phalanx.dev/run-for": "1s"}, restart="Never"))
-    await env.run_until(lambda: status(k, "short").get("phase") == "Failed", within=10)
+    assert await env.run_until(lambda: status(k, "short").get("phase") == "Failed", within=10)
     assert status(k, "short").get("reason") == "Replaced"  # not the built-in pod-exit (Succeeded)
     assert status(k, "short")["containerStatuses"][0]["state"].get("running")  # the built-in pod-ready ran
     await k.stop(), await f.stop()
@@ -106,7 +106,7 @@ async def test_a_file_stage_with_a_new_name_acts_first_on_the_pods_it_selects(en
     k, f = await start(env, load_stages(evict, "evict.yaml"))
     await run_pod(env, pod("marked", {"evict": "yes"}))
     await run_pod(env, pod("plain"))
-    await env.run_until(lambda: status(k, "marked").get("reason") == "Evicted"
+    assert await env.run_until(lambda: status(k, "marked").get("reason") == "Evicted"
                         and status(k, "plain").get("phase") == "Running", within=10)
     await env.run_until(lambda: False, within=5)
     assert status(k, "plain").get("phase") == "Running"
