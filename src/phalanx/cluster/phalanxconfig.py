@@ -25,7 +25,8 @@ from phalanx.machinery.templates import IndexExpression, parse_index_expression,
 PHALANX_API_VERSION = "phalanx.dev/v1alpha1"
 PHALANX_CLUSTER_FIELDS = ("apiVersion", "kind", "name", "kubernetesVersion", "featureGates", "runtimeConfig",
                           "nodePools", "storage", "listenAddress", "port", "draDrivers", "kubelet", "scheduler",
-                          "controllerManager", "failures")
+                          "controllerManager", "failures", "apiServer")
+PHALANX_API_SERVER_FIELDS = ("eventTTL",)
 PHALANX_KUBELET_FIELDS = ("containerCreatingDelay", "terminatingDelay", "stages", "nodeLeaseDurationSeconds")
 PHALANX_SCHEDULER_FIELDS = ("enabled", "permitWaitingTimeout", "config")
 PHALANX_POOL_FIELDS = ("name", "count", "role", "labels", "capacity", "taints")
@@ -57,6 +58,8 @@ def parse_phalanx(doc: dict, reader: DocumentReader, name_override: str | None,
         if len(reader.problems) == problems_before:
             spec.dra_drivers = copy.deepcopy(doc["draDrivers"])
     nodes = _parse_node_pools(doc.get("nodePools"), reader, spec.name)
+    if doc.get("apiServer") is not None and reader.expect(doc["apiServer"], "apiServer", "mapping"):
+        _parse_api_server(doc["apiServer"], reader, spec)
     if doc.get("controllerManager") is not None:
         parse_controller_manager(doc["controllerManager"], reader, spec)
     if doc.get("failures") is not None:
@@ -144,6 +147,20 @@ def _parse_stages(value: Any, reader: DocumentReader, spec: ClusterSpec) -> None
             else:
                 kept.append({"source": path, "text": text})
     spec.kubelet["stages"] = kept
+
+
+def _parse_api_server(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:
+    """`apiServer:` — `eventTTL` (kube-apiserver's `--event-ttl`): how long an Event lives after
+    its last write, a Go duration > 0."""
+    for k, v in section.items():
+        if k not in PHALANX_API_SERVER_FIELDS:
+            reader.error(f"apiServer.{k}", f"unknown field; allowed: {', '.join(PHALANX_API_SERVER_FIELDS)}")
+            continue
+        seconds = duration_seconds(v)
+        if not seconds:
+            reader.error("apiServer.eventTTL", f"invalid duration {quote(str(v))}: must be a Go duration > 0, e.g. 1h")
+        else:
+            spec.event_ttl = seconds
 
 
 def _parse_scheduler(section: dict, reader: DocumentReader, spec: ClusterSpec) -> None:

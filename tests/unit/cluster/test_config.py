@@ -498,6 +498,8 @@ def test_phalanx_kubelet_delays_and_scheduler_settings():
     assert spec.scheduler.get("enabled", True) is True
     off = parse_cluster_config(PHALANX_HEAD + "scheduler:\n  enabled: false\n", "c.yaml")
     assert off.scheduler["enabled"] is False
+    assert off.event_ttl == 3600.0
+    assert parse_cluster_config(PHALANX_HEAD + "apiServer:\n  eventTTL: 10m\n", "c.yaml").event_ttl == 600.0
 
 
 @pytest.mark.parametrize("body, expected", [
@@ -506,6 +508,8 @@ def test_phalanx_kubelet_delays_and_scheduler_settings():
     ("scheduler:\n  permitWaitingTimeout: never\n", 'scheduler.permitWaitingTimeout: invalid duration "never"'),
     ("scheduler:\n  enabled: nope\n", "scheduler.enabled: expected a boolean, got"),
     ("scheduler:\n  replicas: 2\n", "scheduler.replicas: unknown field; allowed: enabled, permitWaitingTimeout, config"),
+    ("apiServer:\n  eventTTL: 0s\n", 'apiServer.eventTTL: invalid duration "0s": must be a Go duration > 0, e.g. 1h'),
+    ("apiServer:\n  auditLog: on\n", "apiServer.auditLog: unknown field; allowed: eventTTL"),
 ])
 def test_phalanx_kubelet_and_scheduler_errors(body, expected):
     assert f"c.yaml: {expected}" in problems(PHALANX_HEAD + body, "c.yaml")
