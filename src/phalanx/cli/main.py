@@ -431,7 +431,8 @@ def explain_podgroup(name, namespace, kubeconfig, context) -> None:
 @click.option("--context", default=None, help="kubeconfig context to use (instead of --name)")
 @click.option("--port", default=0, type=click.IntRange(0, 65535), help="port on 127.0.0.1 (default: a free one)")
 def dashboard_cmd(name, kubeconfig, context, port) -> None:
-    """Serve a live web dashboard of a cluster on 127.0.0.1 (topology, PodGroups, claims, why pods wait).
+    """Serve a live web dashboard of a cluster on 127.0.0.1 (topology, workloads, timeline,
+    scheduler metrics, claims, why pods wait).
 
     Reads the cluster with the kubeconfig's credentials; prints the URL with a one-time login token."""
     import asyncio

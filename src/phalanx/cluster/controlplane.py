@@ -137,6 +137,8 @@ def serve(state_dir: str) -> None:
     logging.basicConfig(level=os.environ.get("PHALANX_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = ClusterSpec.load(state_dir)
+    import gc
+    gc.set_threshold(50_000, 20, 20)  # reading the store and the first lists make long-lived objects only
     cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
                       ssl_context=_server_ssl_context(state_dir), limits=ServingLimits.from_env(os.environ))
 

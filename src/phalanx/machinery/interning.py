@@ -20,6 +20,34 @@ from typing import Any
 
 _SHARED: dict[tuple[Any, ...], Any] = {}
 _MAX_SHARED = 200_000
+EMPTY_FIELDS: dict[str, Any] = {}  # the one `{}` leaf of every interned fieldsV1 tree: never change it
+
+
+def intern_fields(tree: dict[str, Any]) -> dict[str, Any]:
+    """`intern_tree` for a managedFields `fieldsV1` tree (dicts all the way down, `{}` leaves),
+    about three times faster: leaves are the one `EMPTY_FIELDS`, and a node is looked up by its
+    keys and its children's identities."""
+    if len(_SHARED) >= _MAX_SHARED:
+        _SHARED.clear()
+    return _intern_fields(tree)
+
+
+def _intern_fields(tree: dict[str, Any]) -> dict[str, Any]:
+    if not tree:
+        return EMPTY_FIELDS
+    return shared_fields({k: _intern_fields(v) if v else EMPTY_FIELDS for k, v in tree.items()})
+
+
+def shared_fields(node: dict[str, Any]) -> dict[str, Any]:
+    """The shared node equal to `node`, whose children are shared nodes already (`node` itself
+    when it is the first of its kind; the caller must not change it afterwards)."""
+    key = (2, *[(k, id(v)) for k, v in node.items()])
+    shared: dict[str, Any] | None = _SHARED.get(key)
+    if shared is None:
+        if len(_SHARED) >= _MAX_SHARED:
+            _SHARED.clear()
+        shared = _SHARED[key] = node
+    return shared
 
 
 def intern_tree(value: Any) -> Any:

@@ -8,12 +8,39 @@ last resourceVersion handed out, so a restarted control plane continues the sequ
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
+from typing import Any
 
 import orjson
 
+from ..machinery.interning import intern_fields
 from .base import Obj, Store
+
+
+_READ_TREES: dict[bytes, Any] = {}  # fieldsV1 as stored -> its shared tree (Events repeat a few shapes)
+_READ_TREES_MAX = 4096
+
+
+def _share_managed_fields(obj: Obj) -> None:
+    """Objects read back share their managedFields trees as the server's writes do (see
+    `machinery.interning`): 150,000 pods read at start must not each hold their own."""
+    md = obj.get("metadata")
+    entries = md.get("managedFields") if isinstance(md, dict) else None
+    if not isinstance(entries, list):
+        return
+    for e in entries:
+        tree = e.get("fieldsV1") if isinstance(e, dict) else None
+        if not isinstance(tree, dict):
+            continue
+        raw = orjson.dumps(tree)
+        shared = _READ_TREES.get(raw)
+        if shared is None:
+            if len(_READ_TREES) >= _READ_TREES_MAX:
+                _READ_TREES.clear()
+            shared = _READ_TREES[raw] = intern_fields(tree)
+        e["fieldsV1"] = shared
 
 
 class SQLiteStore(Store):
@@ -33,9 +60,17 @@ class SQLiteStore(Store):
     def _restore(self) -> None:
         row = self._db.execute("SELECT v FROM meta WHERE k='rv'").fetchone()
         max_rv = row[0] if row else 0
-        for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
-            self._load(key, ns, name, orjson.loads(data), data)
-            max_rv = max(max_rv, rv)
+        collecting = gc.isenabled()
+        gc.disable()  # only long-lived objects here: the cyclic collector would rescan them again and again
+        try:
+            for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
+                obj = orjson.loads(data)
+                _share_managed_fields(obj)
+                self._load(key, ns, name, obj, data)
+                max_rv = max(max_rv, rv)
+        finally:
+            if collecting:
+                gc.enable()
         self._rv = max_rv
         # History starts empty after a restart: watches from older versions get 410 and relist.
         self._history.reset(max_rv)

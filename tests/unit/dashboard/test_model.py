@@ -117,3 +117,15 @@ def test_a_basic_pod_group_has_no_min_count_and_no_condition_yet():
           "metadata": {"name": "basic", "namespace": "default"}, "spec": {"schedulingPolicy": {"basic": {}}}}
     (row,) = snapshot([], [], [pg], [], [])["podGroups"]
     assert (row["policy"], row["minCount"], row["condition"], row["nodes"]) == ("Basic", None, None, [])
+
+
+def test_memory_requested_is_counted_like_cpu():
+    n = node("w1")
+    n["status"]["allocatable"]["memory"] = "4Gi"
+    p = pod("a", "w1")
+    p["spec"]["containers"][0]["resources"]["requests"]["memory"] = "1Gi"
+    init = {"name": "init", "resources": {"requests": {"memory": "2Gi"}}}  # more than the containers: it counts
+    q = pod("b", "w1")
+    q["spec"]["initContainers"] = [init]
+    (cell,) = snapshot([n], [p, q], [], [], [])["nodes"]
+    assert cell["memoryFraction"] == 0.75

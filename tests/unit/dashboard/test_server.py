@@ -3,6 +3,7 @@ session cookie, the Host check, the JSON document, the live stream and `/api/exp
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import orjson
@@ -12,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from phalanx.apiserver import build_api
 from phalanx.client import InProcessClient
 from phalanx.dashboard import Auth, Dashboard, build_app
+from phalanx.dashboard.scrape import SchedulerMetrics
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.store import MemoryStore
 
@@ -25,13 +27,13 @@ def node(name):
 
 
 @contextlib.asynccontextmanager
-async def dashboard(release="1.36", hosts=None):
+async def dashboard(release="1.36", hosts=None, metrics=None):
     """A dashboard over a fresh API holding node w1, and an HTTP client for it with a cookie jar."""
     api = build_api(MemoryStore(), FeatureGates.from_config(GATES[release], release=release))
     client = InProcessClient(api, field_manager="unit-test")
     await client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
     await client.create(node("w1"))
-    dash = Dashboard(client, debounce=0)
+    dash = Dashboard(client, debounce=0, metrics=metrics)
     await dash.start()
     auth = Auth("login-token")
     http = TestClient(TestServer(build_app(dash, auth, allowed_hosts=hosts)), cookie_jar=CookieJar(unsafe=True))
@@ -88,25 +90,84 @@ async def test_state_is_the_cluster_document_with_the_pod_group_version_discover
             assert [n["name"] for n in doc["nodes"]] == ["w1"]
 
 
-async def test_the_stream_pushes_a_new_document_when_the_cluster_changes():
+async def _frames(resp):
+    """The stream's messages as (event, data) pairs."""
+    while True:
+        frame = await resp.content.readuntil(b"\n\n")
+        event, data = frame.decode().strip().split("\n")
+        yield event.removeprefix("event: "), orjson.loads(data.removeprefix("data: "))
+
+
+async def test_the_stream_sends_the_document_once_then_patches_of_what_changed():
     async with dashboard() as (http, client, _):
         await login(http)
         resp = await http.get("/api/stream")
         assert resp.headers["Content-Type"] == "text/event-stream"
-
-        async def next_doc():
-            frame = await resp.content.readuntil(b"\n\n")
-            event, data = frame.decode().strip().split("\n")
-            assert event == "event: snapshot"
-            return orjson.loads(data.removeprefix("data: "))
-        first = await next_doc()
-        assert [n["name"] for n in first["nodes"]] == ["w1"]
+        frames = _frames(resp)
+        event, first = await anext(frames)
+        assert event == "snapshot" and [n["name"] for n in first["nodes"]] == ["w1"]
         await client.create(node("w2"))
-        doc = await next_doc()
-        while len(doc["nodes"]) < 2:  # a document may land between the two writes' events
-            doc = await next_doc()
-        assert [n["name"] for n in doc["nodes"]] == ["w1", "w2"] and doc["generation"] > first["generation"]
+        event, patch = await anext(frames)
+        while "w2" not in [n["name"] for n in patch["set"].get("nodes", [])]:  # other rows may come first
+            event, patch = await anext(frames)
+        assert event == "patch" and patch["generation"] > first["generation"]
+        # Only the new node's row travels, not w1's.
+        assert [n["name"] for n in patch["set"]["nodes"]] == ["w2"]
+        await client.delete("v1", "Node", None, "w1")
+        event, patch = await anext(frames)
+        while "w1" not in patch["delete"].get("nodes", []):
+            event, patch = await anext(frames)
+        assert event == "patch"
         resp.close()
+
+
+async def test_a_page_that_fell_behind_the_kept_patches_gets_a_new_snapshot():
+    async with dashboard() as (_, client, dash):
+        start = dash.generation
+        for i in range(3):
+            await client.create(node(f"extra-{i}"))
+            await asyncio.sleep(0)
+            dash._flush()
+        assert dash.patches_after(start) is not None and len(dash.patches_after(start)) == 3
+        dash.patches.clear()
+        assert dash.patches_after(start) is None  # the page must start again from a snapshot
+        assert dash.patches_after(dash.generation) == []
+
+
+async def test_pod_lookup_gives_the_node_of_a_pod():
+    async with dashboard() as (http, client, dash):
+        await login(http)
+        await client.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                             "spec": {"nodeName": "w1", "containers": [{"name": "c", "image": "busybox"}]}})
+        for _ in range(100):
+            if "default/p" in dash.view.objects["Pod"]:
+                break
+            await asyncio.sleep(0.01)
+        body = await (await http.get("/api/pod?namespace=default&name=p")).json()
+        assert body["nodes"] == ["w1"]
+        assert (await http.get("/api/pod?namespace=default&name=nope")).status == 404
+
+
+EXPOSITION = """\
+# HELP scheduler_pending_pods [STABLE] Number of pending pods, by the queue type.
+# TYPE scheduler_pending_pods gauge
+scheduler_pending_pods{queue="active"} 3.0
+scheduler_pending_pods{queue="unschedulable"} 1.0
+"""
+
+
+async def test_metrics_are_scraped_when_the_page_asks_and_no_more_often_than_the_interval():
+    async def scrape():
+        return EXPOSITION
+    async with dashboard(metrics=SchedulerMetrics(scrape)) as (http, _, dash):
+        await login(http)
+        assert dash.metrics.scrapes == 0  # nothing is scraped while no page has the view open
+        body = await (await http.get("/api/metrics")).json()
+        assert dash.metrics.scrapes == 1 and body["error"] is None
+        assert body["available"] and len(body["points"]) == 1
+        assert body["points"][0]["pending"] == {"active": 3.0, "unschedulable": 1.0}
+        await http.get("/api/metrics")
+        assert dash.metrics.scrapes == 1  # within the interval: the last scrape is served again
 
 
 async def test_explain_gives_what_phalanx_explain_prints():
@@ -117,6 +178,7 @@ async def test_explain_gives_what_phalanx_explain_prints():
         body = await (await http.get("/api/explain?kind=pod&namespace=default&name=p")).json()
         assert body["text"].startswith("Pod default/p")
         assert "no scheduling decision recorded yet" in body["text"]
+        assert body["nodes"] == []  # the nodes the diagnosis names, for the map
         missing = await http.get("/api/explain?kind=podgroup&namespace=default&name=nope")
         assert missing.status == 404
         assert (await http.get("/api/explain?kind=node&name=w1")).status == 400

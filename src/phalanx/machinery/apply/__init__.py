@@ -43,7 +43,6 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from ..errors import StatusError, bad_request
-from ..interning import intern_tree
 from ..patchmeta import PatchMeta
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
@@ -337,14 +336,27 @@ def _renamed_value(hv: Any, renames: dict[str, str]) -> Any:
 
 def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> dict[str, Any]:
     """A cached field set with the generated names of the object it was made for replaced by another
-    object's (the same number, in the same places)."""
-    raw = orjson.dumps(fields)
-    for i, name in enumerate(old):
-        raw = raw.replace(name, b"\x00%d\x00" % i)
-    for i, name in enumerate(new):
-        raw = raw.replace(b"\x00%d\x00" % i, name)
-    renamed: dict[str, Any] = intern_tree(orjson.loads(raw))
+    object's (the same number, in the same places). Subtrees without such a name are the template's
+    own (shared, never changed); only the paths down to a renamed key are new."""
+    renames = [(o.decode(), n.decode()) for o, n in zip(old, new) if o != n]
+    renamed: dict[str, Any] = _renamed_tree(fields, renames) if renames else fields
     return renamed
+
+
+def _renamed_tree(tree: dict[str, Any], renames: list[tuple[str, str]]) -> dict[str, Any]:
+    out: dict[str, Any] | None = None
+    for i, (key, child) in enumerate(tree.items()):
+        new_key = key
+        for o, n in renames:  # a key names one list item: at most one generated name
+            if o in key:
+                new_key = key.replace(o, n)
+                break
+        new_child = _renamed_tree(child, renames) if child else child
+        if out is None and (new_key is not key or new_child is not child):
+            out = dict(list(tree.items())[:i])  # the unchanged keys before this one
+        if out is not None:
+            out[new_key] = new_child
+    return tree if out is None else out
 
 
 def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Optional
 
 import orjson
 
-from ..interning import intern_tree
+from ..interning import EMPTY_FIELDS, shared_fields
 from ..patchmeta import PatchMeta
 from .values import (_ATOMIC, _LIST, _SCALAR, Path, PathElement, PathSet, PathTrie, _classify, _go_json, _hv, _item_pe, _TypedError,
                      _typed_error_prefix, _unhv)
@@ -152,9 +152,8 @@ def _pe_string(pe: PathElement) -> str:
 
 def set_to_fields(paths: Iterable[Path]) -> dict[str, Any]:
     """The `fieldsV1` object for a field set, keys in upstream's order ("." after the children).
-    Read-only: equal subtrees are shared with other objects' (`machinery.interning`)."""
-    fields: dict[str, Any] = intern_tree(_emit(_tree(paths)))
-    return fields
+    Read-only: its subtrees are shared with equal ones of other objects (`machinery.interning`)."""
+    return _emit(_tree(paths))
 
 
 def _emit(tree: PathTrie) -> dict[str, Any]:
@@ -164,11 +163,11 @@ def _emit(tree: PathTrie) -> dict[str, Any]:
         if children:
             sub = _emit(children)
             if member:
-                sub["."] = {}
+                sub = shared_fields({**sub, ".": EMPTY_FIELDS})
             out[_pe_string(pe)] = sub
         else:
-            out[_pe_string(pe)] = {}
-    return out
+            out[_pe_string(pe)] = EMPTY_FIELDS
+    return shared_fields(out)
 
 
 def _parse_pe(key: str) -> Optional[PathElement]:
