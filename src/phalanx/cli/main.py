@@ -473,6 +473,7 @@ from phalanx.cli.clusters import export_logs_command, get_clusters  # noqa: E402
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
 from phalanx.cli.failures import fail, recover  # noqa: E402  (phalanx fail|recover node|nodes|device)
 from phalanx.cli.simulate import simulate_cmd  # noqa: E402  (phalanx simulate SCENARIO.yaml)
+from phalanx.cli.stages import get_stages  # noqa: E402  (phalanx get stages)
 
 cli.add_command(bench)
 cli.add_command(simulate_cmd)
@@ -480,6 +481,7 @@ for _group in (fail, recover):
     cli.add_command(_group)
 create.add_command(create_kubeconfig)
 get.add_command(get_clusters)
+get.add_command(get_stages)
 export.add_command(export_logs_command)
 
 
