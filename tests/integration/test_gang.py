@@ -31,6 +31,23 @@ async def test_gang_of_six_with_room_binds_all_in_one_cycle(cluster_factory):
     await c.stop()
 
 
+async def test_a_gang_that_assembles_at_once_is_not_reported_gated(cluster_factory):
+    """Members held by GangScheduling until the gang is complete say so on the pod only after
+    KEP-5501's delay: a gang whose pods all arrive within it never shows SchedulingGated."""
+    c = await cluster_factory().start(nodes(3))
+    reasons: list[str] = []
+    c.store.listeners.append(lambda ev: reasons.extend(
+        (x.get("reason") or "") for x in ((ev.object.get("status") or {}).get("conditions") or [])
+        if ev.key == "core/pods" and x.get("type") == "PodScheduled"))
+    await c.client.create(podgroup("g", 4))
+    for i in range(4):
+        await c.client.create(pod(f"p{i}", group="g"))
+        await c.settle(1)  # the members arrive over three seconds
+    assert await c.run_until(lambda: len(c.bound()) == 4)
+    assert "SchedulingGated" not in reasons
+    await c.stop()
+
+
 async def test_gang_that_fits_four_of_six_binds_none_and_says_why(cluster_factory):
     c = await cluster_factory().start(nodes(2, cpu="2"))
     await c.client.create(podgroup("g", 6))

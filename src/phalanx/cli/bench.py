@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 import click
 
+CLUSTER_SHAPES = ("deployment", "indexed-job", "jobset", "basic", "gang", "fanout")  # sim.clustershapes.SHAPES
+
 
 def _kubernetes_version(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The full version (`v1.37.1`) of what the user typed (`1.37`, `v1.37`, `v1.37.1`)."""
@@ -48,19 +50,31 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
 
 @click.command("bench")
 @click.argument("workload_file", type=click.Path(exists=True, dir_okay=False), required=False)
-@click.option("--cluster", "cluster_shape", type=click.Choice(["deployment", "indexed-job"]), default=None,
+@click.option("--cluster", "cluster_shape", type=click.Choice(list(CLUSTER_SHAPES)), default=None,
               help="instead of WORKLOAD_FILE: an end-to-end run on a real cluster (phalanx create cluster, "
                    "kubectl apply, the HTTP API) of this shape")
-@click.option("--pods", default=2000, show_default=True, type=click.IntRange(1),
-              help="--cluster: replicas of the Deployment, completions of the Job")
-@click.option("--parallelism", default=1000, show_default=True, type=click.IntRange(1),
-              help="--cluster indexed-job: the Job's parallelism")
+@click.option("--pods", default=None, type=click.IntRange(1),
+              help="--cluster: pods of the shape (replicas, completions, gangs x size) [default: deployment 2000, "
+                   "indexed-job 10000, jobset 4096, basic 10000, gang 3000, fanout 1000]")
+@click.option("--parallelism", default=None, type=click.IntRange(1),
+              help="--cluster indexed-job: the Job's parallelism [default: 5000]")
+@click.option("--gangs", default=None, type=click.IntRange(1), help="--cluster jobset: PodGroups [default: 512]")
+@click.option("--nodes", default=None, type=click.IntRange(1),
+              help="--cluster basic, gang, fanout without --config: nodes of the generated cluster [default: 5000; "
+                   "fanout 20]")
+@click.option("--watchers", default=200, show_default=True, type=click.IntRange(0),
+              help="--cluster fanout: HTTP watches of the pods")
 @click.option("--run-for", default="10s", show_default=True, help="--cluster indexed-job: how long each pod runs")
 @click.option("--config", "cluster_config", default=None, type=click.Path(exists=True, dir_okay=False),
-              help="--cluster: the cluster config (e.g. examples/clusters/phalanx-gpu-topology.yaml)")
+              help="--cluster: the cluster config (e.g. examples/clusters/phalanx-gpu-topology.yaml; basic, gang "
+                   "and fanout generate their own nodes when none is given)")
 @click.option("--external-scheduler", is_flag=True,
               help="--cluster: turn the built-in scheduler off and run `phalanx scheduler --kubeconfig` as its "
                    "own process (a phalanx.dev/v1alpha1 --config, or none)")
+@click.option("--compare", "compare_dir", default="benchmarks/workloads", show_default=True, metavar="DIR",
+              help="--cluster: after each run, the shape's scheduler-alone workload from this directory (empty: skip)")
+@click.option("--profile-out", "profile_out_raw", default=None, metavar="OUT.raw",
+              help="--cluster: keep py-spy's collapsed stacks of the control plane (the last run's)")
 @click.option("--workload", "-w", "names", multiple=True, metavar="NAME",
               help="Case/Workload, a workload name or a case name (repeatable)")
 @click.option("--label", "label_filter", default=None, metavar="FILTER",
@@ -90,9 +104,10 @@ def _top_costs(profile_path: str, limit: int = 25) -> str:
                    "Workloads/PodGroups are created as v1beta1")
 @click.option("--list", "list_only", is_flag=True, help="list the workloads and exit")
 @click.option("--quiet", "-q", is_flag=True, help="no progress lines on stderr")
-def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_config, external_scheduler, names, label_filter, runs,
-          json_out, plot_out, profile_out, timeout, stall_timeout, kubelets, overlap_create, no_store_limit,
-          in_process, kubernetes_version, list_only, quiet) -> None:
+def bench(workload_file, cluster_shape, pods, parallelism, gangs, nodes, watchers, run_for, cluster_config,
+          external_scheduler, compare_dir, profile_out_raw, names, label_filter, runs, json_out, plot_out, profile_out,
+          timeout, stall_timeout, kubelets, overlap_create, no_store_limit, in_process, kubernetes_version, list_only,
+          quiet) -> None:
     """Run scheduler_perf-style workloads against an in-process cluster and report
     SchedulingThroughput, attempt durations, extension points, peak RSS and wall time; or, with
     --cluster, time a shape end to end on a real cluster as a user runs it."""
@@ -101,8 +116,11 @@ def bench(workload_file, cluster_shape, pods, parallelism, run_for, cluster_conf
 
     if cluster_shape is not None:
         from ..sim.clusterbench import RunSpec
-        spec = RunSpec(cluster_shape, pods, parallelism, run_for, cluster_config,
-                       f"kindest/node:{kubernetes_version}", timeout, external_scheduler=external_scheduler)
+        from ..sim.clustershapes import ShapeParams
+        shape = ShapeParams(cluster_shape, pods, parallelism, gangs, run_for, watchers=watchers, nodes=nodes)
+        compare = Path(compare_dir) if compare_dir and Path(compare_dir).is_dir() else None
+        spec = RunSpec(shape, cluster_config, f"kindest/node:{kubernetes_version}", timeout, profile_out_raw,
+                       external_scheduler=external_scheduler, compare=compare)
         sys.exit(_cluster_bench(spec, runs, json_out))
     if workload_file is None:
         raise click.UsageError("give a WORKLOAD_FILE, or --cluster SHAPE")
@@ -226,21 +244,25 @@ def _cluster_bench(spec: Any, runs: int, json_out: str | None) -> int:
     run on stdout (and all of them in `json_out`), the medians on stderr."""
     import statistics
 
-    from ..sim.clusterbench import run_once
-    results = []
-    from ..sim.clusterbench import ShapeTooLarge
+    from ..sim.clusterbench import ShapeTooLarge, run_once
 
+    results = []
     for _ in range(runs):
         try:
             result = run_once(spec)
-        except ShapeTooLarge as e:
+        except (ShapeTooLarge, ValueError) as e:
             raise click.UsageError(str(e)) from None
         results.append(result)
         click.echo(json.dumps(result))
-    for key in ("podsPerSecondEndToEnd", "podsPerSecondToBound", "createClusterSeconds"):
+        for c in result.get("checks") or []:
+            if not c["ok"]:
+                click.echo(f"check {c['name']} FAILED: {c['detail']}", err=True)
+    for key in ("podsPerSecondEndToEnd", "podsPerSecondToBound", "podsPerSecondSchedulerProcess",
+                "ratioToSchedulerAlone", "createClusterSeconds"):
         values = [r[key] for r in results if key in r]
         if values:
             click.echo(f"{key}: median {statistics.median(values)} of {len(values)} run(s)", err=True)
     if json_out:
         Path(json_out).write_text(json.dumps({"runs": results}, indent=2))
-    return 0 if all(r["completed"] for r in results) else 1
+    ok = all(r["completed"] and all(c["ok"] for c in r.get("checks") or []) for r in results)
+    return 0 if ok else 1

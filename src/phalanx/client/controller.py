@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Callable, Generic, Hashable, TypeVar, cast
 
 from ..machinery.errors import StatusError
@@ -43,6 +44,13 @@ from .interface import Client
 
 Obj = dict[str, Any]
 
+
+# enqueue_coalesced: a key whose syncs take at least COSTLY_SYNC seconds waits COALESCE_FACTOR times
+# its last sync (at most COALESCE_MAX seconds) between coalesced syncs.
+COSTLY_SYNC = 0.002
+COALESCE_FACTOR = 10.0
+COALESCE_MAX = 2.0
+COSTLY_KEYS_KEPT = 10_000
 
 # A controller's work-queue key: "namespace/name" for most, anything hashable for some (the
 # garbage collector queues (operation, uid) pairs).
@@ -68,6 +76,7 @@ class Controller(Generic[KeyT]):
         self._worker_tasks: list[asyncio.Task] = []
         self._stop_event: asyncio.Event | None = None
         self.synced = False
+        self._sync_cost: dict[KeyT, float] = {}  # seconds of the last sync, for keys whose syncs are costly
 
     # -- wiring ------------------------------------------------------------------------------
     def informer(self, api_version: str, kind: str, **kwargs) -> Informer:
@@ -94,8 +103,22 @@ class Controller(Generic[KeyT]):
 
     def enqueue_coalesced(self, key: KeyT, window: float) -> None:
         """Sync `key` within `window` seconds, once for every such event in between (see
-        `WorkQueue.add_coalesced`): for events that change only what the sync reports."""
+        `WorkQueue.add_coalesced`): for events that change only what the sync reports. A key whose
+        last sync took long waits longer (COALESCE_FACTOR times that sync, at most COALESCE_MAX
+        seconds), so the syncs of a large object (a Service of thousands of pods, a JobSet of
+        hundreds of Jobs) take a bounded share of the loop however fast its events come."""
+        cost = self._sync_cost.get(key)
+        if cost is not None:
+            window = max(window, min(COALESCE_MAX, COALESCE_FACTOR * cost))
         self.queue.add_coalesced(key, window)
+
+    def _note_cost(self, key: KeyT, seconds: float) -> None:
+        if seconds >= COSTLY_SYNC:
+            if len(self._sync_cost) >= COSTLY_KEYS_KEPT and key not in self._sync_cost:
+                self._sync_cost.clear()  # keys of objects long gone: start over
+            self._sync_cost[key] = seconds
+        else:
+            self._sync_cost.pop(key, None)
 
     # -- behaviour ---------------------------------------------------------------------------
     async def setup(self) -> None:
@@ -150,9 +173,11 @@ class Controller(Generic[KeyT]):
             key = await self.queue.get()
             if key is None:
                 return
+            started = time.perf_counter()
             try:
                 await self.sync(cast(KeyT, key))  # the queue holds only keys this controller added
                 self.queue.forget(key)
+                self._note_cost(cast(KeyT, key), time.perf_counter() - started)
             except asyncio.CancelledError:
                 raise
             except StatusError as e:

@@ -17,6 +17,7 @@ servers), so informers relist. Network failures raise StatusError 503 ServiceUna
 
 from __future__ import annotations
 
+import collections
 import random
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +37,7 @@ _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotF
             415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
             503: "ServiceUnavailable", 504: "Timeout"}
 LIST_PAGE_SIZE = 500
+REQUEST_CONNECTIONS = 16
 
 
 def status_error_from(code: int, body: bytes | dict | None) -> StatusError:
@@ -62,7 +64,8 @@ class HTTPWatch:
         self._client = client
         self._open_args = open_args
         self._resp: aiohttp.ClientResponse | None = None
-        self._buf = b""
+        self._buf = b""  # the start of a line whose end has not arrived
+        self._lines: collections.deque[bytes] = collections.deque()  # complete lines not read yet
         self._closed = False
 
     def __aiter__(self) -> "HTTPWatch":
@@ -84,7 +87,7 @@ class HTTPWatch:
         params["timeoutSeconds"] = str(timeout)
         path = c._path(info, self._open_args.get("namespace"))
         try:
-            resp = await c._session().get(c.server + path, params=params, headers=c._headers(),
+            resp = await c._watch_session().get(c.server + path, params=params, headers=c._headers(),
                                           timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
                                           server_hostname=c.tls_server_name)
         except (aiohttp.ClientError, OSError) as e:
@@ -101,9 +104,8 @@ class HTTPWatch:
         if self._resp is None:
             await self._open()
         while True:
-            nl = self._buf.find(b"\n")
-            if nl >= 0:
-                line, self._buf = self._buf[:nl].strip(), self._buf[nl + 1:]
+            while self._lines:
+                line = self._lines.popleft().strip()
                 if not line:
                     continue
                 ev = orjson.loads(line)
@@ -124,7 +126,11 @@ class HTTPWatch:
                 if self._buf.strip():
                     raise StatusError(500, "InternalError", "watch stream ended in the middle of an event")
                 raise StopAsyncIteration
-            self._buf += chunk
+            # A chunk holds many events (the server sends a burst in one write): split it once,
+            # keeping the unfinished last line for the next chunk.
+            lines = (self._buf + chunk).split(b"\n")
+            self._buf = lines.pop()
+            self._lines.extend(lines)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -152,6 +158,7 @@ class HTTPClient:
         self.user_agent = f"{field_manager}/v{__version__} phalanx"
         self.events = EventRecorder(self, clock=clock, component=field_manager, host=host)
         self._http: aiohttp.ClientSession | None = None
+        self._watch_http: aiohttp.ClientSession | None = None
         self._gv_cache: dict[tuple[str, str], list[ResourceInfo]] = {}
         self._served: list[ResourceInfo] | None = None
 
@@ -163,11 +170,21 @@ class HTTPClient:
 
     # -- plumbing ----------------------------------------------------------------------------
     def _session(self) -> aiohttp.ClientSession:
+        """Requests: at most REQUEST_CONNECTIONS connections, kept alive and reused (a burst of
+        concurrent calls waits for one rather than opening, and TLS-handshaking, a connection each)."""
         if self._http is None or self._http.closed:
-            connector = aiohttp.TCPConnector(limit=0, ssl=self.ssl_context if self.ssl_context is not None else True)
-            self._http = aiohttp.ClientSession(connector=connector,
-                                               timeout=aiohttp.ClientTimeout(total=self.request_timeout))
+            self._http = self._new_session(REQUEST_CONNECTIONS)
         return self._http
+
+    def _watch_session(self) -> aiohttp.ClientSession:
+        """Watches: one connection each for as long as it lasts, so they never hold up requests."""
+        if self._watch_http is None or self._watch_http.closed:
+            self._watch_http = self._new_session(0)
+        return self._watch_http
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(limit=limit, ssl=self.ssl_context if self.ssl_context is not None else True)
+        return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=self.request_timeout))
 
     def _headers(self, content_type: str | None = None) -> dict:
         h = {"Accept": "application/json", "User-Agent": self.user_agent}
@@ -325,10 +342,10 @@ class HTTPClient:
         return await self._request("PUT", self._path(info, md.get("namespace"), md.get("name", ""), sub),
                                    params={"fieldManager": self.field_manager}, body=obj)
 
-    async def update(self, obj: Obj) -> Obj:
+    async def update(self, obj: Obj, *, handover: bool = False) -> Obj:
         return await self._put(obj, None)
 
-    async def update_status(self, obj: Obj) -> Obj:
+    async def update_status(self, obj: Obj, *, handover: bool = False) -> Obj:
         return await self._put(obj, "status")
 
     async def patch(self, api_version: str, kind: str, namespace: str | None, name: str, body: Any,
@@ -390,6 +407,7 @@ class HTTPClient:
         return raw.decode(errors="replace")
 
     async def close(self) -> None:
-        if self._http is not None and not self._http.closed:
-            await self._http.close()
-        self._http = None
+        for session in (self._http, self._watch_http):
+            if session is not None and not session.closed:
+                await session.close()
+        self._http = self._watch_http = None

@@ -85,6 +85,8 @@ class InProcessClient:
         self.field_manager = field_manager
         self.clock = clock
         self.events = EventRecorder(self, clock=clock, component=field_manager, host=host)
+        self._rt_cache: dict[tuple[str, str], Any] = {}  # (apiVersion, kind or plural) -> ResourceType
+        self._rt_cache_of: Any = None  # the API's list of types the cache was filled from
 
     # -- resources ---------------------------------------------------------------------------
     def _resources(self) -> list[ResourceInfo]:
@@ -95,10 +97,17 @@ class InProcessClient:
         return out
 
     def _rt(self, api_version: str, kind: str):
+        types = self.api.types
+        if types is not self._rt_cache_of:  # the API serves other types now (a CRD came or went)
+            self._rt_cache, self._rt_cache_of = {}, types
+        rt = self._rt_cache.get((api_version, kind))
+        if rt is not None:
+            return rt
         group, _, version = api_version.rpartition("/")
         by_kind = kind[:1].isupper()
-        for rt in self.api.types:
+        for rt in types:
             if rt.group == group and rt.version == version and (rt.kind == kind if by_kind else rt.plural == kind):
+                self._rt_cache[(api_version, kind)] = rt
                 return rt
         raise no_kind_match(api_version, kind)
 
@@ -151,18 +160,21 @@ class InProcessClient:
             return self.api.create(rt, ns, obj, field_manager=self.field_manager)
         return deep_copy(self.api.create(rt, ns, deep_copy(obj), field_manager=self.field_manager))
 
-    async def _update(self, obj: Obj, subresource: str | None) -> Obj:
+    async def _update(self, obj: Obj, subresource: str | None, handover: bool) -> Obj:
         rt = self._rt_of(obj)
         self._require_subresource(rt, subresource)
         md = obj.get("metadata") or {}
+        if handover:  # the caller's fresh dict is the API's to keep; the result is shared
+            return self.api.update(rt, _namespace(md), md.get("name", ""), obj, subresource=subresource,
+                                   field_manager=self.field_manager)
         return deep_copy(self.api.update(rt, _namespace(md), md.get("name", ""), deep_copy(obj),
                                          subresource=subresource, field_manager=self.field_manager))
 
-    async def update(self, obj: Obj) -> Obj:
-        return await self._update(obj, None)
+    async def update(self, obj: Obj, *, handover: bool = False) -> Obj:
+        return await self._update(obj, None, handover)
 
-    async def update_status(self, obj: Obj) -> Obj:
-        return await self._update(obj, "status")
+    async def update_status(self, obj: Obj, *, handover: bool = False) -> Obj:
+        return await self._update(obj, "status", handover)
 
     async def patch(self, api_version: str, kind: str, namespace: str | None, name: str, body: Any,
                     patch_type: str = MERGE_PATCH, subresource: str | None = None, *,

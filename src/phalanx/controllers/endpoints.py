@@ -10,19 +10,21 @@ that port's subset), and addresses with the same ports are packed into one subse
 gone or lost its selector are deleted; a Service without selector is left to its user.
 
 Also the pod/port helpers the EndpointSlice controller shares (`pods_for_service`, `endpoint_ports`,
-`pod_is_ready`).
+`pod_is_ready`) and their base, `ServicePodsController`: a sync derives what it needs from each
+selected pod through `derive_for_service`, which keeps every pod's result while the pod, the Service
+(and the pod's node) are the very objects they were, so a sync of a Service of thousands of pods
+recomputes only the pods that changed since the last one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.informer import Informer, InformerFactory, object_key
 from ..client.interface import Client
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy
 from .podcontrol import is_pod_ready
 
 Obj = dict[str, Any]
@@ -58,8 +60,12 @@ def pods_for_service(pods: Informer, svc: Obj, include_terminating: bool = False
     if sel is None:
         return []
     ns = svc["metadata"].get("namespace")
-    return sorted((p for p in pods.list(ns) if selector_matches(sel, p["metadata"].get("labels"))
-                   and should_be_in_endpoints(p, include_terminating)), key=lambda p: p["metadata"]["name"])
+    return sorted((p for p in pods.list(ns) if _selects(sel, p, include_terminating)),
+                  key=lambda p: p["metadata"]["name"])
+
+
+def _selects(sel: dict, pod: Obj, include_terminating: bool) -> bool:
+    return selector_matches(sel, pod["metadata"].get("labels")) and should_be_in_endpoints(pod, include_terminating)
 
 
 def find_port(pod: Obj, svc_port: Obj) -> int | None:
@@ -108,17 +114,27 @@ def _address(pod: Obj, svc: Obj) -> Obj:
     return addr
 
 
+def address_entry(pod: Obj, svc: Obj) -> tuple[tuple, list[Obj], bool, Obj] | None:
+    """What the Endpoints of `svc` take from one selected pod: (port key, ports, ready, address);
+    None for a pod left out (it has none of the Service's ports)."""
+    ports = endpoint_ports(pod, svc)
+    if (svc.get("spec") or {}).get("ports") and not ports:
+        return None
+    key = tuple(sorted((p["name"], p["port"], p["protocol"], p.get("appProtocol", "")) for p in ports))
+    return key, ports, pod_is_ready(pod, svc), _address(pod, svc)
+
+
 def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
     """Subsets packed by port set (`RepackSubsets`): addresses sorted by IP, ports by name."""
+    return subsets_of([e for e in (address_entry(p, svc) for p in pods) if e is not None])
+
+
+def subsets_of(entries: Iterable[tuple[tuple, list[Obj], bool, Obj]]) -> list[Obj]:
+    """`build_subsets` from the pods' `address_entry` results."""
     groups: dict[tuple, dict[str, list[Obj]]] = {}
-    has_ports = bool((svc.get("spec") or {}).get("ports"))
-    for pod in pods:
-        ports = endpoint_ports(pod, svc)
-        if has_ports and not ports:
-            continue
-        key = tuple(sorted((p["name"], p["port"], p["protocol"], p.get("appProtocol", "")) for p in ports))
+    for key, ports, ready, address in entries:
         group = groups.setdefault(key, {"addresses": [], "notReadyAddresses": [], "ports": ports})
-        group["addresses" if pod_is_ready(pod, svc) else "notReadyAddresses"].append(_address(pod, svc))
+        group["addresses" if ready else "notReadyAddresses"].append(address)
     subsets = []
     for key in sorted(groups):
         g = groups[key]
@@ -138,8 +154,9 @@ POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one 
 class ServicePodsController(Controller[str]):
     """Services and the pods they select: a Service's key is queued when it changes and when a pod
     it selects (before or after the change) does; pod events are batched per Service for
-    `POD_BATCH_PERIOD` (upstream's `--endpoint-updates-batch-period`), so a rollout of many pods
-    costs a few syncs rather than one per pod event."""
+    `POD_BATCH_PERIOD` (upstream's `--endpoint-updates-batch-period`; longer for a Service whose
+    syncs are costly, see `Controller.enqueue_coalesced`), so a rollout of many pods costs a few
+    syncs rather than one per pod event."""
 
     def __init__(self, client: Client, factory: InformerFactory | None = None, *, clock: Clock | None = None,
                  workers: int | None = None):
@@ -149,13 +166,47 @@ class ServicePodsController(Controller[str]):
         self.enqueue_on(self.services)
         self.pods.add_event_handler(on_add=self._pod_changed, on_update=self._pod_updated,
                                     on_delete=self._pod_changed)
+        # Service key -> pod name -> (pod, Service, dependency, derived value or None)
+        self._derived: dict[str, dict[str, tuple[Obj, Obj, Any, Any]]] = {}
+
+    def derive_for_service(self, svc: Obj, include_terminating: bool, derive: Callable[[Obj, Obj], Any],
+                           dependency: Callable[[Obj], Any] | None = None) -> list[Any]:
+        """`derive(pod, svc)` of each pod `pods_for_service` selects, in pod name order, leaving
+        out None results. A pod's result is reused while the pod, `svc` and `dependency(pod)` are
+        the same objects as at the last sync of this Service (informers never change an object in
+        place), so only the pods that changed are looked at again."""
+        key = object_key(svc)
+        sel = service_selector(svc)
+        if sel is None:
+            self._derived.pop(key, None)
+            return []
+        before = self._derived.get(key) or {}
+        now: dict[str, tuple[Obj, Obj, Any, Any]] = {}
+        out: list[tuple[str, Any]] = []
+        for pod in self.pods.list(svc["metadata"].get("namespace")):
+            name = pod["metadata"]["name"]
+            dep = dependency(pod) if dependency is not None else None
+            hit = before.get(name)
+            if hit is not None and hit[0] is pod and hit[1] is svc and hit[2] is dep:
+                value = hit[3]
+            else:
+                value = derive(pod, svc) if _selects(sel, pod, include_terminating) else None
+            now[name] = (pod, svc, dep, value)
+            if value is not None:
+                out.append((name, value))
+        self._derived[key] = now
+        out.sort(key=lambda item: item[0])
+        return [value for _, value in out]
+
+    def forget_service(self, key: str) -> None:
+        self._derived.pop(key, None)
 
     def _pod_changed(self, pod: Obj) -> None:
         labels = pod["metadata"].get("labels")
         for svc in self.services.list(pod["metadata"].get("namespace")):
             sel = service_selector(svc)
             if sel is not None and selector_matches(sel, labels):
-                self.queue.add_after(object_key(svc), POD_BATCH_PERIOD)  # the earliest pending add wins
+                self.enqueue_coalesced(object_key(svc), POD_BATCH_PERIOD)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         self._pod_changed(new)
@@ -181,10 +232,11 @@ class EndpointsController(ServicePodsController):
         svc = self.services.get(key)
         current = self.endpoints.get(key)
         if svc is None or service_selector(svc) is None:
+            self.forget_service(key)
             if svc is None and current is not None:
                 await self._delete(ns, name)
             return
-        subsets = build_subsets(pods_for_service(self.pods, svc), svc)
+        subsets = subsets_of(self.derive_for_service(svc, False, address_entry))
         labels = dict(svc["metadata"].get("labels") or {})
         labels[MANAGED_BY_LABEL] = MANAGED_BY
         if (svc.get("spec") or {}).get("clusterIP") == "None":
@@ -203,13 +255,14 @@ class EndpointsController(ServicePodsController):
             return
         if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels:
             return
-        new = deep_copy(current)
-        new["metadata"]["labels"] = labels
+        # handed over: a new top level and metadata over the cached object, which the API only reads
+        new = dict(current)
+        new["metadata"] = dict(current["metadata"], labels=labels)
         if subsets:
             new["subsets"] = subsets
         else:
             new.pop("subsets", None)
-        await self.client.update(new)
+        await self.client.update(new, handover=True)
 
     async def _delete(self, ns: str, name: str) -> None:
         try:
@@ -223,4 +276,5 @@ def _managed(ep: Obj) -> bool:
     return (ep["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
-__all__ = ["EndpointsController", "ServicePodsController", "build_subsets", "endpoint_ports", "pods_for_service"]
+__all__ = ["EndpointsController", "ServicePodsController", "address_entry", "build_subsets", "endpoint_ports",
+           "pods_for_service", "subsets_of"]

@@ -19,8 +19,7 @@ from ..client.clock import Clock
 from ..client.informer import InformerFactory
 from ..client.interface import Client
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy
-from .endpoints import HEADLESS_LABEL, ServicePodsController, endpoint_ports, pods_for_service, service_selector
+from .endpoints import HEADLESS_LABEL, ServicePodsController, endpoint_ports, service_selector
 from .podcontrol import is_pod_ready
 
 Obj = dict[str, Any]
@@ -52,15 +51,26 @@ class EndpointSliceController(ServicePodsController):
         self.slices = self.informer("discovery.k8s.io/v1", "EndpointSlice")
         self.nodes = self.informer("v1", "Node")
         self.slices.add_event_handler(on_add=self._slice_changed, on_update=lambda o, n: self._slice_changed(n),
-                                      on_delete=self._slice_changed)
+                                      on_delete=self._slice_deleted)
         # slices created but not yet in the informer, per Service (upstream's slice tracker): a
         # sync waits for them instead of creating them twice
         self._created: dict[str, set[str]] = {}
+        # slice name -> resourceVersion this controller wrote: the informer's event for its own
+        # write is no reason to sync again (upstream's tracker ignores the generations it wrote)
+        self._wrote: dict[str, str] = {}
 
     def _slice_changed(self, eps: Obj) -> None:
-        labels = eps["metadata"].get("labels") or {}
+        md = eps["metadata"]
+        labels = md.get("labels") or {}
         if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SERVICE_NAME_LABEL):
-            self.enqueue(f"{eps['metadata'].get('namespace')}/{labels[SERVICE_NAME_LABEL]}")
+            if self._wrote.get(md["name"]) == md.get("resourceVersion") and not md.get("deletionTimestamp"):
+                del self._wrote[md["name"]]
+                return
+            self.enqueue(f"{md.get('namespace')}/{labels[SERVICE_NAME_LABEL]}")
+
+    def _slice_deleted(self, eps: Obj) -> None:
+        self._wrote.pop(eps["metadata"]["name"], None)
+        self._slice_changed(eps)
 
     def _owned_slices(self, ns: str, name: str) -> list[Obj]:
         return sorted((s for s in self.slices.list(ns)
@@ -89,15 +99,22 @@ class EndpointSliceController(ServicePodsController):
                            "uid": md.get("uid", "")}
         return ep
 
+    def _slice_entry(self, pod: Obj, svc: Obj) -> tuple[tuple, list[Obj], Obj] | None:
+        """(port key, ports, endpoint) of a selected pod; None when it has none of the ports."""
+        ports = endpoint_ports(pod, svc)
+        if (svc.get("spec") or {}).get("ports") and not ports:
+            return None
+        return _port_key(ports), ports, self._endpoint(pod, svc)
+
+    def _node_of(self, pod: Obj) -> Obj | None:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        return self.nodes.get(node_name) if node_name else None
+
     def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
         """(ports, endpoints) of every slice the Service should have."""
         groups: dict[tuple, tuple[list[Obj], list[Obj]]] = {}
-        has_ports = bool((svc.get("spec") or {}).get("ports"))
-        for pod in pods_for_service(self.pods, svc, include_terminating=True):
-            ports = endpoint_ports(pod, svc)
-            if has_ports and not ports:
-                continue
-            groups.setdefault(_port_key(ports), (ports, []))[1].append(self._endpoint(pod, svc))
+        for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry, self._node_of):
+            groups.setdefault(key, (ports, []))[1].append(ep)
         out: list[tuple[list[Obj], list[Obj]]] = []
         for key in sorted(groups):
             ports, eps = groups[key]
@@ -109,6 +126,7 @@ class EndpointSliceController(ServicePodsController):
         ns, _, name = key.partition("/")
         svc = self.services.get(key)
         if svc is None or service_selector(svc) is None:
+            self.forget_service(key)
             return  # the garbage collector removes the slices of a deleted Service
         existing = self._owned_slices(ns, name)
         waiting = self._created.get(key, set()) - {s["metadata"]["name"] for s in existing}
@@ -154,15 +172,18 @@ class EndpointSliceController(ServicePodsController):
                                                           "blockOwnerDeletion": True}]},
                         "addressType": address_type(svc), "endpoints": eps, "ports": ports}
             made = await self.client.create(obj)
+            self._wrote[made["metadata"]["name"]] = made["metadata"].get("resourceVersion")
             return str(made["metadata"]["name"])
         if ((current.get("endpoints") or []) == eps and (current.get("ports") or []) == ports
                 and (current["metadata"].get("labels") or {}) == labels):
             return None
-        new = deep_copy(current)
-        new["metadata"]["labels"] = labels
+        # handed over: a new top level and metadata over the cached slice, which the API only reads
+        new = dict(current)
+        new["metadata"] = dict(current["metadata"], labels=labels)
         new["endpoints"] = eps
         new["ports"] = ports
-        await self.client.update(new)
+        stored = await self.client.update(new, handover=True)
+        self._wrote[stored["metadata"]["name"]] = stored["metadata"].get("resourceVersion")
         return None
 
 

@@ -198,11 +198,12 @@ class PodControl:
         self.component = component
 
     async def create_pod(self, namespace: str, template: Obj, owner: Obj, generate_name: str | None = None) -> Obj:
+        """Create a pod from `template`; the result is read-only (the API's own object in process)."""
         pod = pod_from_template(template, owner, generate_name)
         if not (pod["metadata"].get("labels")):
             raise ValueError("unable to create pods, no labels")
         try:
-            created = await self.client.create(pod, namespace=namespace)
+            created = await self.client.create(pod, namespace=namespace, handover=True)  # `pod` is fresh
         except StatusError as e:
             if not is_namespace_terminating(e):
                 await self.client.create_event(owner, "FailedCreate", f"Error creating: {e.message}",

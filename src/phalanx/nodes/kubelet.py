@@ -80,6 +80,13 @@ def _started(c: dict) -> bool:
     return "running" in state or (state.get("waiting") or {}).get("reason") == ps.CRASH_LOOP
 
 
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 def _pod_condition(pod: dict, kind: str) -> str | None:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == kind:
@@ -107,12 +114,16 @@ class SimulatedKubelets(Controller[str]):
         self.nodes = self.informer("v1", "Node")
         self.pods = self.informer("v1", "Pod")
         self.pods.add_event_handler(on_add=self._pod_event, on_update=lambda o, n: self._pod_event(n),
-                                    on_delete=lambda o: None)
+                                    on_delete=lambda o: self._written.pop(object_key(o), None))
         self.pods.add_indexer("spec.nodeName", index_pod_by_node_name)
         self.nodes.add_event_handler(on_add=self._node_added, on_update=self._node_updated)
         # a pod's PersistentVolumeClaims must be Bound before its containers start (the volume manager)
         self.claims = self.informer("v1", "PersistentVolumeClaim")
         self.claims.add_event_handler(on_add=self._claim_event, on_update=lambda o, n: self._claim_event(n))
+        # pod key -> resourceVersion of the kubelet's last status write, until the informer shows it: a
+        # sync of an older copy would only repeat the write and meet a conflict (upstream's status
+        # manager keeps its own cache of what it wrote for the same reason)
+        self._written: dict[str, int] = {}
         self._ips: dict[str, set[int]] = {}  # node -> host numbers in use in its pod CIDR
         self._pod_ip: dict[str, tuple[str, int]] = {}  # pod key -> (node, host number)
         self._resumed: set[str] = set()  # pods of a node that came back: their readiness is posted again
@@ -134,7 +145,11 @@ class SimulatedKubelets(Controller[str]):
 
     def _pod_event(self, pod: dict) -> None:
         if self._simulated((pod.get("spec") or {}).get("nodeName")):
-            self.queue.add(object_key(pod))
+            key = object_key(pod)
+            written = self._written.get(key)
+            if written is not None and _rv(pod) >= written:
+                del self._written[key]
+            self.queue.add(key)
 
     def _claim_event(self, claim: dict) -> None:
         if (claim.get("status") or {}).get("phase") != "Bound":
@@ -204,6 +219,9 @@ class SimulatedKubelets(Controller[str]):
         node_name: str = (pod.get("spec") or {}).get("nodeName") or ""
         if not self._live(node_name):
             return  # not ours, or its kubelet is down: the pod keeps its last status
+        written = self._written.get(key)
+        if written is not None and _rv(pod) < written:
+            return  # the informer has not shown our last write yet; its event enqueues the pod again
         if not await self._runners["Pod"].step(pod, key) and \
                 (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self._release_ip(key)
@@ -330,6 +348,7 @@ class SimulatedKubelets(Controller[str]):
         }
 
     def _forget(self, key: str) -> None:
+        self._written.pop(key, None)
         self._resumed.discard(key)
         self._runners["Pod"].forget(key)
         self._release_ip(key)
@@ -556,10 +575,12 @@ class SimulatedKubelets(Controller[str]):
 
     async def _write_status(self, pod: dict, status: dict) -> bool:
         """Write the pod's status; False when the pod changed or went meanwhile."""
+        # Handed over: a new top level, metadata and status; the spec is the cache's, which the API
+        # server only reads.
         new = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "spec": pod["spec"],
                "status": status}
         try:
-            await self.client.update_status(new)
+            stored = await self.client.update_status(new, handover=True)
         except StatusError as e:
             if e.code == 409:
                 self.queue.add(object_key(pod))  # a newer version will come through the informer
@@ -567,4 +588,5 @@ class SimulatedKubelets(Controller[str]):
             if e.code == 404:
                 return False
             raise
+        self._written[object_key(pod)] = _rv(stored)
         return True

@@ -37,6 +37,10 @@ log = logging.getLogger("phalanx.scheduler.queue")
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_IN_UNSCHEDULABLE = 300.0
+# A pod held by a PreEnqueue plugin shows why (PodScheduled=False, SchedulingGated) only once it has
+# been held this long with that message: KEP-5501's delay for transient rejections (a gang whose
+# members are still being created, a claim not in the cache yet).
+GATE_REPORT_DELAY = 5.0
 
 
 @dataclass
@@ -121,7 +125,10 @@ class SchedulingQueue:
         # Asked before a pod group is popped: a Status when its members cannot make a cycle worth
         # running yet (a gang with fewer than minCount pods past PreEnqueue); None when they can.
         self.group_ready: Callable[[QueuedPodGroup], Any] | None = None
-        self._gate_messages: dict[str, str] = {}
+        self._gate_messages: dict[str, str] = {}  # pod key -> the gating message shown on the pod
+        # Gating messages not shown yet: shown only if the pod is still held by then (KEP-5501's
+        # delayed dispatch), so the members of a gang that assembles at once are not each written.
+        self._gate_reports: list[tuple[float, int, str, str]] = []  # heap of (due, seq, pod key, message)
         # The entity a PodGroup's pods join: the group itself, or the root of its CompositePodGroup tree.
         self.group_of: Callable[[str], str] | None = None
 
@@ -190,14 +197,16 @@ class SchedulingQueue:
             qpi.gating_plugin = st.plugin or ""
             self.gated[key] = qpi
             self._gated_by_plugin.setdefault(qpi.gating_plugin, {})[key] = qpi
+            qpi.gate_status = st
             msg = st.message()
             if self.on_gated is not None and self._gate_messages.get(key) != msg:
-                self._gate_messages[key] = msg
-                self.on_gated(qpi, st)
+                heapq.heappush(self._gate_reports, (self.clock.now() + GATE_REPORT_DELAY, next(self._seq), key, msg))
+                self._wakeup.set()
             return
         self._ungate(key)
         self._gate_messages.pop(key, None)
         qpi.gating_plugin = ""
+        qpi.gate_status = None
         gk = self._entity_of(qpi.pod) if self.group_cycles else None
         if gk is None:
             if key not in self._active_keys and key not in self._backoff_keys and key not in self.in_flight \
@@ -295,8 +304,23 @@ class SchedulingQueue:
                 del self.unschedulable[k]
                 self._push_backoff(e)
 
+    def _flush_gate_reports(self) -> None:
+        """Show the gating messages that are due on the pods still held with them."""
+        now = self.clock.now()
+        while self._gate_reports and self._gate_reports[0][0] <= now:
+            _, _, key, msg = heapq.heappop(self._gate_reports)
+            qpi = self.gated.get(key)
+            st = qpi.gate_status if qpi is not None else None
+            if qpi is None or st is None or st.message() != msg or self._gate_messages.get(key) == msg \
+                    or self.on_gated is None:
+                continue  # admitted, gone, or held for another reason meanwhile
+            self._gate_messages[key] = msg
+            self.on_gated(qpi, st)
+
     def _next_wakeup(self) -> float | None:
         t = [self._backoff[0][0]] if self._backoff else []
+        if self._gate_reports:
+            t.append(self._gate_reports[0][0])
         if self.unschedulable:
             t.append(min(since for _, since in self.unschedulable.values()) + MAX_IN_UNSCHEDULABLE)
         return min(t) if t else None
@@ -304,6 +328,7 @@ class SchedulingQueue:
     async def pop(self) -> Entity | None:
         while not self._closed:
             self._flush_backoff()
+            self._flush_gate_reports()
             while self._active:
                 item = heapq.heappop(self._active)
                 e = item.entity

@@ -35,7 +35,7 @@ from ..machinery.selectors import node_selector_matches
 MAX_DETAIL = 5
 
 
-def _check(name: str, problems: list[str], checked: int, what: str) -> dict[str, Any]:
+def check_result(name: str, problems: list[str], checked: int, what: str) -> dict[str, Any]:
     if not checked:
         return {"name": name, "ok": True, "detail": "nothing to check"}
     if problems:
@@ -59,7 +59,7 @@ def _pod_group_version(gates: Any) -> tuple[str, str]:
     return group, version
 
 
-def _requests(pod: dict) -> tuple[int, int]:
+def pod_requests(pod: dict) -> tuple[int, int]:
     cpu = mem = 0
     spec = pod.get("spec") or {}
     for c in spec.get("containers") or []:
@@ -96,7 +96,7 @@ def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -
                 for c in _list(api, "resource.k8s.io", "v1", "resourceclaims")},
         workload_claims=bool(gates.enabled(dra.WORKLOAD_RESOURCE_CLAIMS_GATE)))
     problems = [f"{label}: {b}/{n} pods scheduled" for label, (n, b) in expectations.items() if b < n]
-    out = [_check("podsScheduled", problems, len(expectations), "ops with all their pods scheduled"),
+    out = [check_result("podsScheduled", problems, len(expectations), "ops with all their pods scheduled"),
            _nodes_not_overcommitted(cluster)]
     out += _gangs_and_topology(cluster)
     out += _claims_allocated_and_reserved(cluster)
@@ -107,7 +107,7 @@ def run_checks(api: Any, expectations: dict[str, tuple[int, int]], gates: Any) -
 def _nodes_not_overcommitted(cluster: _Cluster) -> dict[str, Any]:
     use: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for p in cluster.bound:
-        cpu, mem = _requests(p)
+        cpu, mem = pod_requests(p)
         u = use[p["spec"]["nodeName"]]
         u[0] += cpu
         u[1] += mem
@@ -118,12 +118,12 @@ def _nodes_not_overcommitted(cluster: _Cluster) -> dict[str, Any]:
         if node is None:
             problems.append(f"{count} pod(s) bound to missing node {node_name}")
             continue
-        problems += _overcommit_problems(node_name, (node.get("status") or {}).get("allocatable") or {},
+        problems += overcommit_problems(node_name, (node.get("status") or {}).get("allocatable") or {},
                                          cpu, mem, count)
-    return _check("nodesNotOvercommitted", problems, len(use), "nodes within allocatable")
+    return check_result("nodesNotOvercommitted", problems, len(use), "nodes within allocatable")
 
 
-def _overcommit_problems(node_name: str, alloc: dict, cpu: int, mem: int, count: int) -> list[str]:
+def overcommit_problems(node_name: str, alloc: dict, cpu: int, mem: int, count: int) -> list[str]:
     problems = []
     if "cpu" in alloc and cpu > milli_value(alloc["cpu"]):
         problems.append(f"{node_name}: cpu {cpu}m requested > {alloc['cpu']}")
@@ -156,8 +156,8 @@ def _gangs_and_topology(cluster: _Cluster) -> list[dict[str, Any]]:
         if keys and placed:
             topo_checked += 1
             topo_problems += _topology_problems(key, keys, placed, cluster.nodes)
-    return [_check("gangsIntact", problems, checked, "gangs all-or-nothing"),
-            _check("topologyRespected", topo_problems, topo_checked, "PodGroups within one topology domain")]
+    return [check_result("gangsIntact", problems, checked, "gangs all-or-nothing"),
+            check_result("topologyRespected", topo_problems, topo_checked, "PodGroups within one topology domain")]
 
 
 def _topology_problems(group_key: str, keys: list[str], placed: list[dict], nodes: dict[str, dict]) -> list[str]:
@@ -179,7 +179,7 @@ def _claims_allocated_and_reserved(cluster: _Cluster) -> list[dict[str, Any]]:
         for pc in dra.pod_claims(p):
             checked += 1
             problems += _pod_claim_problems(cluster, p, pc, shared)
-    return [_check("claimsAllocatedAndReserved", problems, checked, "pod claims allocated and reserved"),
+    return [check_result("claimsAllocatedAndReserved", problems, checked, "pod claims allocated and reserved"),
             _shared_claims_one_reservation(cluster, shared)]
 
 
@@ -220,7 +220,7 @@ def _shared_claims_one_reservation(cluster: _Cluster, shared: dict[str, str]) ->
             problems.append(f"{ckey}: reservedFor has {len(refs)} entries "
                             f"({', '.join(r.get('resource', '') + '/' + r.get('name', '') for r in refs[:3])}), "
                             f"want one for PodGroup {gkey}")
-    return _check("sharedClaimsOneReservation", problems, len(shared), "shared claims with one reservation")
+    return check_result("sharedClaimsOneReservation", problems, len(shared), "shared claims with one reservation")
 
 
 def _devices_not_double_allocated(cluster: _Cluster) -> dict[str, Any]:
@@ -231,4 +231,4 @@ def _devices_not_double_allocated(cluster: _Cluster) -> dict[str, Any]:
                 continue
             seen[(r.get("driver"), r.get("pool"), r.get("device"))] += 1
     problems = [f"{d}/{pool}/{dev} allocated {n} times" for (d, pool, dev), n in seen.items() if n > 1]
-    return _check("devicesNotDoubleAllocated", problems, len(seen), "devices allocated once")
+    return check_result("devicesNotDoubleAllocated", problems, len(seen), "devices allocated once")

@@ -226,6 +226,11 @@ class Store:
     def persist_delete(self, key: str, ns: str, name: str, rv: int) -> None:
         pass
 
+    async def flushed(self) -> None:
+        """Return once every write made so far is durable (at once here: nothing to persist).
+        Whatever tells a write to someone outside the process (an HTTP answer, a watch event sent
+        over HTTP) awaits this first."""
+
     def close(self) -> None:
         for ws in list(self._watchers.values()):
             for w in list(ws):

@@ -323,3 +323,29 @@ async def test_watches_have_no_request_deadline():
         await c.post(CM_PATH, data=cm("late"), headers=AUTH)  # after the 0.2 s request deadline
         body = await r.read()
         assert b'"late"' in body
+
+
+async def test_a_write_is_answered_only_once_it_is_committed(tmp_path):
+    """With SQLite's group commit, a client never hears of a write a crash could still lose: the
+    answer (and a watch event) waits for the commit, even a slow one."""
+    import asyncio
+
+    from phalanx.store import SQLiteStore
+
+    class SlowCommits(SQLiteStore):
+        def _flush(self):  # the commit comes late, as from a slow disk
+            asyncio.get_running_loop().call_later(0.3, super()._flush)
+
+    path = str(tmp_path / "state.db")
+    api = build_api(SlowCommits(path), FeatureGates.from_config({}))
+    api.create(api.resource("", "v1", "namespaces"), "", {"metadata": {"name": "default"}})
+    async with TestClient(TestServer(Server(api, TOKEN).app())) as c:
+        watch = await c.get(f"{CM_PATH}?watch=true&resourceVersion={api.store.resource_version}", headers=AUTH)
+        r = await c.post(CM_PATH, data=cm("durable"), headers=AUTH)
+        assert r.status == 201
+        on_disk = SQLiteStore(path)  # what a restart right now would find
+        assert on_disk.get("core/configmaps", "default", "durable") is not None
+        on_disk.close()
+        line = await asyncio.wait_for(watch.content.readline(), 5)
+        assert orjson.loads(line)["object"]["metadata"]["name"] == "durable"
+        watch.close()

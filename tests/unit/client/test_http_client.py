@@ -201,3 +201,29 @@ async def test_informer_relists_after_410_over_http(make_env):
 def test_status_errors_are_read_from_the_body(code, body, reason, message):
     err = status_error_from(code, body)
     assert (err.code, err.reason, err.message) == (code, reason, message)
+
+
+async def test_a_burst_of_watch_events_arrives_whole_and_in_order(env, tmp_path):
+    """The server sends a burst of events in few writes; the client splits them back into events,
+    across chunk boundaries, in order."""
+    await env.namespace("default")
+    async with serving(env.api) as port:
+        kc = tmp_path / "kubeconfig"
+        write_kubeconfig(kc, f"http://127.0.0.1:{port}", TOKEN)
+        c = HTTPClient.from_kubeconfig(str(kc), field_manager="http-test")
+        try:
+            rv = env.store.resource_version
+            watch = c.watch("v1", "ConfigMap", "default", resource_version=str(rv))
+            first = asyncio.ensure_future(watch.__anext__())
+            await asyncio.sleep(0.2)
+            for i in range(300):  # one burst, large enough to span many chunks
+                env.api.create(env.api.resource("", "v1", "configmaps"), "default",
+                               configmap(f"cm-{i:03d}", payload="x" * 500))
+            names = [(await first)[1]["metadata"]["name"]]
+            while len(names) < 300:
+                _, obj = await asyncio.wait_for(watch.__anext__(), 10)
+                names.append(obj["metadata"]["name"])
+            assert names == [f"cm-{i:03d}" for i in range(300)]
+            await watch.aclose()
+        finally:
+            await c.close()

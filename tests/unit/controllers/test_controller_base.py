@@ -99,3 +99,38 @@ async def test_a_burst_of_changes_to_one_object_is_one_sync(env):
     await env.clock.advance(10)
     assert [k for k, _ in ctrl.attempts] == ["default/same", "default/same"]
     await ctrl.stop()
+
+
+class Costly(Controller):
+    """A controller whose every sync takes 5 ms of real time, fed by coalesced adds."""
+
+    name = "costly"
+
+    def __init__(self, client, factory, **kw):
+        super().__init__(client, factory, **kw)
+        self.configmaps = self.informer("v1", "ConfigMap")
+        self.synced_at: list[float] = []
+
+    async def sync(self, key):
+        import time
+        self.synced_at.append(self.clock.now())
+        end = time.perf_counter() + 0.005
+        while time.perf_counter() < end:
+            pass
+
+
+async def test_coalesced_syncs_of_a_costly_key_are_spread_out(env):
+    """A key whose sync is costly waits at least ten times its last sync between coalesced syncs,
+    however many events ask for one meanwhile."""
+    ctrl = Costly(env.client, shared_factory(env))
+    ctrl.start()
+    assert await env.run_until(lambda: ctrl.synced)
+    ctrl.enqueue("default/big")
+    assert await env.run_until(lambda: len(ctrl.synced_at) == 1)
+    for _ in range(20):  # events over 20 ms of virtual time
+        ctrl.enqueue_coalesced("default/big", 0.001)
+        await env.clock.advance(0.001)
+    assert await env.run_until(lambda: len(ctrl.synced_at) == 2)
+    assert len(ctrl.synced_at) == 2
+    assert ctrl.synced_at[1] - ctrl.synced_at[0] >= 0.05  # not the 1 ms window: 10 x the 5 ms sync
+    await ctrl.stop()

@@ -168,3 +168,58 @@ def test_store_checks_catch_a_shared_object_changed_in_place(monkeypatch):
     fresh = s.create("pods", "ns", "q", {"metadata": {"name": "q"}})
     with pytest.raises(SharedObjectModified, match="must store a new object"):
         s.update("pods", "ns", "q", fresh)
+
+
+def test_sqlite_writes_on_a_running_loop_commit_together_before_flushed_returns(tmp_path):
+    path = str(tmp_path / "state.db")
+
+    async def scenario():
+        s = SQLiteStore(path)
+        commits = s.commits
+        for i in range(50):
+            s.create("core/pods", "default", f"p{i}", pod(f"p{i}"))
+        s.delete("core/pods", "default", "p0")
+        assert s.get("core/pods", "default", "p1") is not None  # seen in memory at once
+        await s.flushed()
+        assert s.commits == commits + 1  # one transaction for the whole pass
+        other = SQLiteStore(path)  # what a restart would read
+        names = {o["metadata"]["name"] for o in other.list("core/pods")[0]}
+        assert names == {f"p{i}" for i in range(1, 50)}
+        assert other.resource_version == s.resource_version
+        other.close()
+        s.close()
+
+    asyncio.run(scenario())
+
+
+def test_sqlite_kill_9_loses_no_write_acknowledged_after_flushed(tmp_path):
+    """The control plane's way: writes on a running loop, acknowledged once `flushed()` returns."""
+    path = str(tmp_path / "state.db")
+    script = textwrap.dedent(f"""
+        import asyncio
+        from phalanx.store import SQLiteStore
+
+        async def main():
+            s = SQLiteStore({path!r})
+            i = 0
+            while True:
+                for _ in range(7):
+                    s.create("core/pods", "default", f"p{{i}}", {{"metadata": {{"name": f"p{{i}}"}}}})
+                    i += 1
+                await s.flushed()
+                print(i - 1, flush=True)  # acknowledged
+
+        asyncio.run(main())
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    acked = -1
+    for line in proc.stdout:
+        acked = int(line)
+        if acked >= 300:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    s = SQLiteStore(path)
+    names = {o["metadata"]["name"] for o in s.list("core/pods")[0]}
+    assert {f"p{i}" for i in range(acked + 1)} <= names
+    s.close()

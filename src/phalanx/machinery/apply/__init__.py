@@ -307,12 +307,32 @@ def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: 
             fields_v1 = _renamed(template["fieldsV1"], names, generated)
             renames = {o.decode(): n.decode() for o, n in zip(names, generated)}
             template_set = _decoded_fields(template["fieldsV1"])
-            renamed_set = frozenset(_renamed_path(p, renames) for p in template_set)
+            fixed, named = _rename_plan(template, template_set, renames)
+            renamed_set = fixed.union(_renamed_path(p, renames) for p in named)
             if renamed_set != template_set:  # never let another object's encoding stand for the template's
                 remember_fields(fields_v1, renamed_set)
             entry["fieldsV1"] = fields_v1
         new["metadata"]["managedFields"] = [entry]
     return new
+
+
+# template managedFields entry id -> (the entry, its paths without a generated name, those with one)
+_RENAME_PLANS: dict[int, tuple[Any, frozenset[Path], tuple[Path, ...]]] = {}
+
+
+def _rename_plan(template: Any, template_set: frozenset[Path], renames: dict[str, str]
+                 ) -> tuple[frozenset[Path], tuple[Path, ...]]:
+    """The template's paths split by whether a generated name (a key of `renames`, the template's
+    own names) appears in them: only those need renaming for another object. Kept per template."""
+    plan = _RENAME_PLANS.get(id(template))
+    if plan is None or plan[0] is not template:
+        old = set(renames)
+        named = tuple(p for p in template_set if _renamed_path(p, dict.fromkeys(old, "")) != p)
+        plan = (template, template_set.difference(named), named)
+        if len(_RENAME_PLANS) >= _CREATE_SHAPES_MAX:
+            _RENAME_PLANS.clear()
+        _RENAME_PLANS[id(template)] = plan
+    return plan[1], plan[2]
 
 
 def _renamed_path(path: Path, renames: dict[str, str]) -> Path:

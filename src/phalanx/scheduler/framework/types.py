@@ -375,6 +375,7 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gating_plugin: str = ""
+    gate_status: Any = None  # the PreEnqueue Status holding the pod, while gated
 
     @property
     def pod(self) -> Obj:
