@@ -37,16 +37,14 @@ from ..machinery.timestamps import now_rfc3339
 from ..machinery.names import generate_name
 from ..machinery.patchmeta import PatchMeta
 from ..store import Store, StoreAlreadyExists, StoreConflict, StoreGone, StoreNotFound
-from ..store.base import Watcher
-from ..store.history import Event
 from . import listing
+from .watchstream import WatchStream
 from .objectmeta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, drop_empty_metadata, validate_object_meta
 
 Obj = dict[str, Any]
 Warnings = list[str]  # (named: inside `API`, `list` is the list verb)
 Finalizers = list[str]
 
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # Kinds whose REST storage answers a completed DELETE with the deleted object (upstream's
 # `ReturnDeletedObject: true`); every other kind answers with a Success `Status`.
@@ -822,72 +820,6 @@ def _finalizers_for_propagation(rt: ResourceType, md: dict[str, Any], propagatio
     if propagation == "Background" and not md.get("deletionTimestamp"):
         return [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
     return finalizers
-
-
-class WatchStream:
-    """The events of one watch, filtered by selectors (with ADDED/DELETED on selector transitions)."""
-
-    def __init__(self, api: API, rt: ResourceType, watcher: Watcher, pred: Callable[[Obj], bool] | None, *,
-                 send_initial_events: bool, allow_bookmarks: bool, initial_rv: int):
-        self.api = api
-        self.rt = rt
-        self.watcher = watcher
-        self.pred = pred
-        self.allow_bookmarks = allow_bookmarks
-        self._initial_end_pending = send_initial_events
-        self.initial_rv = initial_rv
-        self.last_rv = initial_rv
-
-    def _filter(self, ev: Event) -> tuple[str, Obj] | None:
-        f = self._select(ev)
-        if f is None or self.rt.storage_version:
-            return f
-        return f[0], self.api.output(self.rt, f[1])
-
-    def _select(self, ev: Event) -> tuple[str, Obj] | None:
-        pred = self.pred
-        if pred is None:
-            return ev.type, ev.object
-        now = pred(ev.object)
-        if ev.type == "MODIFIED":
-            before = pred(ev.old) if ev.old is not None else False
-            if now and not before:
-                return "ADDED", ev.object
-            if before and not now:
-                return "DELETED", ev.object
-            return ("MODIFIED", ev.object) if now else None
-        return (ev.type, ev.object) if now else None
-
-    def ready(self) -> list[tuple[str, Obj]]:
-        """Events available now, in order (the initial-events-end bookmark included)."""
-        out: list[tuple[str, Obj]] = []
-        for ev in self.watcher.drain():
-            self.last_rv = max(self.last_rv, ev.rv)
-            f = self._filter(ev)
-            if f is not None:
-                out.append(f)
-        if self._initial_end_pending:
-            self._initial_end_pending = False
-            out.append(("BOOKMARK", self.bookmark(initial_end=True)))
-        return out
-
-    def bookmark(self, initial_end: bool = False) -> Obj:
-        md: dict[str, Any] = {"resourceVersion": str(max(self.last_rv, self.initial_rv))}
-        if initial_end:
-            md["annotations"] = {INITIAL_EVENTS_END: "true"}
-        return {"kind": self.rt.kind, "apiVersion": self.rt.api_version, "metadata": md}
-
-    async def wait(self, timeout: float | None) -> bool:
-        if self._initial_end_pending:
-            return True
-        return await self.watcher.wait(timeout)
-
-    @property
-    def closed(self) -> bool:
-        return self.watcher.closed
-
-    def close(self) -> None:
-        self.watcher.close()
 
 
 def _binding_copy(pod: Obj) -> Obj:
