@@ -11,6 +11,7 @@
     phalanx export kubeconfig [--name NAME] [--kubeconfig PATH]
     phalanx export logs [--name NAME] [DIR]     (control-plane log, config, version, a cluster dump)
     phalanx serve --state-dir DIR               (the control plane itself, in the foreground)
+    phalanx simulate SCENARIO.yaml [-o DIR]     (what-if in virtual time: phalanx.cli.simulate)
     phalanx version
 
 Like kind, status lines and errors go to stderr (`ERROR: failed to create cluster: ...`, exit 1)
@@ -471,12 +472,16 @@ from phalanx.cli.bench import bench  # noqa: E402  (phalanx bench WORKLOAD.yaml)
 from phalanx.cli.clusters import export_logs_command, get_clusters  # noqa: E402  (get clusters, export logs)
 from phalanx.cli.credentials import create_kubeconfig  # noqa: E402  (phalanx create kubeconfig --user U)
 from phalanx.cli.failures import fail, recover  # noqa: E402  (phalanx fail|recover node|nodes|device)
+from phalanx.cli.simulate import simulate_cmd  # noqa: E402  (phalanx simulate SCENARIO.yaml)
+from phalanx.cli.stages import get_stages  # noqa: E402  (phalanx get stages)
 
 cli.add_command(bench)
+cli.add_command(simulate_cmd)
 for _group in (fail, recover):
     cli.add_command(_group)
 create.add_command(create_kubeconfig)
 get.add_command(get_clusters)
+get.add_command(get_stages)
 export.add_command(export_logs_command)
 
 

@@ -78,8 +78,9 @@ class InProcessWatch:
 
 class InProcessClient:
     def __init__(self, api: API, *, field_manager: str = "phalanx", clock: Clock = REAL_CLOCK,
-                 host: str = "", shared_reads: bool = False):
+                 host: str = "", shared_reads: bool = False, record_events: bool = True):
         self.api = api
+        self.record_events = record_events  # False: create_event drops events (simulations that need none)
         self.shared_reads = shared_reads
         self.field_manager = field_manager
         self.clock = clock
@@ -212,6 +213,8 @@ class InProcessClient:
     async def create_event(self, regarding: Obj, reason: str, message: str, *, type: str = "Normal",
                            component: str | None = None, host: str | None = None,
                            field_path: str | None = None, annotations: dict | None = None) -> Obj | None:
+        if not self.record_events:
+            return None
         return await self.events.record(regarding, reason, message, type=type, component=component,
                                         host=host, field_path=field_path, annotations=annotations)
 

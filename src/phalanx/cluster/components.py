@@ -2,16 +2,18 @@
 
 Each component talks to the API only through an in-process `Client`, so the same component can run
 in its own process against any API server. `start_all(control_plane)` starts them on one shared
-informer factory and returns a handle whose `stop()` stops them all.
+informer factory and returns a handle whose `stop()` stops them all. The control plane's
+`RuntimeOptions` (`cp.runtime`) choose the clock every component and client reads (a `VirtualClock`
+in `phalanx simulate`; wall-clock time by default), the scheduler's seed, whether Events are
+recorded and which components are off (by kube-controller-manager's `--controllers` names).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ..client import InformerFactory, InProcessClient
-from ..client.controller import Controller
 from ..controllers.crdnaming import CRDNamingController
 from ..controllers.cronjob import CronJobController
 from ..controllers.customresourcecleanup import CustomResourceCleanupController
@@ -35,6 +37,7 @@ from ..controllers.crdregistration import CRDRegistrationController
 from ..controllers.csrsigning import CSRSigningController
 from ..controllers.flowschemastatus import FlowSchemaStatusController
 from .pki import pki_paths
+from .runtime import RuntimeOptions
 from ..controllers.resourceclaim import ResourceClaimController
 from ..controllers.serviceaccount import ServiceAccountsController
 from ..controllers.statefulset import StatefulSetController
@@ -93,59 +96,85 @@ def node_lifecycle_config(controller_manager: dict[str, Any]) -> NodeLifecycleCo
     return NodeLifecycleConfig(**{names[k]: v for k, v in controller_manager.items() if k in names})
 
 
-def _failure_components(cp: Any, client: InProcessClient, factory: InformerFactory) -> list[Controller[Any]]:
+def _constructors(cp: Any, rt: RuntimeOptions, factory: InformerFactory) -> list[tuple[str, Callable[[], Any]]]:
+    """Every component by name (kube-controller-manager's `--controllers` names; `kubelet`,
+    `dra-driver`, `scheduler` and phalanx's own for the rest), in start order, built only when called."""
+    def client_as(field_manager: str) -> InProcessClient:
+        return InProcessClient(cp.api, field_manager=field_manager, clock=rt.clock, record_events=rt.record_events)
+
+    client = client_as("kube-controller-manager")
+    delays = StageDelays(container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
+                         terminating=cp.spec.kubelet.get("terminatingDelay", 0.0))
+    made: list[tuple[str, Callable[[], Any]]] = [
+        ("garbage-collector-controller", lambda: GarbageCollector(client, factory)),
+        ("namespace-controller", lambda: NamespaceController(client, factory)),
+        ("serviceaccount-controller", lambda: ServiceAccountsController(client, factory)),
+        ("kubelet", lambda: SimulatedKubelets(
+            client_as("kubelet"), factory, delays=delays, stages=stages_from_config(cp.spec.kubelet.get("stages")),
+            lease_period=rt.lease_period, events=rt.record_events,
+            lease_duration=cp.spec.kubelet.get("nodeLeaseDurationSeconds", DEFAULT_LEASE_DURATION))),
+        ("resourceclaim-controller", lambda: ResourceClaimController(client, factory, gates=cp.gates)),
+        ("job-controller", lambda: JobController(client, factory, feature_gates=cp.gates)),
+        ("ttl-after-finished-controller", lambda: TTLAfterFinishedController(client, factory)),
+        ("jobset-controller", lambda: JobSetController(client_as("jobset"), factory, gates=cp.gates)),
+        ("replicaset-controller", lambda: ReplicaSetController(client, factory)),
+        ("deployment-controller", lambda: DeploymentController(client, factory)),
+        ("replicationcontroller-controller", lambda: ReplicationControllerController(client, factory)),
+        ("certificatesigningrequest-signing-controller",
+         lambda: CSRSigningController(client, factory, **_cluster_ca(cp))),
+        ("crd-autoregister", lambda: CRDRegistrationController(client, factory)),
+        ("flowschema-status", lambda: FlowSchemaStatusController(client, factory)),
+        ("dra-driver", lambda: SimulatedDRADrivers(client_as("dra-driver"), factory, cp.spec.dra_drivers))]
+    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
+        made.append(("scheduler", lambda: Scheduler(client_as("default-scheduler"), factory, gates=cp.gates,
+                                                    config=_scheduler_config(cp), seed=rt.seed,
+                                                    permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout"))))
+    made += [
+        ("crd-finalizer", lambda: CustomResourceCleanupController(client, factory)),
+        ("crd-naming", lambda: CRDNamingController(client, factory)),
+        ("statefulset-controller", lambda: StatefulSetController(client, factory)),
+        ("persistentvolume-binder-controller",
+         lambda: VolumeProvisioner(client_as("persistentvolume-binder"), factory)),
+        ("persistentvolume-protection-controller", lambda: StorageProtection(client, factory)),
+        ("disruption-controller", lambda: DisruptionController(client, factory)),
+        ("cronjob-controller", lambda: CronJobController(client, factory)),
+        ("daemonset-controller", lambda: DaemonSetsController(client, factory)),
+        ("endpoints-controller", lambda: EndpointsController(client, factory)),
+        ("endpointslice-controller", lambda: EndpointSliceController(client, factory))]
+    if cp.gates.enabled("GenericWorkload"):
+        made.append(("podgroup-protection-controller",
+                     lambda: PodGroupProtectionController(client, factory, release=cp.gates.release)))
+    return made + _failure_components(cp, client, factory, client_as)
+
+
+def _failure_components(cp: Any, client: InProcessClient, factory: InformerFactory,
+                        client_as: Callable[[str], InProcessClient]) -> list[tuple[str, Callable[[], Any]]]:
     """What makes failures visible: node lifecycle, taint eviction, device taint eviction, pod GC and
     the config's failure schedule."""
     cm = cp.spec.controller_manager
-    out: list[Controller[Any]] = [
-        NodeLifecycleController(client, factory, config=node_lifecycle_config(cm)),
-        TaintEvictionController(client, factory),
-        PodGCController(client, factory,
-                        terminated_pod_threshold=cm.get("terminatedPodGCThreshold", DEFAULT_TERMINATED_POD_THRESHOLD))]
+    out: list[tuple[str, Callable[[], Any]]] = [
+        ("node-lifecycle-controller",
+         lambda: NodeLifecycleController(client, factory, config=node_lifecycle_config(cm))),
+        ("taint-eviction-controller", lambda: TaintEvictionController(client, factory)),
+        ("pod-garbage-collector-controller", lambda: PodGCController(
+            client, factory, terminated_pod_threshold=cm.get("terminatedPodGCThreshold",
+                                                             DEFAULT_TERMINATED_POD_THRESHOLD)))]
     if cp.gates.enabled("DRADeviceTaints"):
-        out.append(DeviceTaintEvictionController(client, factory, gates=cp.gates))
+        out.append(("device-taint-eviction-controller",
+                    lambda: DeviceTaintEvictionController(client, factory, gates=cp.gates)))
     if cp.spec.failures:
-        out.append(FailureSchedule(InProcessClient(cp.api, field_manager="phalanx-failures"), factory,
-                                   failures=cp.spec.failures))
+        out.append(("failure-schedule", lambda: FailureSchedule(client_as("phalanx-failures"), factory,
+                                                                failures=cp.spec.failures)))
     return out
 
 
 async def start_all(cp: Any) -> list[Any]:
     """kube-controller-manager's controllers, the scheduler and the simulated kubelets, on one
-    informer factory."""
-    client = InProcessClient(cp.api, field_manager="kube-controller-manager")
-    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True))  # read-only caches: no copies
-    kubelet_client = InProcessClient(cp.api, field_manager="kubelet")
-    scheduler_client = InProcessClient(cp.api, field_manager="default-scheduler")
-    controllers: list[Controller[Any] | Scheduler] = [GarbageCollector(client, factory), NamespaceController(client, factory),
-                   ServiceAccountsController(client, factory), SimulatedKubelets(kubelet_client, factory, delays=StageDelays(
-                       container_creating=cp.spec.kubelet.get("containerCreatingDelay", 0.0),
-                       terminating=cp.spec.kubelet.get("terminatingDelay", 0.0)),
-                       stages=stages_from_config(cp.spec.kubelet.get("stages")),
-                       lease_duration=cp.spec.kubelet.get("nodeLeaseDurationSeconds", DEFAULT_LEASE_DURATION)),
-                   ResourceClaimController(client, factory, gates=cp.gates),
-                   JobController(client, factory, feature_gates=cp.gates), TTLAfterFinishedController(client, factory),
-                   JobSetController(InProcessClient(cp.api, field_manager="jobset"), factory, gates=cp.gates),
-                   ReplicaSetController(client, factory), DeploymentController(client, factory),
-                   ReplicationControllerController(client, factory),
-                   CSRSigningController(client, factory, **_cluster_ca(cp)), CRDRegistrationController(client, factory),
-                   FlowSchemaStatusController(client, factory),
-                   SimulatedDRADrivers(InProcessClient(cp.api, field_manager="dra-driver"), factory,
-                                       cp.spec.dra_drivers)]
-    if cp.spec.scheduler.get("enabled", True):  # off: a scheduler of its own runs against the cluster
-        controllers.append(Scheduler(scheduler_client, factory, gates=cp.gates, config=_scheduler_config(cp),
-                                     permit_timeout=cp.spec.scheduler.get("permitWaitingTimeout")))
-    controllers += [CustomResourceCleanupController(client, factory), CRDNamingController(client, factory)]
-    controllers.append(StatefulSetController(client, factory))
-    controllers.append(VolumeProvisioner(InProcessClient(cp.api, field_manager="persistentvolume-binder"), factory))
-    controllers.append(StorageProtection(client, factory))
-    controllers.append(DisruptionController(client, factory))
-    controllers.append(CronJobController(client, factory))
-    controllers.append(DaemonSetsController(client, factory))
-    controllers += [EndpointsController(client, factory), EndpointSliceController(client, factory)]
-    if cp.gates.enabled("GenericWorkload"):
-        controllers.append(PodGroupProtectionController(client, factory, release=cp.gates.release))
-    controllers += _failure_components(cp, client, factory)
+    informer factory, all on the control plane's clock (`cp.runtime`: wall-clock time by default),
+    but for those `cp.runtime.disabled_controllers` names."""
+    rt: RuntimeOptions = getattr(cp, "runtime", None) or RuntimeOptions()
+    factory = InformerFactory(InProcessClient(cp.api, shared_reads=True, clock=rt.clock), clock=rt.clock)  # read-only caches
+    controllers = [make() for name, make in _constructors(cp, rt, factory) if name not in rt.disabled_controllers]
     for c in controllers:
         c.start()
     return [Components(controllers, factory)]

@@ -8,7 +8,9 @@
 `serve(state_dir)` is what `phalanx serve --state-dir DIR` runs in the foreground (and what
 `phalanx create cluster` starts in the background): it reads `cluster.json`, the PKI and the token
 from the state directory, serves until SIGTERM/SIGINT, and leaves all state in `state.db`.
-Tests start a `ControlPlane` in-process with `await cp.start()` / `await cp.stop()`.
+Tests start a `ControlPlane` in-process with `await cp.start()` / `await cp.stop()`; a simulation
+starts one without HTTP on a virtual clock (`ControlPlane(spec, store=MemoryStore(),
+runtime=RuntimeOptions(clock=VirtualClock()))`, `await cp.start_in_process()`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from ..apiserver.auth.policy import ensure_bootstrap_policy
 from ..apiserver.eventttl import EventExpiry
 from ..apiserver.listener import Listener, ServingLimits, serve_app
 from ..apiserver.server import Server
+from ..client.clock import REAL_CLOCK, to_datetime
 from ..store import MemoryStore, SQLiteStore, Store
 from .bootstrap import bootstrap
+from .runtime import RuntimeOptions
 from ..machinery.featuregates import FeatureGates
 from .spec import ClusterSpec
 
@@ -39,8 +43,10 @@ log = logging.getLogger("phalanx.controlplane")
 class ControlPlane:
     def __init__(self, spec: ClusterSpec, *, state_dir: str | None = None, token: str | None = None,
                  ssl_context: ssl.SSLContext | None = None, store: Store | None = None,
-                 components: bool = True, limits: ServingLimits | None = None):
+                 components: bool = True, limits: ServingLimits | None = None,
+                 runtime: RuntimeOptions | None = None):
         self.spec = spec
+        self.runtime = runtime or RuntimeOptions()
         self.state_dir = state_dir
         self.token = token
         self.ssl_context = ssl_context
@@ -51,7 +57,10 @@ class ControlPlane:
             else:
                 store = MemoryStore()
         self.store = store
-        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config, release=spec.release)
+        clock = self.runtime.clock
+        self.api = build_api(store, self.gates, runtime_config=spec.runtime_config, release=spec.release,
+                             now=None if clock is REAL_CLOCK else (lambda: to_datetime(clock.now())))
+        self.api.track_managed_fields = self.runtime.managed_fields
         self.components_enabled = components
         self.components: list[Any] = []
         self.limits = limits or ServingLimits()
@@ -78,6 +87,13 @@ class ControlPlane:
             await self._start_components()
         log.info("control plane serving on %s:%s", host, self.port)
         return self.port
+
+    async def start_in_process(self) -> None:
+        """Bootstrap and start the components without serving HTTP: what a simulation runs
+        (`phalanx simulate`); drive it through an `InProcessClient` over `self.api`."""
+        bootstrap(self.api, self.spec)
+        if self.components_enabled:
+            await self._start_components()
 
     async def _start_components(self) -> None:
         from . import components

@@ -23,7 +23,11 @@ What it does, as upstream does:
   (`phalanx.dra.claims.matching_pod_group_claim`) gets no claim of its own: once the PodGroup's
   status names the generated claim, that name is copied into the pod's
   `status.resourceClaimStatuses`. A pod naming a PodGroup that does not exist yet waits for it
-  rather than getting claims it may not need.
+  rather than getting claims it may not need. A terminal pod (Succeeded/Failed) is left alone: the
+  claim deleted for it below is not created again (upstream's mutation cache keeps the deleted claim
+  for an hour and so does not recreate it either; without this the two paths would delete and create
+  a claim for every finished pod of a Job in a loop), nor is a reservation restored
+  (kubernetes/kubernetes#141274).
 - **Claims** (`claim:<ns>/<name>`): drop `status.reservedFor` entries whose consumer is gone —
   a pod deleted, replaced (other uid), terminal (Succeeded/Failed) or deleted before it was
   scheduled; with the gate on, a PodGroup that no longer exists (not found, or another uid).
@@ -276,8 +280,8 @@ class ResourceClaimController(Controller[str]):
             self.queue.add(POD_KEY_PREFIX + object_key(pod))
 
     def pod_needs_work(self, pod: Obj) -> bool:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            return False
+        if (pod.get("metadata") or {}).get("deletionTimestamp") or is_pod_terminal(pod):
+            return False  # a terminal pod needs neither a new claim nor a reservation
         scheduled = bool((pod.get("spec") or {}).get("nodeName"))
         for pc in dra.pod_claims(pod):
             name, must_check_owner, err = dra.claim_name(pod, pc)
@@ -380,7 +384,7 @@ class ResourceClaimController(Controller[str]):
     # .. pods ..................................................................................
     async def sync_pod(self, namespace: str, name: str) -> None:
         pod = self.pods.get(f"{namespace}/{name}")
-        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp") or is_pod_terminal(pod):
             return
         pod_group = self.pod_group_of(pod)
         new_statuses: dict[str, str] = {}

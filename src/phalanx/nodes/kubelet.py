@@ -22,8 +22,12 @@ after their `preStop` hooks (or the configured `terminatingDelay`), never later 
 grace period, with exit code 0 (137 when the grace period ran out), then the pod is removed.
 
 The kubelet's events (`Pulling`, `Pulled`, `Created`, `Started`, `Killing`, `BackOff`) carry
-upstream's reasons and messages. Stages from KWOK Stage files (`stages`), when given, act first on
-the pods and nodes they select; see `phalanx.nodes.stages`. Each node renews its Lease in
+upstream's reasons and messages. Each step above is a named built-in stage (`pod-create`,
+`pod-ready`, `pod-probe-ready`, `pod-exit`, `pod-crashloop-backoff`, `pod-terminating`,
+`pod-stopped`, `pod-delete`, `node-initialize`; `phalanx.nodes.stages.builtin`): `select_pod` /
+`select_node` say which one applies and when, `act_pod` / `act_node` do it, and the `StageRunner`
+draws them together with the stages of KWOK Stage files (`stages`), which act first on the objects
+they select and replace a built-in stage of the same name; see `phalanx.nodes.stages`. Each node renews its Lease in
 `kube-node-lease` (`phalanx.nodes.heartbeat`).
 
 A node annotated `fault.phalanx.dev/node: down` (`phalanx fail node`) has a dead kubelet: no Lease
@@ -50,6 +54,7 @@ from ..machinery.timestamps import now_rfc3339, rfc3339_seconds
 from . import podstatus as ps
 from .heartbeat import DEFAULT_LEASE_DURATION, NodeHeartbeats, kubelet_conditions_healthy
 from .stages import Stage
+from .stages.builtin import NODE_TRANSITIONS, POD_TRANSITIONS, BuiltinStages
 from .stages.runner import NODE_CONDITIONS, STARTED, VERSION, StageRunner, rfc3339_nano
 from .podstatus import EXIT_CODE, RUN_FOR, cond as _cond, run_for_seconds, set_conditions as _set_conditions
 
@@ -125,8 +130,10 @@ class SimulatedKubelets(Controller[str]):
         self._lease_task: asyncio.Task[None] | None = None
         self.heartbeats = NodeHeartbeats(client, self.clock, self.nodes, self._live, lease_duration=lease_duration,
                                          renew_interval=lease_period, record_event=self._node_event_record)
+        builtin = {"Pod": BuiltinStages("Pod", POD_TRANSITIONS, self.select_pod, self.act_pod),
+                   "Node": BuiltinStages("Node", NODE_TRANSITIONS, self.select_node, self.act_node)}
         self._runners = {kind: StageRunner(client, [s for s in stages or () if s.kind == kind and s.api_group == "v1"],
-                                           self.clock.now, self.enqueue_after, self._template_funcs)
+                                           self.clock.now, self.enqueue_after, self._template_funcs, builtin[kind])
                          for kind in ("Pod", "Node")}
 
     # -- which pods are ours ------------------------------------------------------------------
@@ -215,22 +222,9 @@ class SimulatedKubelets(Controller[str]):
         written = self._written.get(key)
         if written is not None and _rv(pod) < written:
             return  # the informer has not shown our last write yet; its event enqueues the pod again
-        if self._runners["Pod"].stages and await self._runners["Pod"].step(pod, key):
-            return  # a stage from the stage files acts on this pod
-        await self._sync_pod(pod, key, node_name)
-
-    async def _sync_pod(self, pod: dict, key: str, node_name: str) -> None:
-        status = pod.get("status") or {}
-        phase = status.get("phase", "Pending")
-        statuses = status.get("containerStatuses") or []
-        if pod["metadata"].get("deletionTimestamp"):
-            await self._terminate(pod, key)
-        elif phase in ("Succeeded", "Failed"):
+        if not await self._runners["Pod"].step(pod, key) and \
+                (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self._release_ip(key)
-        elif phase == "Running" and statuses and all(_started(c) for c in statuses):
-            await self._running(pod, key, node_name, statuses)
-        else:
-            await self._start(pod, key, node_name, status)
 
     async def _sync_node(self, key: str) -> None:
         name = key[len(NODE_KEY):]
@@ -241,11 +235,98 @@ class SimulatedKubelets(Controller[str]):
             return
         if node_is_down(node):
             return  # a dead kubelet posts nothing
-        if self._runners["Node"].stages and await self._runners["Node"].step(node, key):
-            return
-        if not kubelet_conditions_healthy(node):  # back from a failure: heartbeat now, then Ready
-            await self.heartbeats.renew(name)
-            await self.heartbeats.post_ready(node)
+        await self._runners["Node"].step(node, key)
+
+    def select_node(self, node: dict, key: str, now: float) -> tuple[str, float] | None:
+        """The built-in node transition that applies: `node-initialize` while the kubelet's
+        conditions are not healthy."""
+        return None if kubelet_conditions_healthy(node) else ("node-initialize", 0.0)
+
+    async def act_node(self, name: str, node: dict, key: str) -> None:
+        # node-initialize: heartbeat now, then Ready
+        await self.heartbeats.renew(node["metadata"]["name"])
+        await self.heartbeats.post_ready(node)
+
+    def select_pod(self, pod: dict, key: str, now: float) -> tuple[str, float] | None:
+        """The built-in transition that applies to `pod` (a pod of a live simulated node) and its
+        delay; None when the pod waits for something else (a claim, an update) or is done."""
+        status = pod.get("status") or {}
+        statuses = status.get("containerStatuses") or []
+        if pod["metadata"].get("deletionTimestamp"):
+            if status.get("phase") in ("Succeeded", "Failed") or all(
+                    "terminated" in (c.get("state") or {}) for c in statuses):
+                return "pod-delete", 0.0
+            if any(c.get("ready") for c in statuses):
+                return "pod-terminating", 0.0
+            return "pod-stopped", max(0.0, self._stop_time(pod)[0] - now)
+        phase = status.get("phase", "Pending")
+        if phase in ("Succeeded", "Failed"):
+            return None
+        if phase == "Running" and statuses and all(_started(c) for c in statuses):
+            return self._select_running(pod, key, statuses, now)
+        if not self._claims_bound(pod):  # the claim's update to Bound enqueues the pod again
+            return None if statuses else ("pod-create", 0.0)
+        creating = self.delays.container_creating
+        if creating <= 0:
+            return "pod-ready", 0.0
+        if not statuses:
+            return "pod-create", 0.0
+        started = rfc3339_seconds(status.get("startTime"))
+        return "pod-ready", 0.0 if started is None else max(0.0, started + creating - now)
+
+    def _select_running(self, pod: dict, key: str, statuses: list[dict], now: float) -> tuple[str, float] | None:
+        """Running: leave back-off, turn ready (probes; a node that came back) or exit, whichever
+        is due first."""
+        if any("waiting" in (c.get("state") or {}) for c in statuses):
+            return "pod-crashloop-backoff", max(0.0, self._restart_at.get(key, now) - now)
+        starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt")) for c in statuses)
+        started_at = max((s for s in starts if s is not None), default=None)
+        if started_at is None:
+            return None
+        run_for = ps.plan(pod).run_for
+        exit_in = None if run_for is None else max(0.0, started_at + run_for - now)
+        if not all(c.get("ready") for c in statuses):
+            probes = (ps.probe_delay(c) for c in pod["spec"].get("containers") or [])
+            ready_in = max(0.0, started_at + max(probes, default=0.0) - now)
+            if exit_in is not None and exit_in < ready_in:
+                return "pod-exit", exit_in
+            return "pod-probe-ready", ready_in
+        if key in self._resumed:  # back from a failure: Ready again if the node controller said otherwise
+            if _pod_condition(pod, "Ready") == "False":
+                return "pod-probe-ready", 0.0
+            self._resumed.discard(key)
+        return None if exit_in is None else ("pod-exit", exit_in)
+
+    async def act_pod(self, name: str, pod: dict, key: str) -> None:
+        """Do the built-in transition `name` on `pod`."""
+        node_name: str = pod["spec"].get("nodeName") or ""
+        if name == "pod-create":
+            await self._write_status(pod, self._creating_status(pod))
+        elif name == "pod-ready":
+            if await self._write_status(pod, self._running_status(pod, node_name, restarts=None)):
+                await self._container_events(pod, node_name, pulled=True)
+            self.enqueue_after(key, 0.0)  # the run time and the probes start counting now
+        elif name == "pod-probe-ready":
+            self._resumed.discard(key)
+            await self._write_status(pod, self._with_readiness(pod, self.clock.now()))
+        elif name == "pod-exit":
+            await self._containers_exited(pod, key, node_name, self._ran(pod))
+        elif name == "pod-crashloop-backoff":
+            await self._leave_backoff(pod, key, node_name)
+        elif name == "pod-terminating":
+            await self._turn_unready(pod)
+        elif name == "pod-stopped":
+            if await self._write_status(pod, ps.stopped_status(pod, self._now(), self._stop_time(pod)[1])):
+                await self._delete(pod, key)  # pod-delete at once, without waiting for the update
+        else:  # pod-delete
+            await self._delete(pod, key)
+
+    def _ran(self, pod: dict) -> float:
+        """How long the pod's containers have been running."""
+        starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+                  for c in (pod.get("status") or {}).get("containerStatuses") or [])
+        started_at = max((s for s in starts if s is not None), default=None)
+        return 0.0 if started_at is None else self.clock.now() - started_at
 
     def _template_funcs(self, obj: dict) -> dict[str, Callable[..., Any]]:
         """KWOK's template functions for `obj` (a Pod or a Node)."""
@@ -260,6 +341,8 @@ class SimulatedKubelets(Controller[str]):
             "Version": lambda: VERSION, "NodeConditions": lambda: [dict(c) for c in NODE_CONDITIONS],
             "NodeName": lambda: node_name, "NodeIP": lambda: self._host_ip(node_name), "NodePort": lambda: 10250,
             "NodeIPWith": self._host_ip, "PodIPWith": pod_ip_with,
+            "NodeIPsWith": lambda node: [ip for ip in [self._host_ip(node)] if ip],
+            "PodIPsWith": lambda *a: [ip for ip in [pod_ip_with(*a)] if ip],
             "PodIP": lambda: pod_ip_with(node_name, bool((obj.get("spec") or {}).get("hostNetwork")), "",
                                          md.get("name", ""), md.get("namespace", "")),
         }
@@ -272,72 +355,8 @@ class SimulatedKubelets(Controller[str]):
         self._backoff.pop(key, None)
         self._restart_at.pop(key, None)
 
-    async def _start(self, pod: dict, key: str, node_name: str, status: dict) -> None:
-        """Pending → ContainerCreating (when that stage takes time, or until the pod's claims are
-        Bound) → Running."""
-        creating = self.delays.container_creating
-        if not self._claims_bound(pod):
-            if not status.get("containerStatuses"):
-                await self._write_status(pod, self._creating_status(pod))
-            return  # the claim's update to Bound enqueues the pod again
-        if not status.get("containerStatuses") and creating > 0:
-            await self._write_status(pod, self._creating_status(pod))
-            self.enqueue_after(key, creating)
-            return
-        started = rfc3339_seconds(status.get("startTime")) if creating > 0 else None
-        now = self.clock.now()
-        if started is not None and now < started + creating:
-            self.enqueue_after(key, started + creating - now)
-            return
-        if await self._write_status(pod, self._running_status(pod, node_name, restarts=None)):
-            await self._container_events(pod, node_name, pulled=True)
-        self.enqueue_after(key, 0.0)  # the run time and the probes start counting now
-
-    async def _running(self, pod: dict, key: str, node_name: str, statuses: list[dict]) -> None:
-        """Running: a container in back-off restarts when its back-off ends; the readiness probes
-        turn containers ready after their initial delay; the containers exit when their run time is
-        over."""
-        now = self.clock.now()
-        if any("waiting" in (c.get("state") or {}) for c in statuses):
-            await self._leave_backoff(pod, key, node_name, now)
-            return
-        starts = (rfc3339_seconds(((c.get("state") or {}).get("running") or {}).get("startedAt")) for c in statuses)
-        started_at = max((s for s in starts if s is not None), default=None)
-        if started_at is None:
-            return
-        waits = []
-        if not all(c.get("ready") for c in statuses):
-            ready_at = started_at + max((ps.probe_delay(c) for c in pod["spec"].get("containers") or []), default=0.0)
-            if now >= ready_at:
-                await self._write_status(pod, self._with_readiness(pod, now))
-                return
-            waits.append(ready_at - now)
-        elif key in self._resumed:  # back from a failure: Ready again if the node controller said otherwise
-            self._resumed.discard(key)
-            if _pod_condition(pod, "Ready") == "False":
-                await self._write_status(pod, self._with_readiness(pod, now))
-                return
-        await self._run_time(pod, key, node_name, started_at, now, waits)
-
-    async def _run_time(self, pod: dict, key: str, node_name: str, started_at: float, now: float,
-                        waits: list[float]) -> None:
-        """The containers exit once their run time is over; else the pod comes back when the first
-        of `waits` (and the exit) is due."""
-        run_for = ps.plan(pod).run_for
-        if run_for is not None:
-            if now >= started_at + run_for:
-                await self._containers_exited(pod, key, node_name, now - started_at)
-                return
-            waits.append(started_at + run_for - now)
-        if waits:
-            self.enqueue_after(key, min(waits))
-
-    async def _leave_backoff(self, pod: dict, key: str, node_name: str, now: float) -> None:
-        """Containers waiting in back-off start again once it is over."""
-        due = self._restart_at.get(key, now)
-        if now < due:
-            self.enqueue_after(key, due - now)
-            return
+    async def _leave_backoff(self, pod: dict, key: str, node_name: str) -> None:
+        """Containers waiting in back-off start again (the back-off is over)."""
         self._restart_at.pop(key, None)
         restarts = {c["name"]: 1 for c in pod["spec"].get("containers") or []}
         if await self._write_status(pod, self._running_status(pod, node_name, restarts, keep_last=True)):
@@ -498,15 +517,8 @@ class SimulatedKubelets(Controller[str]):
                                   "Warning")
             self.enqueue_after(key, backoff)
 
-    async def _terminate(self, pod: dict, key: str) -> None:
-        """Deletion: Killing events and Ready=False, the containers stop after their preStop hooks
-        (within the grace period), then the pod is removed."""
+    async def _delete(self, pod: dict, key: str) -> None:
         md = pod["metadata"]
-        status = pod.get("status") or {}
-        live = status.get("phase") not in ("Succeeded", "Failed") and any(
-            "terminated" not in (c.get("state") or {}) for c in status.get("containerStatuses") or [])
-        if live and not await self._stop_containers(pod, key):
-            return
         try:
             await self.client.delete("v1", "Pod", md.get("namespace", ""), md["name"], grace_period=0,
                                      preconditions={"uid": md.get("uid")})
@@ -515,21 +527,13 @@ class SimulatedKubelets(Controller[str]):
                 raise
         self._forget(key)
 
-    async def _stop_containers(self, pod: dict, key: str) -> bool:
-        """One step of stopping a deleted pod's containers; True once they are terminated."""
-        cstats = (pod.get("status") or {}).get("containerStatuses") or []
-        stop_at, code = self._stop_time(pod)
-        if any(c.get("ready") for c in cstats):
-            if await self._write_status(pod, ps.unready_status(pod, self._now())):
-                for c in cstats:
-                    if "running" in (c.get("state") or {}):
-                        await self._event(pod, pod["spec"].get("nodeName", ""), c["name"], "Killing",
-                                          f"Stopping container {c['name']}")
-            return False  # the update comes back through the informer
-        if self.clock.now() < stop_at:
-            self.enqueue_after(key, stop_at - self.clock.now())
-            return False
-        return await self._write_status(pod, ps.stopped_status(pod, self._now(), code))
+    async def _turn_unready(self, pod: dict) -> None:
+        """A deleted pod: Ready=False and a Killing event per running container."""
+        if await self._write_status(pod, ps.unready_status(pod, self._now())):
+            for c in (pod.get("status") or {}).get("containerStatuses") or []:
+                if "running" in (c.get("state") or {}):
+                    await self._event(pod, pod["spec"].get("nodeName", ""), c["name"], "Killing",
+                                      f"Stopping container {c['name']}")
 
     def _stop_time(self, pod: dict) -> tuple[float, int]:
         """When a deleted pod's containers stop, and their exit code: after the longest preStop hook

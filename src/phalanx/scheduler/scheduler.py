@@ -69,8 +69,9 @@ class Scheduler:
     def __init__(self, client: Client, factory: InformerFactory | None = None, *,
                  config: KubeSchedulerConfiguration | None = None, gates: Optional["FeatureGates"] = None,
                  clock: Optional[Clock] = None, permit_timeout: float | None = None,
-                 registry: Optional[Registry] = None, pod_group_cycles: bool = True):
+                 registry: Optional[Registry] = None, pod_group_cycles: bool = True, seed: int = 0):
         self.client = client
+        self.seed = seed  # the profiles' random tie-breaks (equal scores, preemption's start offset)
         recorder = getattr(client, "events", None)
         if recorder is not None:  # upstream's scheduler records through events.k8s.io's series recorder:
             recorder.correlate = False  # repeats are counted, never aggregated or spam-filtered
@@ -149,7 +150,7 @@ class Scheduler:
             frameworks[prof.scheduler_name] = MeteredFramework(
                 prof, registry=reg, feature_gates=self.gates, snapshot=self.snapshot, nominator=self.nominator,
                 services=services, namespaces=self._namespace_labels, pod_disruption_budgets=self._pdbs,
-                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score)
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score, seed=self.seed)
         return frameworks
 
     def _register_scheduler_plugins(self, reg: Registry) -> None:

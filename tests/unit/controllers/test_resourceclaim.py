@@ -364,6 +364,9 @@ async def test_a_finished_pods_generated_claim_is_unreserved_deallocated_and_del
         assert cl.claim(name)["status"]["reservedFor"] == [pod_ref(p)]
         await set_phase(env, "solo", "Succeeded")
         assert await cl.run_until(lambda: cl.claim(name) is None)
+        # the finished pod stays (a Job keeps it); its claim is not created again
+        await env.clock.advance(60)
+        assert cl.claims() == [] and pod_claim_status(cl.pod("solo")) == name
 
 
 async def test_reservations_of_gone_pods_are_removed_from_a_shared_user_claim(env):

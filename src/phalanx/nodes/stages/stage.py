@@ -5,8 +5,12 @@ A Stage says, for one kind of object (`spec.resourceRef`), which objects it appl
 queries with the operators `In`, `NotIn`, `Exists`, `DoesNotExist`), how long to wait before it
 acts (`spec.delay`: `durationMilliseconds` / `durationFrom`, jitter up to
 `jitterDurationMilliseconds` / `jitterDurationFrom`), how likely it is among the stages that match
-(`spec.weight` / `weightFrom`), and what it does (`spec.next`: a `statusTemplate`, `finalizers`
-to add, remove or empty, `delete`, an `event`). The semantics are KWOK's:
+(`spec.weight` / `weightFrom`), and what it does: `spec.steps` in order (each a `patch` with a
+`template`, `type` json / merge / strategic / apply, `root` and `subresource`; an `apply` of a
+rendered object; an `event`; `finalizers` to add, remove or empty; `delete`), or the older
+`spec.next` (`event`, `finalizers`, `patches`, `statusTemplate`, `delete`), which is read as the
+steps KWOK makes of it. `immediateNextStage` draws the next stage at once on the object the stage
+wrote. Selectors and values take KWOK's jq and CEL forms (`expressions`). The semantics are KWOK's:
 
 - a jq key's results match `In` when one of them (a string, or a bool or integer in its string
   form) is among `values`; `Exists` when one result is not null; no results or only nulls count
@@ -27,62 +31,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import jq
-
 from ...machinery.durations import parse_duration
+from .expressions import OPERATORS, CELRequirement, Expression, ExpressionError, parse_requirement, parse_value
 
 API_VERSION = "kwok.x-k8s.io/v1alpha1"
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+PATCH_TYPES = ("json", "merge", "strategic", "apply")
+__all__ = ["API_VERSION", "OPERATORS", "PATCH_TYPES", "Stage", "StageError", "load_stages", "parse_stage", "pick"]
 
 
 class StageError(ValueError):
     """A Stage that cannot be used; the message names the stage (or file) and the field."""
-
-
-@dataclass
-class Expression:
-    key: str
-    operator: str
-    values: list[str]
-    program: Any
-
-    def matches(self, obj: dict) -> bool:
-        try:
-            results = self.program.input_value(obj).all()
-        except ValueError:
-            results = []
-        present = [r for r in results if r is not None]
-        if self.operator == "Exists":
-            return bool(present)
-        if self.operator == "DoesNotExist":
-            return not present
-        hit = any(_as_text(r) in self.values for r in present)
-        return hit if self.operator == "In" else not hit
-
-
-def _as_text(v: Any) -> str | None:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    return v if isinstance(v, str) else None
-
-
-def _jq(expr: Any, where: str) -> Any:
-    if not isinstance(expr, str) or not expr:
-        raise StageError(f"{where}: a jq expression is required")
-    try:
-        return jq.compile(expr)
-    except ValueError as e:
-        raise StageError(f"{where}: invalid jq expression {expr!r}: {e}") from None
-
-
-def _first(program: Any, obj: dict) -> Any:
-    try:
-        out = program.input_value(obj).all()
-    except ValueError:
-        return None
-    return out[0] if out else None
 
 
 @dataclass
@@ -92,7 +50,7 @@ class Stage:
     kind: str
     match_labels: dict[str, str] = field(default_factory=dict)
     match_annotations: dict[str, str] = field(default_factory=dict)
-    expressions: list[Expression] = field(default_factory=list)
+    expressions: list[Expression | CELRequirement] = field(default_factory=list)
     weight: int = 0
     weight_from: Any = None
     duration_ms: int | None = None
@@ -100,6 +58,7 @@ class Stage:
     jitter_ms: int | None = None
     jitter_from: Any = None
     next: dict = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)  # what it does, in order (`spec.steps`, or from `next`)
     immediate_next: bool = False
     source: str = ""
 
@@ -118,7 +77,7 @@ class Stage:
 
     def weight_of(self, obj: dict) -> int:
         if self.weight_from is not None:
-            v = _first(self.weight_from, obj)
+            v = self.weight_from.first(obj)
             if isinstance(v, str):
                 try:
                     return int(v)
@@ -145,7 +104,7 @@ def _duration(ms: int | None, program: Any, obj: dict, now: float) -> float | No
     fixed = ms / 1000.0 if ms is not None else None
     if program is None:
         return fixed
-    v = _first(program, obj)
+    v = program.first(obj)
     if isinstance(v, str):
         if v == "":
             return None
@@ -179,30 +138,19 @@ def pick(stages: list[Stage], obj: dict, rng: random.Random | None = None) -> St
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _expressions(sel: dict, where: str) -> list[Expression]:
-    out = []
-    for i, e in enumerate(sel.get("matchExpressions") or []):
-        at = f"{where}.spec.selector.matchExpressions[{i}]"
-        if not isinstance(e, dict):
-            raise StageError(f"{at}: must be an object")
-        op = e.get("operator")
-        if op not in OPERATORS:
-            raise StageError(f"{at}.operator: Unsupported value: {op!r}: supported values: "
-                             + ", ".join(f'"{o}"' for o in OPERATORS))
-        values = [str(v) for v in e.get("values") or []]
-        if op in ("In", "NotIn") and not values:
-            raise StageError(f"{at}.values: Required value: must be specified when `operator` is 'In' or 'NotIn'")
-        out.append(Expression(e.get("key", ""), op, values, _jq(e.get("key"), f"{at}.key")))
-    return out
+def _expressions(sel: dict, where: str) -> list[Expression | CELRequirement]:
+    try:
+        return [parse_requirement(e, f"{where}.spec.selector.matchExpressions[{i}]")
+                for i, e in enumerate(sel.get("matchExpressions") or [])]
+    except ExpressionError as e:
+        raise StageError(str(e)) from None
 
 
 def _expr_from(spec: dict, name: str, where: str) -> Any:
-    src = spec.get(name)
-    if src is None:
-        return None
-    if not isinstance(src, dict) or "expressionFrom" not in src:
-        raise StageError(f"{where}.{name}.expressionFrom: Required value")
-    return _jq(src["expressionFrom"], f"{where}.{name}.expressionFrom")
+    try:
+        return parse_value(spec.get(name), f"{where}.{name}")
+    except ExpressionError as e:
+        raise StageError(str(e)) from None
 
 
 def _int(v: Any, where: str) -> int | None:
@@ -250,7 +198,61 @@ def parse_stage(doc: Any, source: str = "") -> Stage:
         weight=_int(spec.get("weight"), f"{where}: spec.weight") or 0,
         weight_from=_expr_from(spec, "weightFrom", f"{where}: spec"),
         **_delay_fields(spec.get("delay") or {}, where),
-        next=nxt, immediate_next=bool(spec.get("immediateNextStage")), source=source)
+        next=nxt, steps=_steps(spec, nxt, where), immediate_next=bool(spec.get("immediateNextStage")),
+        source=source)
+
+
+def _check_patch(patch: Any, at: str, template_required: bool = True) -> None:
+    if not isinstance(patch, dict):
+        raise StageError(f"{at}: must be an object")
+    if template_required and not isinstance(patch.get("template"), str):
+        raise StageError(f"{at}.template: Required value")
+    kind = patch.get("type")
+    if kind is not None and kind not in PATCH_TYPES:
+        raise StageError(f"{at}.type: Unsupported value: {kind!r}: supported values: "
+                         + ", ".join(f'"{t}"' for t in PATCH_TYPES))
+
+
+def _check_step(step: Any, at: str) -> dict:
+    if not isinstance(step, dict):
+        raise StageError(f"{at}: must be an object")
+    for name in ("event", "finalizers"):
+        if step.get(name) is not None and not isinstance(step[name], dict):
+            raise StageError(f"{at}.{name}: must be an object")
+    if step.get("patch") is not None:
+        _check_patch(step["patch"], f"{at}.patch")
+    if step.get("apply") is not None:
+        _check_patch(step["apply"], f"{at}.apply")
+        if step["apply"].get("type") == "json":
+            raise StageError(f"{at}.apply.type: Unsupported value: 'json': supported values: "
+                             '"merge", "strategic", "apply"')
+    return step
+
+
+def _steps(spec: dict, nxt: dict, where: str) -> list[dict]:
+    """What the stage does, in order: `spec.steps`, or the steps KWOK makes of `spec.next` (its
+    event, its finalizers, its patches or else its statusTemplate as a patch of `status`, delete)."""
+    if spec.get("steps"):
+        if not isinstance(spec["steps"], list):
+            raise StageError(f"{where}: spec.steps: must be a list")
+        return [_check_step(x, f"{where}: spec.steps[{i}]") for i, x in enumerate(spec["steps"])]
+    steps: list[dict] = []
+    if nxt.get("event") is not None:
+        steps.append(_check_step({"event": nxt["event"]}, f"{where}: spec.next"))
+    if nxt.get("finalizers") is not None:
+        steps.append(_check_step({"finalizers": nxt["finalizers"]}, f"{where}: spec.next"))
+    patches = nxt.get("patches") or []
+    if not isinstance(patches, list):
+        raise StageError(f"{where}: spec.next.patches: must be a list")
+    for i, p in enumerate(patches):
+        _check_patch(p, f"{where}: spec.next.patches[{i}]")
+        steps.append({"patch": p})
+    if not patches and nxt.get("statusTemplate"):
+        steps.append({"patch": {"subresource": nxt.get("statusSubresource") or "status", "root": "status",
+                                "template": str(nxt["statusTemplate"])}})
+    if nxt.get("delete"):
+        steps.append({"delete": True})
+    return steps
 
 
 def load_stages(text: str, source: str) -> list[Stage]:
