@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -142,3 +143,15 @@ spec:
   - name: c
     image: busybox:1
 """
+
+
+def poll(fn, timeout: float = 60.0, interval: float = 0.3):
+    """Call `fn` until it returns something truthy (returned) or `timeout` passes (its last value)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    return last

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Cluster, create_cluster
+from .conftest import Cluster, create_cluster, poll
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests" / "dra"
 TUTORIAL = Path(__file__).resolve().parents[2] / "examples" / "dra-integration"
@@ -79,16 +78,6 @@ PODGROUP_API_GROUP = "scheduling.k8s.io"
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-def poll(fn, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def apply(c: Cluster, ns: str, *files: str) -> str:

@@ -3,11 +3,9 @@ from their last write, also across a restart of the control plane."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from .conftest import Cluster, create_cluster
+from .conftest import Cluster, create_cluster, poll
 
 CONFIG = """\
 apiVersion: phalanx.dev/v1alpha1
@@ -35,27 +33,18 @@ def events_of(c: Cluster, pod: str) -> list[str]:
     return out.split()
 
 
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.3)
-    return predicate()
-
-
 def test_events_go_once_their_ttl_has_passed(short_lived: Cluster):
     c = short_lived
     c.kubectl("run", "ttl", "--image=busybox", "--restart=Never", "--", "sleep", "3600").check()
-    assert wait_for(lambda: "Started" in events_of(c, "ttl"), 30)
-    assert wait_for(lambda: events_of(c, "ttl") == [], 30), events_of(c, "ttl")
+    assert poll(lambda: "Started" in events_of(c, "ttl"), 30)
+    assert poll(lambda: events_of(c, "ttl") == [], 30), events_of(c, "ttl")
     c.kubectl("delete", "pod", "ttl", "--wait=false").check()
 
 
 def test_a_restarted_control_plane_still_expires_events(short_lived: Cluster):
     c = short_lived
     c.kubectl("run", "ttl2", "--image=busybox", "--restart=Never", "--", "sleep", "3600").check()
-    assert wait_for(lambda: "Started" in events_of(c, "ttl2"), 30)
+    assert poll(lambda: "Started" in events_of(c, "ttl2"), 30)
     c.phalanx("stop", "cluster", "--name", "eventttl").check()
     c.phalanx("start", "cluster", "--name", "eventttl").check()
-    assert wait_for(lambda: "Started" not in events_of(c, "ttl2"), 30), events_of(c, "ttl2")
+    assert poll(lambda: "Started" not in events_of(c, "ttl2"), 30), events_of(c, "ttl2")

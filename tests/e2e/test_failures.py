@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .conftest import Cluster, create_cluster
+from .conftest import Cluster, create_cluster, poll
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra-integration"
 TOLERATION_SECONDS = 2
@@ -50,17 +49,6 @@ controllerManager:
   nodeMonitorGracePeriod: 3s
   nodeEvictionRate: 10
 """
-
-
-def poll(fn, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def jobset_manifest() -> str:

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from .conftest import KUBECTL_137, Cluster, create_cluster
+from .conftest import Cluster, KUBECTL_137, create_cluster, poll
 
 CONFIG = """\
 kind: Cluster
@@ -62,17 +62,6 @@ spec:
   scheduling: {{{scheduling}}}
   replicatedJobs:
 {rjob("driver", 1, 1)}{rjob("workers", 2, 2)}"""
-
-
-def poll(fn, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def workload_name(ns: str, jobset: str) -> str:

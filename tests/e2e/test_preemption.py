@@ -11,12 +11,11 @@ controller finishing its cleanup would.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 
-from .conftest import Cluster, create_cluster
+from .conftest import Cluster, create_cluster, poll
 
 TWO_WORKERS = """\
 kind: Cluster
@@ -48,17 +47,6 @@ preemptionPolicy: Never
 """
 
 DISRUPTION_TARGET_REASON = '{.status.conditions[?(@.type=="DisruptionTarget")].reason}'
-
-
-def poll(fn, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def victims_yaml(ns: str, count: int, cpu: str = "4") -> str:

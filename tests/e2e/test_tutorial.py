@@ -9,25 +9,13 @@ own output, then the cleanup.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import Cluster, create_cluster
+from .conftest import Cluster, create_cluster, poll
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra-integration"
-
-
-def poll(fn, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 @pytest.fixture(scope="module")
