@@ -6,6 +6,13 @@ SQLite store. This is a benchmark, not a test: it reports figures and asserts no
 
     .venv/bin/python benchmarks/api_bench.py [--pods 10000] [--runs 3] [--json out.json]
     .venv/bin/python benchmarks/api_bench.py --only http/memory --watchers 200 --pods 2000   # fan-out
+    .venv/bin/python benchmarks/api_bench.py --only http/memory --concurrency 8 --watchers 0 \
+        --load-processes 2 --tls        # the server alone in this process, HTTPS as a cluster serves it
+
+With `--load-processes N` the creates come from N processes of their own (the concurrency split
+among them), so this process's CPU is the server's alone: `server_cpu_us_per_create`. Without it
+the clients share the server's event loop (the figures of earlier runs). `--tls` serves HTTPS with
+a cluster's certificates (`cluster/pki.py`), as `phalanx create cluster` does.
 
 Each figure is the median of `--runs` runs; the spread (min-max) is printed beside it.
 """
@@ -15,7 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
+import ssl
 import statistics
 import sys
 import tempfile
@@ -25,7 +34,8 @@ import aiohttp
 import orjson
 
 from phalanx.apiserver import build_api
-from phalanx.cluster.controlplane import ControlPlane
+from phalanx.cluster.controlplane import ControlPlane, tune_gc
+from phalanx.cluster.pki import ensure_pki
 from phalanx.machinery.featuregates import FeatureGates
 from phalanx.cluster.spec import ClusterSpec, default_nodes
 from phalanx.store import MemoryStore, SQLiteStore
@@ -74,14 +84,64 @@ def bench_inprocess(kind: str, pods: int, watchers: int) -> dict:
                 "watch_events_delivered": delivered, "watchers": watchers}
 
 
-async def _http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
+def _load_process(base: str, ca_dir: str | None, indexes: list[int], clients: int, out: "multiprocessing.Queue") -> None:
+    """A load generator in its own process: create the pods `indexes` with `clients` concurrent
+    requests; put the latencies (seconds) on `out`."""
+    async def run() -> list[float]:
+        ctx = ssl.create_default_context(cafile=os.path.join(ca_dir, "pki", "ca.crt")) if ca_dir else False
+        headers = {"Authorization": "Bearer bench-token", "Content-Type": "application/json"}
+        lat: list[float] = []
+        queue = list(indexes)
+        async with aiohttp.ClientSession(base, headers=headers,
+                                         connector=aiohttp.TCPConnector(limit=clients, ssl=ctx)) as s:
+            async def creator() -> None:
+                while queue:
+                    body = orjson.dumps(make_pod(queue.pop()))
+                    t = time.perf_counter()
+                    async with s.post("/api/v1/namespaces/default/pods", data=body) as r:
+                        await r.read()
+                        assert r.status == 201, r.status
+                    lat.append(time.perf_counter() - t)
+            await asyncio.gather(*(creator() for _ in range(clients)))
+        return lat
+    out.put(asyncio.run(run()))
+
+
+async def _create_in_processes(base: str, ca_dir: str | None, pods: int, concurrency: int,
+                               processes: int) -> list[float]:
+    """Create `pods` pods from `processes` load processes; the latencies of every create."""
+    mp = multiprocessing.get_context("spawn")
+    out = mp.Queue()
+    clients = max(1, concurrency // processes)
+    procs = [mp.Process(target=_load_process, args=(base, ca_dir, list(range(k, pods, processes)), clients, out))
+             for k in range(processes)]
+    for p in procs:
+        p.start()
+    loop = asyncio.get_running_loop()
+    lat: list[float] = []
+    for _ in procs:
+        lat.extend(await loop.run_in_executor(None, out.get))
+    for p in procs:
+        await loop.run_in_executor(None, p.join)
+    return lat
+
+
+async def _http(kind: str, pods: int, watchers: int, concurrency: int, load_processes: int = 0,
+                tls: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         spec = ClusterSpec(name="bench", nodes=default_nodes("bench", 0), storage=kind, port=0)
-        cp = ControlPlane(spec, state_dir=tmp, token="bench-token", components=False)
+        server_ssl = client_ssl = None
+        if tls:
+            pki = ensure_pki(tmp, "bench")
+            server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            server_ssl.load_cert_chain(pki.server_cert_file, pki.server_key_file)
+            client_ssl = ssl.create_default_context(cafile=str(pki.ca_cert_file))
+        cp = ControlPlane(spec, state_dir=tmp, token="bench-token", components=False, ssl_context=server_ssl)
         port = await cp.start()
-        base = f"http://127.0.0.1:{port}"
+        tune_gc()  # as `phalanx serve` does after its start
+        base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         headers = {"Authorization": "Bearer bench-token", "Content-Type": "application/json"}
-        conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4)
+        conn = aiohttp.TCPConnector(limit=concurrency + watchers + 4, ssl=client_ssl or False)
         async with aiohttp.ClientSession(base, headers=headers, connector=conn) as s:
             async with s.get("/api/v1/namespaces/default/pods") as r:
                 rv = (await r.json())["metadata"]["resourceVersion"]
@@ -116,10 +176,14 @@ async def _http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
                         assert r.status == 201, await r.text()
                     create_lat.append(time.perf_counter() - t)
 
-            t0, cpu0 = time.perf_counter(), time.process_time()
-            await asyncio.gather(*(creator() for _ in range(concurrency)))
+            t0, cpu0, times0 = time.perf_counter(), time.process_time(), os.times()
+            if load_processes:
+                create_lat = await _create_in_processes(base, tmp if tls else None, pods, concurrency, load_processes)
+            else:
+                await asyncio.gather(*(creator() for _ in range(concurrency)))
             create_s = time.perf_counter() - t0
             create_cpu_s = time.process_time() - cpu0
+            create_sys_s = os.times().system - times0.system
             t0 = time.perf_counter()
             await asyncio.wait_for(asyncio.gather(*wtasks), 120)
             fanout_s = time.perf_counter() - t0 + create_s
@@ -151,13 +215,17 @@ async def _http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
                 # CPU of this process (server, and the client's watch readers) per create: less
                 # noisy than latency on a shared machine.
                 "create_cpu_ms": create_cpu_s / pods * 1000,
+                # With the clients in processes of their own: the server's CPU alone per create.
+                **({"server_cpu_us_per_create": create_cpu_s / pods * 1e6,
+                    "server_sys_us_per_create": create_sys_s / pods * 1e6} if load_processes else {}),
                 "list_10k_ms": statistics.median(lat) * 1000, "table_10k_ms": statistics.median(tlat) * 1000,
                 "watchers": watchers, "watch_events_delivered": sum(counts),
                 "watch_fanout_events_per_s": sum(counts) / fanout_s}
 
 
-def bench_http(kind: str, pods: int, watchers: int, concurrency: int) -> dict:
-    return asyncio.run(_http(kind, pods, watchers, concurrency))
+def bench_http(kind: str, pods: int, watchers: int, concurrency: int, load_processes: int = 0,
+               tls: bool = False) -> dict:
+    return asyncio.run(_http(kind, pods, watchers, concurrency, load_processes, tls))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -166,6 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--watchers", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--load-processes", type=int, default=0,
+                    help="create from this many processes of their own (0: clients in the server's process)")
+    ap.add_argument("--tls", action="store_true", help="serve HTTPS, as a cluster does")
     ap.add_argument("--only", action="append", default=[],
                     help="run only these mode/store pairs, e.g. --only http/memory (repeatable)")
     ap.add_argument("--json", help="write the raw results here")
@@ -173,13 +244,14 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, list[dict]] = {}
     for kind in ("memory", "sqlite"):
         for mode, fn in (("in-process", lambda k: bench_inprocess(k, args.pods, args.watchers)),
-                         ("http", lambda k: bench_http(k, args.pods, args.watchers, args.concurrency))):
+                         ("http", lambda k: bench_http(k, args.pods, args.watchers, args.concurrency,
+                                                            args.load_processes, args.tls))):
             key = f"{mode}/{kind}"
             if args.only and key not in args.only:
                 continue
             results[key] = [fn(kind) for _ in range(args.runs)]
             print(f"{key}: done", file=sys.stderr)
-    metrics = ["creates_per_s", "create_p50_ms", "create_cpu_ms", "gets_per_s", "list_10k_ms", "table_10k_ms",
+    metrics = ["creates_per_s", "create_p50_ms", "create_cpu_ms", "server_cpu_us_per_create", "server_sys_us_per_create", "gets_per_s", "list_10k_ms", "table_10k_ms",
                "watch_fanout_events_per_s"]
     print(f"{'mode/store':<20}" + "".join(f"{m:>28}" for m in metrics))
     for key, runs in results.items():
@@ -190,10 +262,11 @@ def main(argv: list[str] | None = None) -> None:
                 cells.append(f"{'-':>28}")
                 continue
             med = statistics.median(vals)
-            digits = 1 if m.endswith("_ms") else 0
+            digits = 1 if m.endswith("_ms") or m.endswith("_create") else 0
             cells.append(f"{med:>12.{digits}f} ({min(vals):.{digits}f}-{max(vals):.{digits}f})".rjust(28))
         print(f"{key:<20}" + "".join(cells))
-    print(f"pods={args.pods} runs={args.runs} watchers={args.watchers} http-concurrency={args.concurrency}; "
+    print(f"pods={args.pods} runs={args.runs} watchers={args.watchers} http-concurrency={args.concurrency} "
+          f"load-processes={args.load_processes} tls={args.tls} load={os.getloadavg()[0]:.1f}; "
           f"median (min-max)")
     if args.json:
         with open(args.json, "w") as f:

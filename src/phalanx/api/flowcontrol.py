@@ -3,6 +3,7 @@ Fairness), upstream's default objects, and the matching that classifies a reques
 
     DEFAULT_PRIORITY_LEVELS, DEFAULT_FLOW_SCHEMAS      # what bootstrap creates (upstream's names)
     match_flow_schema(schemas, request_info)           # the FlowSchema a request falls under
+    precedence_order(schemas)                          # the order they are tried in (once per change)
 
 A request is classified as upstream classifies it: the FlowSchemas in order of
 `matchingPrecedence` (then name), the first whose rules match the request's user and its verb and
@@ -188,11 +189,16 @@ def _policy_matches(policy: Obj, info: RequestInfo) -> bool:
     return any(_url_rule_matches(_dict(r), info) for r in _list(policy.get("nonResourceRules")))
 
 
-def match_flow_schema(schemas: Iterable[Obj], info: RequestInfo) -> Optional[Obj]:
-    """The FlowSchema that classifies the request: lowest matchingPrecedence first, then by name."""
-    ordered = sorted(schemas, key=lambda s: (_dict(s.get("spec")).get("matchingPrecedence", 1000),
-                                             s["metadata"]["name"]))
-    for schema in ordered:
+def precedence_order(schemas: Iterable[Obj]) -> list[Obj]:
+    """FlowSchemas in the order they are tried: lowest matchingPrecedence first, then by name."""
+    return sorted(schemas, key=lambda s: (_dict(s.get("spec")).get("matchingPrecedence", 1000),
+                                          s["metadata"]["name"]))
+
+
+def match_flow_schema(schemas: Iterable[Obj], info: RequestInfo, *, ordered: bool = False) -> Optional[Obj]:
+    """The FlowSchema that classifies the request: lowest matchingPrecedence first, then by name
+    (`ordered=True`: `schemas` are in that order already, as `precedence_order` gives them)."""
+    for schema in (schemas if ordered else precedence_order(schemas)):
         if any(_policy_matches(_dict(p), info) for p in _list(_dict(schema.get("spec")).get("rules"))):
             return schema
     return None

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid
 from ..machinery.names import dns1123_subdomain_errors, qualified_name_errors
 from . import podspec
@@ -15,7 +17,7 @@ from .common import Obj, _col, _dict, _keep_status_from, _list, _name, creation_
 from ..machinery.timestamps import parse_rfc3339
 from .computeresources import compute_qos_class
 from .fieldchecks import IMMUTABLE_MSG
-from .podadmission import admit_pod_create
+from .podadmission import admit_pod_create, without_generated_names
 from .poddefaults import default_pod_only, default_pod_spec, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Strategy, StrategyContext, human_duration
 
@@ -221,6 +223,22 @@ def _terminal_state_errors(new_statuses: list, old_statuses: list, path: str, re
     return errs
 
 
+# Pod specs that passed validation, by their encoding without generated names: the pods of one
+# template (a ReplicaSet's, a Job's) are validated once. The rules read the spec alone, save the
+# schedulingGroup ones, which read the feature gates: a spec with one is always validated.
+_VALID_SPECS: set[bytes] = set()
+_VALID_SPECS_MAX = 1024
+
+
+def _valid_spec_key(spec: Obj) -> bytes | None:
+    if "schedulingGroup" in spec:
+        return None
+    try:
+        return without_generated_names(orjson.dumps(spec))
+    except TypeError:  # not JSON (an in-process caller's own types): validate it
+        return None
+
+
 class PodStrategy(Strategy):
     columns = [
         NAME_COLUMN,
@@ -296,6 +314,18 @@ class PodStrategy(Strategy):
     # -- validation
     def _validate_pod(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         spec = _dict(obj.get("spec"))
+        key = _valid_spec_key(spec)
+        if key is not None and key in _VALID_SPECS:
+            return []
+        errs = self._validate_spec(spec, ctx)
+        if key is not None and not errs:
+            if len(_VALID_SPECS) >= _VALID_SPECS_MAX:
+                _VALID_SPECS.clear()
+            _VALID_SPECS.add(key)
+        return errs
+
+    @staticmethod
+    def _validate_spec(spec: Obj, ctx: StrategyContext) -> list[FieldError]:
         errs = podspec.validate_pod_spec(spec, "spec", ctx, resource_is_pod=True)
         if not spec.get("serviceAccountName"):
             for vi, v in enumerate(_list(spec.get("volumes"))):

@@ -13,7 +13,9 @@ What is simplified, against upstream's filter: a Limited level's concurrency lim
 200), `nominalConcurrencyShares` over the sum of all Limited levels' shares, at least 1; there are no
 queues (a request over the limit is rejected at once, whatever `limitResponse` says), no borrowing,
 and long-running requests (watches, followed logs) are classified but not counted. The FlowSchemas
-and levels are read from the store at most once a second, so a change takes effect within a second.
+and levels are read from the store at most once a second, so a change takes effect within a second;
+a request's classification is remembered by what it depends on (user, groups, verb, group,
+resource, namespace, or the path of a non-resource URL) until they are read again.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from typing import Any, AsyncIterator, Optional
 
 from aiohttp import web
 
-from ..api.flowcontrol import RequestInfo, match_flow_schema
+from ..api.flowcontrol import RequestInfo, match_flow_schema, precedence_order
 from ..machinery.errors import StatusError
 from .rest import API
 
 SERVER_CONCURRENCY = 600
+CLASSIFICATIONS_MAX = 4096  # remembered classifications (forgotten all at once past it)
 REFRESH_SECONDS = 1.0
 RETRY_AFTER = "1"
+_UNKNOWN: Any = object()
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -86,6 +90,8 @@ class PriorityAndFairness:
         self._levels: dict[str, dict] = {}
         self._in_flight: dict[str, int] = {}
         self._limits: dict[str, int] = {}
+        self._versions: tuple[Any, ...] = ()
+        self._classified: dict[tuple, Optional[dict]] = {}
 
     def _refresh(self) -> None:
         now = time.monotonic()
@@ -97,17 +103,35 @@ class PriorityAndFairness:
             pl_rt = self.api.resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations")
         except StatusError:
             return  # flowcontrol not served: nothing to classify by
-        self._schemas = sorted(self.api.list(fs_rt, None).get("items", []),
-                               key=lambda s: ((s.get("spec") or {}).get("matchingPrecedence", 1000),
-                                              s["metadata"]["name"]))
-        self._levels = {pl["metadata"]["name"]: pl for pl in self.api.list(pl_rt, None).get("items", [])}
+        schemas = self.api.list(fs_rt, None).get("items", [])
+        levels = self.api.list(pl_rt, None).get("items", [])
+        versions = tuple(o["metadata"].get("resourceVersion") for o in schemas + levels)
+        if versions == self._versions:
+            return  # nothing changed: keep the order and the classifications
+        self._versions = versions
+        self._schemas = precedence_order(schemas)
+        self._levels = {pl["metadata"]["name"]: pl for pl in levels}
         self._limits = _limits(self._levels)
+        self._classified = {}
+
+    def classify(self, info: RequestInfo) -> Optional[dict]:
+        """The request's FlowSchema (None: none matches), remembered by what matching reads."""
+        key = (info.user, tuple(info.groups), info.verb, info.api_group, info.resource, info.namespace,
+               "" if info.resource_request else info.path, info.resource_request)
+        hit = self._classified.get(key, _UNKNOWN)
+        if hit is not _UNKNOWN:
+            return hit
+        schema = match_flow_schema(self._schemas, info, ordered=True)
+        if len(self._classified) >= CLASSIFICATIONS_MAX:
+            self._classified = {}
+        self._classified[key] = schema
+        return schema
 
     @contextlib.asynccontextmanager
     async def admit(self, request: web.Request, user: Any, long_running: bool) -> AsyncIterator[dict[str, str]]:
         """Classify the request; yield the headers to send; count it against its level while it runs."""
         self._refresh()
-        schema = match_flow_schema(self._schemas, request_info(request, user))
+        schema = self.classify(request_info(request, user))
         if schema is None:
             yield {}
             return

@@ -264,19 +264,31 @@ _CREATE_SHAPES_MAX = 4096
 _GENERATED_LIST_NAME = re.compile(rb'"(kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5})"')
 
 
-def _shape(value: Any, generated: list[bytes]) -> Any:
-    t = type(value)
-    if t is dict:
-        return tuple([(k, _shape(v, generated)) for k, v in value.items()])
-    if t is list:  # list items are identified by their values (keys, set members)
-        raw = orjson.dumps(value)
-        for name in _GENERATED_LIST_NAME.findall(raw):
-            if name not in generated:
-                generated.append(name)
-        for i, name in enumerate(generated):
-            raw = raw.replace(name, b"\x00%d\x00" % i)
+def _shape(value: dict[str, Any], generated: list[bytes]) -> Any:
+    """The shape of a dict: its keys with the shapes of their values (a scalar's type; a list's
+    encoding, its generated names replaced by their position in `generated`, where they are added)."""
+    out = []
+    for k, v in value.items():
+        t = type(v)
+        if t is dict:
+            out.append((k, _shape(v, generated)))
+        elif t is list:  # list items are identified by their values (keys, set members)
+            out.append((k, _list_shape(v, generated)))
+        else:
+            out.append((k, t))
+    return tuple(out)
+
+
+def _list_shape(value: list[Any], generated: list[bytes]) -> bytes:
+    raw = orjson.dumps(value)
+    if b"kube-api-access-" not in raw:
         return raw
-    return t
+    for name in _GENERATED_LIST_NAME.findall(raw):
+        if name not in generated:
+            generated.append(name)
+    for i, name in enumerate(generated):
+        raw = raw.replace(name, b"\x00%d\x00" % i)
+    return raw
 
 
 def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: PatchMeta, now: str,
@@ -304,35 +316,100 @@ def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: 
     if template is not None:
         entry = {k: (now if k == "time" else v) for k, v in template.items()}
         if names != generated:
-            fields_v1 = _renamed(template["fieldsV1"], names, generated)
-            renames = {o.decode(): n.decode() for o, n in zip(names, generated)}
-            template_set = _decoded_fields(template["fieldsV1"])
-            fixed, named = _rename_plan(template, template_set, renames)
-            renamed_set = fixed.union(_renamed_path(p, renames) for p in named)
-            if renamed_set != template_set:  # never let another object's encoding stand for the template's
-                remember_fields(fields_v1, renamed_set)
-            entry["fieldsV1"] = fields_v1
+            entry["fieldsV1"] = _renamed_entry_fields(template, [n.decode() for n in names],
+                                                      [n.decode() for n in generated])
         new["metadata"]["managedFields"] = [entry]
     return new
 
 
-# template managedFields entry id -> (the entry, its paths without a generated name, those with one)
-_RENAME_PLANS: dict[int, tuple[Any, frozenset[Path], tuple[Path, ...]]] = {}
+class _RenamePlan:
+    """Where a template's generated names (`names`, by position) appear: `tree` the fieldsV1 keys
+    to follow ({key: (position of the name in the key or -1, the plan below it or None)}), `fixed`
+    the field paths without a name, `named` those with one (each with the indexes of its elements
+    that hold a name). Made once per template; a create then copies only what holds a name."""
+
+    __slots__ = ("template", "tree", "fixed", "named")
+
+    def __init__(self, template: Any, names: list[str]):
+        self.template = template
+        fields_v1 = template["fieldsV1"]
+        self.tree = _name_tree(fields_v1, names) or {}
+        marker = dict.fromkeys(names, "")
+        fixed: list[Path] = []
+        named: list[tuple[Path, tuple[int, ...]]] = []
+        for path in _decoded_fields(fields_v1):
+            idxs = tuple(i for i, el in enumerate(path) if _renamed_path((el,), marker) != (el,))
+            if idxs:
+                named.append((path, idxs))
+            else:
+                fixed.append(path)
+        self.fixed = frozenset(fixed)
+        self.named = tuple(named)
 
 
-def _rename_plan(template: Any, template_set: frozenset[Path], renames: dict[str, str]
-                 ) -> tuple[frozenset[Path], tuple[Path, ...]]:
-    """The template's paths split by whether a generated name (a key of `renames`, the template's
-    own names) appears in them: only those need renaming for another object. Kept per template."""
+def _name_tree(tree: dict[str, Any], names: list[str]) -> dict[str, Any] | None:
+    """The keys of `tree` under which (or in which) one of `names` appears, as _RenamePlan.tree."""
+    out: dict[str, Any] = {}
+    for key, child in tree.items():
+        position = next((i for i, n in enumerate(names) if n in key), -1)
+        below = _name_tree(child, names) if child else None
+        if position >= 0 or below:
+            out[key] = (position, below)
+    return out or None
+
+
+# template managedFields entry id -> its _RenamePlan
+_RENAME_PLANS: dict[int, _RenamePlan] = {}
+
+
+def _rename_plan(template: Any, names: list[str]) -> _RenamePlan:
     plan = _RENAME_PLANS.get(id(template))
-    if plan is None or plan[0] is not template:
-        old = set(renames)
-        named = tuple(p for p in template_set if _renamed_path(p, dict.fromkeys(old, "")) != p)
-        plan = (template, template_set.difference(named), named)
+    if plan is None or plan.template is not template:
+        plan = _RenamePlan(template, names)
         if len(_RENAME_PLANS) >= _CREATE_SHAPES_MAX:
             _RENAME_PLANS.clear()
         _RENAME_PLANS[id(template)] = plan
-    return plan[1], plan[2]
+    return plan
+
+
+def _renamed_entry_fields(template: Any, names: list[str], generated: list[str]) -> dict[str, Any]:
+    """The template's fieldsV1 with its generated names (`names`) replaced by another object's
+    (`generated`, the same number in the same places). Subtrees without such a name are the
+    template's own (shared, never changed); only the paths down to a renamed key are new. The
+    decoded field set is remembered with it, so a later update does not decode it again."""
+    plan = _rename_plan(template, names)
+    fields_v1 = _renamed_along(template["fieldsV1"], plan.tree, names, generated)
+    renames = dict(zip(names, generated))
+    elements: dict[Any, Any] = {}
+    paths = []
+    for path, idxs in plan.named:
+        parts = list(path)
+        for i in idxs:
+            el = path[i]
+            renamed = elements.get(el)
+            if renamed is None:
+                renamed = elements[el] = _renamed_path((el,), renames)[0]
+            parts[i] = renamed
+        paths.append(tuple(parts))
+    renamed_set = plan.fixed.union(paths)
+    if paths != [p for p, _ in plan.named]:  # never let another object's encoding stand for the template's
+        remember_fields(fields_v1, renamed_set)
+    return fields_v1
+
+
+def _renamed_along(tree: dict[str, Any], plan: dict[str, Any], names: list[str],
+                   generated: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, child in tree.items():
+        step = plan.get(key)
+        if step is not None:
+            position, below = step
+            if below:
+                child = _renamed_along(child, below, names, generated)
+            if position >= 0:
+                key = key.replace(names[position], generated[position])
+        out[key] = child
+    return out
 
 
 def _renamed_path(path: Path, renames: dict[str, str]) -> Path:
@@ -352,31 +429,6 @@ def _renamed_value(hv: Any, renames: dict[str, str]) -> Any:
     if isinstance(hv, tuple) and len(hv) == 2 and hv[0] == "s" and hv[1] in renames:
         return ("s", renames[hv[1]])
     return hv
-
-
-def _renamed(fields: Any, old: list[bytes], new: list[bytes]) -> dict[str, Any]:
-    """A cached field set with the generated names of the object it was made for replaced by another
-    object's (the same number, in the same places). Subtrees without such a name are the template's
-    own (shared, never changed); only the paths down to a renamed key are new."""
-    renames = [(o.decode(), n.decode()) for o, n in zip(old, new) if o != n]
-    renamed: dict[str, Any] = _renamed_tree(fields, renames) if renames else fields
-    return renamed
-
-
-def _renamed_tree(tree: dict[str, Any], renames: list[tuple[str, str]]) -> dict[str, Any]:
-    out: dict[str, Any] | None = None
-    for i, (key, child) in enumerate(tree.items()):
-        new_key = key
-        for o, n in renames:  # a key names one list item: at most one generated name
-            if o in key:
-                new_key = key.replace(o, n)
-                break
-        new_child = _renamed_tree(child, renames) if child else child
-        if out is None and (new_key is not key or new_child is not child):
-            out = dict(list(tree.items())[:i])  # the unchanged keys before this one
-        if out is not None:
-            out[new_key] = new_child
-    return tree if out is None else out
 
 
 def _without_managed_fields(old: dict[str, Any]) -> dict[str, Any]:
