@@ -99,6 +99,16 @@ class API:
         # Resources served in several versions: the apiVersion the store holds them in. A request in
         # another version is converted on the way in and its answer on the way out.
         self._stored_as = dict(storage_versions or {})
+        self._stamp_second = -1
+        self._stamp = ""
+
+    def now_stamp(self) -> str:
+        """`now_rfc3339(self.now())`, formatted once per second (every write stamps a time)."""
+        now = self.now()
+        second = int(now.timestamp())
+        if second != self._stamp_second:
+            self._stamp_second, self._stamp = second, now_rfc3339(now)
+        return self._stamp
 
     @property
     def types(self) -> list[ResourceType]:
@@ -237,7 +247,7 @@ class API:
                                operation: str = "Update", subresource: str | None = None) -> None:
         if not manager or not self.track_managed_fields:
             return
-        ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), now_rfc3339(self.now()),
+        ssa.update_managed_fields(old, new, manager, operation, self.patch_meta(rt), self.now_stamp(),
                                   subresource=subresource or "", reset_fields=self._reset_fields(rt, subresource))
 
     def patch_meta(self, rt: ResourceType) -> PatchMeta:
@@ -270,7 +280,7 @@ class API:
         for f in _METADATA_SERVER_FIELDS:
             md.pop(f, None)
         md["uid"] = self.new_uid()
-        md["creationTimestamp"] = now_rfc3339(self.now())
+        md["creationTimestamp"] = self.now_stamp()
         if getattr(rt.strategy, "tracks_generation", True):
             md["generation"] = 1
         generated = not md.get("name") and bool(md.get("generateName"))  # an explicit name wins
@@ -510,7 +520,7 @@ class API:
         w = self.strict_check(rt, applied, field_validation)
         if warnings is not None:
             warnings.extend(w)
-        now = now_rfc3339(self.now())
+        now = self.now_stamp()
         merged = ssa.server_side_apply(deep_copy(old) if old is not None else None, applied, field_manager,
                                        meta, force, now, subresource=subresource or "",
                                        reset_fields=self._reset_fields(rt, subresource),
@@ -700,7 +710,7 @@ class API:
         new = _binding_copy(pod)
         new["spec"]["nodeName"] = node
         conds = new["status"]["conditions"]
-        now = now_rfc3339(self.now())
+        now = self.now_stamp()
         for c in conds:
             if c.get("type") == "PodScheduled":
                 c.update({"status": "True", "lastTransitionTime": now})
