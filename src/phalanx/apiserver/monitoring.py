@@ -21,7 +21,7 @@ scheduler's and the controllers' metrics together. It is a non-resource URL: `ge
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from aiohttp import web
 from multidict import MultiMapping
@@ -133,3 +133,18 @@ def request_labels(method: str, query: "MultiMapping[str]", content_type: str, g
     dry_run = ",".join(sorted(query.getall("dryRun", [])))
     return (verb, dry_run, group, version, resource, subresource or "",
             apimetrics.scope_of(name=name, namespace=namespace), apimetrics.COMPONENT)
+
+
+# (request labels, code) -> the request counter's and the latency histogram's series: looked up once
+# per label set instead of on every request.
+_REQUEST_SERIES: dict[tuple[tuple, int], tuple[Any, Any]] = {}
+
+
+def observe_request(labels: tuple, code: int, seconds: float) -> None:
+    """One finished resource request (`apiserver_request_total`, `apiserver_request_duration_seconds`)."""
+    series = _REQUEST_SERIES.get((labels, code))
+    if series is None:
+        series = _REQUEST_SERIES[(labels, code)] = (apimetrics.REQUESTS.labels(*labels, str(code)),
+                                                    apimetrics.REQUEST_DURATION.labels(*labels))
+    series[0].inc()
+    series[1].observe(seconds)

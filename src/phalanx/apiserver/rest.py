@@ -100,7 +100,14 @@ class API:
         # another version is converted on the way in and its answer on the way out.
         self._stored_as = dict(storage_versions or {})
         self._stamp_second = -1
+        self._groups: frozenset[str] | None = None  # the served API groups, made when first asked
         self._stamp = ""
+
+    def serves_group(self, group: str) -> bool:
+        """Whether some served resource is in API group `group`."""
+        if self._groups is None:
+            self._groups = frozenset(rt.group for rt in self._types)
+        return group in self._groups
 
     def now_stamp(self) -> str:
         """`now_rfc3339(self.now())`, formatted once per second (every write stamps a time)."""
@@ -120,6 +127,7 @@ class API:
         kept = [rt for rt in self._types if rt.key != key]
         self._types = kept + list(types)
         self._by_gvr = {(rt.group, rt.version, rt.plural): rt for rt in self._types}
+        self._groups = None
         if types and storage_api_version:
             self._stored_as[key] = storage_api_version
         else:

@@ -144,7 +144,7 @@ class Server:
         await self.api.store.flushed()
         labels = request.get(monitoring.LABELS_KEY)
         if labels is not None:  # a resource request (see dispatch)
-            apimetrics.observe_request(labels, resp.status, time.perf_counter() - start)
+            monitoring.observe_request(labels, resp.status, time.perf_counter() - start)
         return resp
 
     async def _serve(self, request: web.Request, handler):
@@ -343,7 +343,7 @@ class Server:
             if len(parts) < 2:
                 return await self.core_discovery(request)
             return "", parts[1], parts[2:]
-        if not any(rt.group == parts[1] for rt in self.api.types):
+        if not self.api.serves_group(parts[1]):
             return _page_not_found()  # no handler serves the group at all
         if len(parts) == 2:
             doc = discovery.api_group(self.api.types, parts[1])
