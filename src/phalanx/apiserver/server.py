@@ -405,11 +405,14 @@ class Server:
         return v
 
     async def _raw(self, request: web.Request) -> bytes:
-        try:
-            async with asyncio.timeout(self.limits.body_timeout):
-                raw = await request.read()
-        except TimeoutError:
-            raise _request_timeout() from None
+        if request.content.is_eof():  # the whole body has arrived (small bodies, mostly): no wait
+            raw = await request.read()
+        else:
+            try:
+                async with asyncio.timeout(self.limits.body_timeout):
+                    raw = await request.read()
+            except TimeoutError:
+                raise _request_timeout() from None
         if len(raw) > MAX_BODY:
             raise errors.too_large()
         return raw
