@@ -106,7 +106,7 @@ class PriorityAndFairness:
         schemas = self.api.list(fs_rt, None).get("items", [])
         levels = self.api.list(pl_rt, None).get("items", [])
         versions = tuple(o["metadata"].get("resourceVersion") for o in schemas + levels)
-        if versions == self._versions:
+        if versions == self._versions and None not in versions:
             return  # nothing changed: keep the order and the classifications
         self._versions = versions
         self._schemas = precedence_order(schemas)

@@ -498,6 +498,19 @@ def test_duplicate_fields():
     assert openapi.duplicate_fields(b'{"a":1,"b":{"a":1}}') == []
 
 
+@pytest.mark.parametrize("raw, expected", [
+    (b'{"a":"x:y\\":z","b":[{"k":1},{"k":2}]}', []),        # colons and escaped quotes inside strings
+    (b'{"a":"\\\\","a":1}', ["a"]),                         # a string ending in an escaped backslash
+    ('{"\u00e9":1,"\u00e9":2}', ["\u00e9"]),                  # a str body, escapes decoded alike
+    (b'{"n":123456789012345678901234567890,"n":1}', ["n"]),     # integers past 64 bits
+    (b'{"n":123456789012345678901234567890}', []),
+    (b'{"a" : {"c" : "d", "c":"e"}}', ["a.c"]),                 # whitespace around the colons
+    (b'[{"x":1,"x":2}]', ["[0].x"]),
+])
+def test_duplicate_fields_in_bodies_of_every_form(raw, expected):
+    assert openapi.duplicate_fields(raw) == expected
+
+
 def test_duplicate_map_keys_are_reported_as_duplicates():
     raw = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1","a":"2"}}'
     assert openapi.strict_decoding_errors("", "v1", "ConfigMap", raw) == ['duplicate field "data.a"']

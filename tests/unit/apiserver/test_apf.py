@@ -82,3 +82,34 @@ def test_an_anonymous_probe_falls_under_probes():
             assert headers["X-Kubernetes-PF-FlowSchema-UID"] == "uid-probes-flowschemas"
             assert headers["X-Kubernetes-PF-PriorityLevel-UID"] == "uid-exempt-prioritylevelconfigurations"
     asyncio.run(run())
+
+
+def test_a_new_flow_schema_classifies_requests_once_the_schemas_are_read_again():
+    api = _API()
+    for plural, objs in api.objects.items():
+        for i, obj in enumerate(objs):
+            obj["metadata"]["resourceVersion"] = str(i + 1)
+    apf = PriorityAndFairness(api)
+    alice = UserInfo("alice", groups=("system:authenticated",))
+    request = make_mocked_request("GET", "/api/v1/namespaces/default/pods")
+
+    async def schema_uid() -> str:
+        async with apf.admit(request, alice, False) as headers:
+            return headers["X-Kubernetes-PF-FlowSchema-UID"]
+
+    assert asyncio.run(schema_uid()) == "uid-global-default-flowschemas"
+    api.objects["flowschemas"].append({
+        "metadata": {"name": "alice-first", "uid": "uid-alice-first", "resourceVersion": "100"},
+        "spec": {"matchingPrecedence": 10, "priorityLevelConfiguration": {"name": "workload-low"},
+                 "rules": [{"subjects": [{"kind": "User", "user": {"name": "alice"}}],
+                            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                               "namespaces": ["*"]}]}]}})
+    assert asyncio.run(schema_uid()) == "uid-global-default-flowschemas"  # read at most once a second
+    apf._loaded_at = float("-inf")  # a second later
+    assert asyncio.run(schema_uid()) == "uid-alice-first"
+    bob = UserInfo("bob", groups=("system:authenticated",))
+
+    async def bob_uid() -> str:
+        async with apf.admit(request, bob, False) as headers:
+            return headers["X-Kubernetes-PF-FlowSchema-UID"]
+    assert asyncio.run(bob_uid()) == "uid-global-default-flowschemas"
