@@ -630,7 +630,7 @@ def _has_duplicates(raw: bytes | str) -> bool:
     data = raw.encode() if isinstance(raw, str) else raw
     try:
         again = orjson.dumps(orjson.loads(data))
-    except orjson.JSONDecodeError:  # what orjson does not take (such as integers past 64 bits)
+    except (orjson.JSONDecodeError, TypeError):  # what orjson does not take (integers past 64 bits, deep nesting)
         return _has_duplicates_decoded(raw)
     return _member_count(data) != _member_count(again)
 

@@ -506,6 +506,7 @@ def test_duplicate_fields():
     (b'{"n":123456789012345678901234567890}', []),
     (b'{"a" : {"c" : "d", "c":"e"}}', ["a.c"]),                 # whitespace around the colons
     (b'[{"x":1,"x":2}]', ["[0].x"]),
+    (b'{"a":' * 300 + b'{"b":1,"b":2}' + b'}' * 300, ["a" + ".a" * 299 + ".b"]),  # deeper than orjson writes
 ])
 def test_duplicate_fields_in_bodies_of_every_form(raw, expected):
     assert openapi.duplicate_fields(raw) == expected
