@@ -44,6 +44,7 @@ import orjson
 
 from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
+from ..interning import trimmed
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
 from .managers import (ManagerKey, Managers, Times, _Conflicts, _decoded_fields, _manager_key, _record_update, _strip, _Updater,
@@ -282,13 +283,13 @@ def _shape(value: dict[str, Any], generated: list[bytes]) -> Any:
 def _list_shape(value: list[Any], generated: list[bytes]) -> bytes:
     raw = orjson.dumps(value)
     if b"kube-api-access-" not in raw:
-        return raw
+        return trimmed(raw)  # kept in _CREATE_SHAPES' keys
     for name in _GENERATED_LIST_NAME.findall(raw):
         if name not in generated:
             generated.append(name)
     for i, name in enumerate(generated):
         raw = raw.replace(name, b"\x00%d\x00" % i)
-    return raw
+    return trimmed(raw)
 
 
 def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: PatchMeta, now: str,
