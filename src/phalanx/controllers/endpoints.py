@@ -7,7 +7,11 @@ have an IP: ready ones under `addresses`, the others under `notReadyAddresses` (
 (a number as is, a name through the pod's container ports; a pod without that port is left out of
 that port's subset), and addresses with the same ports are packed into one subset, as upstream's
 `RepackSubsets`. Terminating pods and finished pods are left out. Endpoints of a Service that has
-gone or lost its selector are deleted; a Service without selector is left to its user.
+gone or lost its selector are deleted; a Service without selector is left to its user. As upstream
+(since 1.22), an Endpoints holds at most 1,000 addresses: past that it is truncated (ready
+addresses first, each subset keeping its share) and annotated `endpoints.kubernetes.io/over-capacity:
+truncated`; the annotation goes when the Service is back under capacity. EndpointSlices have no
+such limit.
 
 Also the pod/port helpers the EndpointSlice controller shares (`pods_for_service`, `endpoint_ports`,
 `pod_is_ready`) and their base, `ServicePodsController`: a sync derives what it needs from each
@@ -30,6 +34,9 @@ from .podcontrol import is_pod_ready
 Obj = dict[str, Any]
 
 MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
+OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"
+TRUNCATED = "truncated"
+MAX_CAPACITY = 1000  # addresses in one Endpoints object
 MANAGED_BY = "endpoint-controller"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 
@@ -148,6 +155,40 @@ def subsets_of(entries: Iterable[tuple[tuple, list[Obj], bool, Obj]]) -> list[Ob
     return subsets
 
 
+def truncate_subsets(subsets: list[Obj], capacity: int | None = None) -> tuple[list[Obj], bool]:
+    """Upstream's `truncateEndpoints`: at most `capacity` addresses over all subsets. Ready
+    addresses come first: when they alone exceed the capacity the not-ready ones all go and each
+    subset keeps a share of ready ones in proportion to its size (rounded up, the last subsets
+    taking what is left); otherwise every ready address stays and the not-ready ones are shared
+    out that way. A subset left without addresses is dropped. `capacity` defaults to MAX_CAPACITY.
+    Returns (subsets, whether anything was cut); the input is not changed."""
+    capacity = MAX_CAPACITY if capacity is None else capacity
+    ready = sum(len(s.get("addresses") or []) for s in subsets)
+    not_ready = sum(len(s.get("notReadyAddresses") or []) for s in subsets)
+    if ready + not_ready <= capacity:
+        return subsets, False
+    cut_ready = ready > capacity
+    field = "addresses" if cut_ready else "notReadyAddresses"
+    room = capacity if cut_ready else capacity - ready
+    total = ready if cut_ready else not_ready
+    left = room
+    out = []
+    for subset in subsets:
+        subset = dict(subset)
+        share = min(-(-len(subset.get(field) or []) * room // total), left)  # ceil, then what is left
+        kept = (subset.get(field) or [])[:share]
+        if kept:
+            subset[field] = kept
+        else:
+            subset.pop(field, None)
+        if cut_ready:
+            subset.pop("notReadyAddresses", None)
+        left -= len(kept)
+        if subset.get("addresses") or subset.get("notReadyAddresses"):
+            out.append(subset)  # a subset left with no address at all would not be valid
+    return out, True
+
+
 POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one sync
 
 
@@ -236,7 +277,7 @@ class EndpointsController(ServicePodsController):
             if svc is None and current is not None:
                 await self._delete(ns, name)
             return
-        subsets = subsets_of(self.derive_for_service(svc, False, address_entry))
+        subsets, truncated = truncate_subsets(subsets_of(self.derive_for_service(svc, False, address_entry)))
         labels = dict(svc["metadata"].get("labels") or {})
         labels[MANAGED_BY_LABEL] = MANAGED_BY
         if (svc.get("spec") or {}).get("clusterIP") == "None":
@@ -244,6 +285,8 @@ class EndpointsController(ServicePodsController):
         if current is None:
             obj: Obj = {"apiVersion": "v1", "kind": "Endpoints",
                         "metadata": {"name": name, "namespace": ns, "labels": labels}}
+            if truncated:
+                obj["metadata"]["annotations"] = {OVER_CAPACITY_ANNOTATION: TRUNCATED}
             if subsets:
                 obj["subsets"] = subsets
             try:
@@ -253,11 +296,15 @@ class EndpointsController(ServicePodsController):
                     raise
                 self.enqueue_after(key, 0.1)
             return
-        if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels:
+        annotations = _with_capacity_annotation(current["metadata"].get("annotations") or {}, truncated)
+        if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels \
+                and (current["metadata"].get("annotations") or {}) == annotations:
             return
         # handed over: a new top level and metadata over the cached object, which the API only reads
         new = dict(current)
-        new["metadata"] = dict(current["metadata"], labels=labels)
+        new["metadata"] = dict(current["metadata"], labels=labels, annotations=annotations)
+        if not annotations:
+            del new["metadata"]["annotations"]
         if subsets:
             new["subsets"] = subsets
         else:
@@ -272,9 +319,15 @@ class EndpointsController(ServicePodsController):
                 raise
 
 
+def _with_capacity_annotation(annotations: dict[str, str], truncated: bool) -> dict[str, str]:
+    if truncated:
+        return {**annotations, OVER_CAPACITY_ANNOTATION: TRUNCATED}
+    return {k: v for k, v in annotations.items() if k != OVER_CAPACITY_ANNOTATION}
+
+
 def _managed(ep: Obj) -> bool:
     return (ep["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
 __all__ = ["EndpointsController", "ServicePodsController", "address_entry", "build_subsets", "endpoint_ports",
-           "pods_for_service", "subsets_of"]
+           "pods_for_service", "subsets_of", "truncate_subsets", "MAX_CAPACITY", "OVER_CAPACITY_ANNOTATION"]
