@@ -15,13 +15,15 @@ such limit.
 
 Also the pod/port helpers the EndpointSlice controller shares (`pods_for_service`, `endpoint_ports`,
 `pod_is_ready`) and their base, `ServicePodsController`: a sync derives what it needs from each
-selected pod through `derive_for_service`, which keeps every pod's result while the pod, the Service
-(and the pod's node) are the very objects they were, so a sync of a Service of thousands of pods
-recomputes only the pods that changed since the last one.
+selected pod through `derive_for_service`, which keeps every pod's result and looks again only at
+the pods whose events came in since the last sync of that Service (all of them when the Service
+object changed), so a sync of a Service of thousands of pods costs the pods that changed plus one
+pass to list the results.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..client.clock import Clock
@@ -146,9 +148,9 @@ def subsets_of(entries: Iterable[tuple[tuple, list[Obj], bool, Obj]]) -> list[Ob
     for key in sorted(groups):
         g = groups[key]
         subset: Obj = {}
-        for field in ("addresses", "notReadyAddresses"):
-            if g[field]:
-                subset[field] = sorted(g[field], key=lambda a: (a["ip"], a["targetRef"]["uid"]))
+        for kind in ("addresses", "notReadyAddresses"):
+            if g[kind]:
+                subset[kind] = sorted(g[kind], key=lambda a: (a["ip"], a["targetRef"]["uid"]))
         if g["ports"]:
             subset["ports"] = sorted(g["ports"], key=lambda p: p["name"])
         subsets.append(subset)
@@ -168,19 +170,19 @@ def truncate_subsets(subsets: list[Obj], capacity: int | None = None) -> tuple[l
     if ready + not_ready <= capacity:
         return subsets, False
     cut_ready = ready > capacity
-    field = "addresses" if cut_ready else "notReadyAddresses"
+    cut = "addresses" if cut_ready else "notReadyAddresses"
     room = capacity if cut_ready else capacity - ready
     total = ready if cut_ready else not_ready
     left = room
     out = []
     for subset in subsets:
         subset = dict(subset)
-        share = min(-(-len(subset.get(field) or []) * room // total), left)  # ceil, then what is left
-        kept = (subset.get(field) or [])[:share]
+        share = min(-(-len(subset.get(cut) or []) * room // total), left)  # ceil, then what is left
+        kept = (subset.get(cut) or [])[:share]
         if kept:
-            subset[field] = kept
+            subset[cut] = kept
         else:
-            subset.pop(field, None)
+            subset.pop(cut, None)
         if cut_ready:
             subset.pop("notReadyAddresses", None)
         left -= len(kept)
@@ -190,6 +192,16 @@ def truncate_subsets(subsets: list[Obj], capacity: int | None = None) -> tuple[l
 
 
 POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one sync
+
+
+@dataclass
+class _ServicePods:
+    """What `derive_for_service` keeps for one Service object: for each pod it selects, (pod,
+    dependency, derived value or None); the pod names in order; the names with events since."""
+    svc: Obj
+    entries: dict[str, tuple[Obj, Any, Any]] = field(default_factory=dict)
+    order: list[str] | None = None  # sorted names; None once a name came or went
+    dirty: set[str] = field(default_factory=set)
 
 
 class ServicePodsController(Controller[str]):
@@ -207,47 +219,62 @@ class ServicePodsController(Controller[str]):
         self.enqueue_on(self.services)
         self.pods.add_event_handler(on_add=self._pod_changed, on_update=self._pod_updated,
                                     on_delete=self._pod_changed)
-        # Service key -> pod name -> (pod, Service, dependency, derived value or None)
-        self._derived: dict[str, dict[str, tuple[Obj, Obj, Any, Any]]] = {}
+        self._derived: dict[str, _ServicePods] = {}  # Service key -> what its last sync derived
 
     def derive_for_service(self, svc: Obj, include_terminating: bool, derive: Callable[[Obj, Obj], Any],
                            dependency: Callable[[Obj], Any] | None = None) -> list[Any]:
         """`derive(pod, svc)` of each pod `pods_for_service` selects, in pod name order, leaving
-        out None results. A pod's result is reused while the pod, `svc` and `dependency(pod)` are
-        the same objects as at the last sync of this Service (informers never change an object in
-        place), so only the pods that changed are looked at again."""
+        out None results. Only the pods with events since the last sync of this Service are looked
+        at again (every pod when `svc` is another object than then); a pod's result is reused
+        while the pod and `dependency(pod)` are the same objects (informers never change an object
+        in place). A change of a dependency alone goes unseen until `forget_derived`."""
         key = object_key(svc)
         sel = service_selector(svc)
         if sel is None:
             self._derived.pop(key, None)
             return []
-        before = self._derived.get(key) or {}
-        now: dict[str, tuple[Obj, Obj, Any, Any]] = {}
-        out: list[tuple[str, Any]] = []
-        for pod in self.pods.list(svc["metadata"].get("namespace")):
-            name = pod["metadata"]["name"]
+        ns = svc["metadata"].get("namespace")
+        state = self._derived.get(key)
+        if state is None or state.svc is not svc:
+            state = _ServicePods(svc, dirty={p["metadata"]["name"] for p in self.pods.list(ns)})
+            self._derived[key] = state
+        dirty, state.dirty = state.dirty, set()
+        for name in dirty:
+            pod = self.pods.get(f"{ns}/{name}" if ns else name)
+            if pod is None or not _selects(sel, pod, include_terminating):
+                if state.entries.pop(name, None) is not None:
+                    state.order = None
+                continue
             dep = dependency(pod) if dependency is not None else None
-            hit = before.get(name)
-            if hit is not None and hit[0] is pod and hit[1] is svc and hit[2] is dep:
-                value = hit[3]
-            else:
-                value = derive(pod, svc) if _selects(sel, pod, include_terminating) else None
-            now[name] = (pod, svc, dep, value)
-            if value is not None:
-                out.append((name, value))
-        self._derived[key] = now
-        out.sort(key=lambda item: item[0])
-        return [value for _, value in out]
+            hit = state.entries.get(name)
+            if hit is not None and hit[0] is pod and hit[1] is dep:
+                continue
+            if hit is None:
+                state.order = None
+            state.entries[name] = (pod, dep, derive(pod, svc))
+        if state.order is None:
+            state.order = sorted(state.entries)
+        entries = state.entries
+        return [v for v in (entries[name][2] for name in state.order) if v is not None]
 
     def forget_service(self, key: str) -> None:
         self._derived.pop(key, None)
 
+    def forget_derived(self) -> None:
+        """Derive every pod again at the next sync of each Service (a dependency changed)."""
+        self._derived.clear()
+
     def _pod_changed(self, pod: Obj) -> None:
-        labels = pod["metadata"].get("labels")
-        for svc in self.services.list(pod["metadata"].get("namespace")):
+        md = pod["metadata"]
+        labels = md.get("labels")
+        for svc in self.services.list(md.get("namespace")):
             sel = service_selector(svc)
             if sel is not None and selector_matches(sel, labels):
-                self.enqueue_coalesced(object_key(svc), POD_BATCH_PERIOD)
+                key = object_key(svc)
+                state = self._derived.get(key)
+                if state is not None:
+                    state.dirty.add(md["name"])
+                self.enqueue_coalesced(key, POD_BATCH_PERIOD)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         self._pod_changed(new)

@@ -36,6 +36,10 @@ def _port_key(ports: list[Obj]) -> tuple:
                         for p in ports))
 
 
+def _zone(node: Obj | None) -> str | None:
+    return ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+
+
 def address_type(svc: Obj) -> str:
     families = (svc.get("spec") or {}).get("ipFamilies") or ["IPv4"]
     return "IPv6" if families[0] == "IPv6" else "IPv4"
@@ -52,6 +56,10 @@ class EndpointSliceController(ServicePodsController):
         self.nodes = self.informer("v1", "Node")
         self.slices.add_event_handler(on_add=self._slice_changed, on_update=lambda o, n: self._slice_changed(n),
                                       on_delete=self._slice_deleted)
+        # an endpoint's zone comes from its node: a node that comes, goes or changes zone makes
+        # every endpoint be derived again (its frequent status updates do not)
+        self.nodes.add_event_handler(on_add=lambda n: self.forget_derived(), on_delete=lambda n: self.forget_derived(),
+                                     on_update=self._node_updated)
         # slices created but not yet in the informer, per Service (upstream's slice tracker): a
         # sync waits for them instead of creating them twice
         self._created: dict[str, set[str]] = {}
@@ -67,6 +75,10 @@ class EndpointSliceController(ServicePodsController):
                 del self._wrote[md["name"]]
                 return
             self.enqueue(f"{md.get('namespace')}/{labels[SERVICE_NAME_LABEL]}")
+
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        if _zone(old) != _zone(new):
+            self.forget_derived()
 
     def _slice_deleted(self, eps: Obj) -> None:
         self._wrote.pop(eps["metadata"]["name"], None)
@@ -91,8 +103,7 @@ class EndpointSliceController(ServicePodsController):
             ep["hostname"] = spec["hostname"]
         if spec.get("nodeName"):
             ep["nodeName"] = spec["nodeName"]
-            node = self.nodes.get(spec["nodeName"])
-            zone = ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+            zone = _zone(self.nodes.get(spec["nodeName"]))
             if zone:
                 ep["zone"] = zone
         ep["targetRef"] = {"kind": "Pod", "namespace": md.get("namespace", ""), "name": md["name"],
@@ -106,14 +117,10 @@ class EndpointSliceController(ServicePodsController):
             return None
         return _port_key(ports), ports, self._endpoint(pod, svc)
 
-    def _node_of(self, pod: Obj) -> Obj | None:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        return self.nodes.get(node_name) if node_name else None
-
     def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
         """(ports, endpoints) of every slice the Service should have."""
         groups: dict[tuple, tuple[list[Obj], list[Obj]]] = {}
-        for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry, self._node_of):
+        for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry):
             groups.setdefault(key, (ports, []))[1].append(ep)
         out: list[tuple[list[Obj], list[Obj]]] = []
         for key in sorted(groups):

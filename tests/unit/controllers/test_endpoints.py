@@ -154,3 +154,34 @@ async def test_an_endpoints_over_capacity_is_truncated_and_annotated_until_it_fi
         await env.client.update(d)
         assert await env.run_until(lambda: cl.addresses() == cl.ready_ips() and len(cl.ready_ips()) == 2
                                    and not (cl.ep()["metadata"].get("annotations") or {}))
+
+
+async def test_a_pod_relabelled_out_of_the_selector_leaves_endpoints_and_slices(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service())
+        await env.client.create(deployment(replicas=2))
+        assert await env.run_until(lambda: len(cl.addresses()) == 2
+                                   and sum(len(s["endpoints"]) for s in cl.service_slices()) == 2)
+        pod = sorted(cl.endpoints.pods.list("default"), key=lambda p: p["metadata"]["name"])[0]
+        await env.client.patch("v1", "Pod", "default", pod["metadata"]["name"],
+                               {"metadata": {"labels": {"app": "other"}}})
+        # the ReplicaSet replaces it; the relabelled pod's address goes from both
+        gone = pod["status"]["podIP"]
+        assert await env.run_until(lambda: gone not in cl.addresses() and len(cl.addresses()) == 2
+                                   and all(gone not in e["addresses"] for s in cl.service_slices()
+                                           for e in s["endpoints"]))
+
+
+async def test_an_endpoint_takes_its_nodes_zone_also_when_the_zone_changes(env):
+    async with Cluster(env) as cl:
+        await env.client.create(service())
+        await env.client.create(deployment(replicas=1))
+        assert await env.run_until(lambda: sum(len(s["endpoints"]) for s in cl.service_slices()) == 1)
+        node = cl.service_slices()[0]["endpoints"][0]["nodeName"]
+        assert "zone" not in cl.service_slices()[0]["endpoints"][0]
+        await env.client.patch("v1", "Node", None, node,
+                               {"metadata": {"labels": {"topology.kubernetes.io/zone": "zone-b"}}})
+        # the next sync of the Service (any pod event) picks it up
+        await env.client.create(deployment(replicas=1) | {"metadata": {"name": "web2", "namespace": "default"}})
+        assert await env.run_until(lambda: any(e.get("zone") == "zone-b" and e.get("nodeName") == node
+                                               for s in cl.service_slices() for e in s["endpoints"]))
