@@ -9,6 +9,11 @@ endpointslice-controller.k8s.io` (plus the Service's labels), and owned by the S
 garbage collector removes them with it. A Service that selects nothing keeps one placeholder slice
 without ports or endpoints. Slices are created, updated in place and deleted to match; a Service
 without selector is left to its user.
+
+As upstream's reconciler, an endpoint stays in the slice that holds it while its pod is selected:
+a sync updates it there, drops the endpoints of pods that went, and puts new endpoints first into
+the slices it changes anyway, then into other slices with room, then into new slices. A slice left
+empty is deleted. So a pod that comes or goes rewrites one slice, not every slice after it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,36 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 def _port_key(ports: list[Obj]) -> tuple:
     return tuple(sorted((p.get("name", ""), p.get("port"), p.get("protocol", "TCP"), p.get("appProtocol", ""))
                         for p in ports))
+
+
+def _place(slices: list[Obj], ports: list[Obj], wanted: dict[str, Obj]) -> list[tuple[Obj | None, list[Obj], list[Obj]]]:
+    """The slices of one port set: `wanted` (pod name -> endpoint, in pod name order) placed over
+    the slices of that port set now, each endpoint kept where it is, the new ones filling the
+    changed slices first, then the others with room, then new slices; empty slices left out."""
+    placed: set[str] = set()
+    kept: list[tuple[Obj, list[Obj]]] = []
+    for s in slices:
+        eps = []
+        for ep in s.get("endpoints") or []:
+            name = (ep.get("targetRef") or {}).get("name")
+            if name in wanted and name not in placed:
+                eps.append(wanted[name])
+                placed.add(name)
+        kept.append((s, eps))
+    new = [ep for name, ep in wanted.items() if name not in placed]
+    changed = [eps for s, eps in kept if eps != (s.get("endpoints") or [])]
+    unchanged = [eps for s, eps in kept if eps == (s.get("endpoints") or [])]
+    for eps in changed + unchanged:
+        if not new:
+            break
+        room = MAX_ENDPOINTS_PER_SLICE - len(eps)
+        if room > 0:
+            eps.extend(new[:room])
+            new = new[room:]
+    out: list[tuple[Obj | None, list[Obj], list[Obj]]] = [(s, ports, eps) for s, eps in kept if eps]
+    for i in range(0, len(new), MAX_ENDPOINTS_PER_SLICE):
+        out.append((None, ports, new[i:i + MAX_ENDPOINTS_PER_SLICE]))
+    return out
 
 
 def _zone(node: Obj | None) -> str | None:
@@ -117,17 +152,23 @@ class EndpointSliceController(ServicePodsController):
             return None
         return _port_key(ports), ports, self._endpoint(pod, svc)
 
-    def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
-        """(ports, endpoints) of every slice the Service should have."""
-        groups: dict[tuple, tuple[list[Obj], list[Obj]]] = {}
+    def plan(self, svc: Obj, existing: list[Obj]) -> list[tuple[Obj | None, list[Obj], list[Obj]]]:
+        """(slice to update, or None for a new one; ports; endpoints) of every slice the Service
+        should have, from its slices now (`existing`, in name order); a slice now that is not in
+        the plan is to be deleted."""
+        groups: dict[tuple, tuple[list[Obj], dict[str, Obj]]] = {}
         for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry):
-            groups.setdefault(key, (ports, []))[1].append(ep)
-        out: list[tuple[list[Obj], list[Obj]]] = []
+            groups.setdefault(key, (ports, {}))[1][ep["targetRef"]["name"]] = ep
+        by_ports: dict[tuple, list[Obj]] = {}
+        for s in existing:
+            by_ports.setdefault(_port_key(s.get("ports") or []), []).append(s)
+        out: list[tuple[Obj | None, list[Obj], list[Obj]]] = []
         for key in sorted(groups):
-            ports, eps = groups[key]
-            for i in range(0, len(eps), MAX_ENDPOINTS_PER_SLICE):
-                out.append((ports, eps[i:i + MAX_ENDPOINTS_PER_SLICE]))
-        return out or [([], [])]
+            ports, wanted = groups[key]
+            out.extend(_place(by_ports.get(key) or [], ports, wanted))
+        if not out:  # the placeholder: no ports, no endpoints
+            out.append((existing[0] if existing else None, [], []))
+        return out
 
     async def sync(self, key: str) -> None:
         ns, _, name = key.partition("/")
@@ -142,16 +183,13 @@ class EndpointSliceController(ServicePodsController):
             self.enqueue_after(key, 0.05)
             return
         self._created.pop(key, None)
-        by_ports: dict[tuple, list[Obj]] = {}
-        for s in existing:
-            by_ports.setdefault(_port_key(s.get("ports") or []), []).append(s)
-        for ports, eps in self.desired(svc):
-            candidates = by_ports.get(_port_key(ports)) or []
-            current = candidates.pop(0) if candidates else None
+        plan = self.plan(svc, existing)
+        for current, ports, eps in plan:
             created = await self._write(svc, current, ports, eps)
             if created:
                 self._created.setdefault(key, set()).add(created)
-        for leftover in (s for group in by_ports.values() for s in group):
+        kept = {id(current) for current, _, _ in plan if current is not None}
+        for leftover in (s for s in existing if id(s) not in kept):
             try:
                 await self.client.delete("discovery.k8s.io/v1", "EndpointSlice", ns, leftover["metadata"]["name"])
             except StatusError as e:

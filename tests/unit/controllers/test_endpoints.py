@@ -7,6 +7,7 @@ from __future__ import annotations
 from phalanx.controllers.deployment import DeploymentController
 from phalanx.controllers import endpoints as endpoints_module
 from phalanx.controllers.endpoints import OVER_CAPACITY_ANNOTATION, EndpointsController, truncate_subsets
+from phalanx.controllers import endpointslice as endpointslice_module
 from phalanx.controllers.endpointslice import MANAGED_BY, SERVICE_NAME_LABEL, EndpointSliceController
 from phalanx.controllers.replicaset import ReplicaSetController
 
@@ -185,3 +186,29 @@ async def test_an_endpoint_takes_its_nodes_zone_also_when_the_zone_changes(env):
         await env.client.create(deployment(replicas=1) | {"metadata": {"name": "web2", "namespace": "default"}})
         assert await env.run_until(lambda: any(e.get("zone") == "zone-b" and e.get("nodeName") == node
                                                for s in cl.service_slices() for e in s["endpoints"]))
+
+
+async def test_a_new_pod_fills_a_slice_with_room_and_leaves_the_full_ones_alone(env, monkeypatch):
+    monkeypatch.setattr(endpointslice_module, "MAX_ENDPOINTS_PER_SLICE", 2)
+
+    def endpoints():
+        return sorted(e["targetRef"]["name"] for s in cl.service_slices() for e in s["endpoints"])
+
+    async def scale(n):
+        d = await env.client.get("apps/v1", "Deployment", "default", "web")
+        d["spec"]["replicas"] = n
+        await env.client.update(d)
+
+    async with Cluster(env) as cl:
+        await env.client.create(service())
+        await env.client.create(deployment(replicas=4))
+        assert await env.run_until(lambda: len(endpoints()) == 4 and len(cl.service_slices()) == 2)
+        before = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in cl.service_slices()}
+        await scale(5)
+        assert await env.run_until(lambda: len(endpoints()) == 5 and len(cl.service_slices()) == 3)
+        after = {s["metadata"]["name"]: s["metadata"]["resourceVersion"] for s in cl.service_slices()}
+        assert {n: after[n] for n in before} == before  # the two full slices were not written
+        await scale(1)
+        assert await env.run_until(lambda: len(endpoints()) == 1 and len(cl.service_slices()) == 1)
+        assert endpoints() == sorted(p["metadata"]["name"] for p in cl.endpoints.pods.list("default")
+                                     if not p["metadata"].get("deletionTimestamp"))
