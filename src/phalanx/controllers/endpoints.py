@@ -123,14 +123,19 @@ def _address(pod: Obj, svc: Obj) -> Obj:
     return addr
 
 
-def address_entry(pod: Obj, svc: Obj) -> tuple[tuple, list[Obj], bool, Obj] | None:
-    """What the Endpoints of `svc` take from one selected pod: (port key, ports, ready, address);
-    None for a pod left out (it has none of the Service's ports)."""
+AddressEntry = tuple[tuple, list[Obj], bool, tuple[str, str], Obj]
+
+
+def address_entry(pod: Obj, svc: Obj) -> AddressEntry | None:
+    """What the Endpoints of `svc` take from one selected pod: (port key, ports, ready, order,
+    address), `order` being the address's place in its subset (IP, then pod uid); None for a pod
+    left out (it has none of the Service's ports)."""
     ports = endpoint_ports(pod, svc)
     if (svc.get("spec") or {}).get("ports") and not ports:
         return None
     key = tuple(sorted((p["name"], p["port"], p["protocol"], p.get("appProtocol", "")) for p in ports))
-    return key, ports, pod_is_ready(pod, svc), _address(pod, svc)
+    address = _address(pod, svc)
+    return key, ports, pod_is_ready(pod, svc), (address["ip"], address["targetRef"]["uid"]), address
 
 
 def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
@@ -138,23 +143,29 @@ def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
     return subsets_of([e for e in (address_entry(p, svc) for p in pods) if e is not None])
 
 
-def subsets_of(entries: Iterable[tuple[tuple, list[Obj], bool, Obj]]) -> list[Obj]:
+def subsets_of(entries: Iterable[AddressEntry]) -> list[Obj]:
     """`build_subsets` from the pods' `address_entry` results."""
-    groups: dict[tuple, dict[str, list[Obj]]] = {}
-    for key, ports, ready, address in entries:
-        group = groups.setdefault(key, {"addresses": [], "notReadyAddresses": [], "ports": ports})
-        group["addresses" if ready else "notReadyAddresses"].append(address)
+    Placed = list[tuple[tuple[str, str], Obj]]
+    groups: dict[tuple, tuple[list[Obj], Placed, Placed]] = {}
+    for key, ports, ready, order, address in entries:
+        group = groups.setdefault(key, (ports, [], []))
+        (group[1] if ready else group[2]).append((order, address))
     subsets = []
     for key in sorted(groups):
-        g = groups[key]
+        ports, ready_addresses, not_ready_addresses = groups[key]
         subset: Obj = {}
-        for kind in ("addresses", "notReadyAddresses"):
-            if g[kind]:
-                subset[kind] = sorted(g[kind], key=lambda a: (a["ip"], a["targetRef"]["uid"]))
-        if g["ports"]:
-            subset["ports"] = sorted(g["ports"], key=lambda p: p["name"])
+        for kind, addresses in (("addresses", ready_addresses), ("notReadyAddresses", not_ready_addresses)):
+            if addresses:
+                addresses.sort(key=_first)
+                subset[kind] = [a for _, a in addresses]
+        if ports:
+            subset["ports"] = sorted(ports, key=lambda p: p["name"])
         subsets.append(subset)
     return subsets
+
+
+def _first(pair: tuple[tuple[str, str], Obj]) -> tuple[str, str]:
+    return pair[0]
 
 
 def truncate_subsets(subsets: list[Obj], capacity: int | None = None) -> tuple[list[Obj], bool]:

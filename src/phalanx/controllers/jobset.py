@@ -286,9 +286,9 @@ def _first_failed(jobs: list[Obj]) -> Obj | None:
 # one sync per event made a JobSet of 512 Jobs quadratic. The sync itself now looks only at the Jobs
 # that changed, but the status it writes has an entry per replicatedJob and the write costs its
 # size (managedFields, the store's copy), so the window grows with the JobSet's Jobs: 0.1 s, and
-# 1 ms more per child Job (0.5 s for 512).
+# 2 ms more per child Job (1.1 s for 512).
 JOB_STATUS_SYNC_WINDOW = 0.1
-JOB_STATUS_SYNC_WINDOW_PER_JOB = 0.001
+JOB_STATUS_SYNC_WINDOW_PER_JOB = 0.002
 
 
 def _job_meta(job: Obj) -> tuple:
