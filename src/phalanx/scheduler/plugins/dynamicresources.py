@@ -758,7 +758,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if need_reservation:
             status = obj.setdefault("status", {})
             status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
-        return await self.api.update_status(obj)
+        return await self.api.update_status(obj, handover=True)  # `obj` is this call's own copy
 
     async def _add_delete_protection(self, obj: Obj, ref: str) -> Obj:
         """The claim with the delete-protection finalizer (written first when missing)."""
@@ -767,7 +767,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return obj
         obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
         try:
-            obj = await self.api.update(obj)
+            obj = deep_copy(await self.api.update(obj, handover=True))  # the stored object is read-only
         except StatusError as e:
             if e.code == 409:
                 raise
