@@ -31,8 +31,8 @@ from phalanx.sim.workload import load_workload_file, select
 
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 
-# A reduced steady-state shape: 50 DRA nodes of 10 devices, half of them pre-allocated.
-DEFAULT_PARAMS = {"nodesWithDRA": 50, "nodesWithoutDRA": 0, "initClaims": 250, "maxClaimsPerNode": 10,
+# The steady-state shapes reduced: 50 DRA nodes of 10 devices (other workloads: their own params).
+STEADY_STATE_PARAMS = {"nodesWithDRA": 50, "nodesWithoutDRA": 0, "initClaims": 250, "maxClaimsPerNode": 10,
                   "duration": "3s"}
 
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workload", default="SteadyStateClusterResourceClaimTemplate/half_500nodes")
     ap.add_argument("--param", action="append", default=[], help="NAME=VALUE over the reduced defaults")
     args = ap.parse_args(argv)
-    params = dict(DEFAULT_PARAMS)
+    params = dict(STEADY_STATE_PARAMS) if args.workload.startswith("SteadyState") else {}
     for p in args.param:
         k, _, v = p.partition("=")
         params[k] = int(v) if v.isdigit() else v
