@@ -684,13 +684,25 @@ def _store_limit(api: API, ctx: RunContext, gates: FeatureGates, sqlite: bool = 
         claims = _replicate(claims, round(target * ratio)) if claims else claims
     if not sqlite:
         return store_write_limit(pods, claims, gates)
+    # On a thread with no event loop, the SQLiteStore commits each write as it is made; on this
+    # thread (a running loop) it would queue them all for one group commit after the timing.
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-limit") as pool:
+        return pool.submit(_sqlite_write_limit, pods, claims, gates).result()
+
+
+def _sqlite_write_limit(pods: list[dict], claims: list[dict], gates: FeatureGates) -> dict[str, Any]:
+    """`store_write_limit` on a SQLiteStore in a temporary directory, a commit per write (call it
+    where no event loop runs)."""
     import tempfile
 
     from ..store.sqlite import SQLiteStore
     with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as d:
         store = SQLiteStore(os.path.join(d, "store.db"))
         try:
-            return store_write_limit(pods, claims, gates, store=store)
+            result = store_write_limit(pods, claims, gates, store=store)
+            result["commits"] = store.commits
+            return result
         finally:
             store.close()
 
