@@ -30,8 +30,8 @@ from typing import Any, Optional
 
 import orjson
 
-from ..machinery.interning import intern_fields
-from .base import Obj, Store
+from ..machinery.interning import intern_fields, trimmed
+from .base import COMPACT_KEYS, Obj, Store
 
 log = logging.getLogger("phalanx.store.sqlite")
 
@@ -82,7 +82,7 @@ def _share_managed_fields(obj: Obj) -> None:
         if shared is None:
             if len(_READ_TREES) >= _READ_TREES_MAX:
                 _READ_TREES.clear()
-            shared = _READ_TREES[raw] = intern_fields(tree)
+            shared = _READ_TREES[trimmed(raw)] = intern_fields(tree)
         e["fieldsV1"] = shared
 
 
@@ -114,9 +114,12 @@ class SQLiteStore(Store):
         gc.disable()  # only long-lived objects here: the cyclic collector would rescan them again and again
         try:
             for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
-                obj = orjson.loads(data)
-                _share_managed_fields(obj)
-                self._load(key, ns, name, obj, data)
+                if key in COMPACT_KEYS:  # kept as JSON: nothing to decode
+                    self._load(key, ns, name, None, data)
+                else:
+                    obj = orjson.loads(data)
+                    _share_managed_fields(obj)
+                    self._load(key, ns, name, obj, data)
                 max_rv = max(max_rv, rv)
         finally:
             if collecting:
