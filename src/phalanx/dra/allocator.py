@@ -342,7 +342,8 @@ def _still_valid(entry: "NodeAnswer", view: NodeView, usage: DevicesInUse) -> bo
     if entry.version == usage.version:
         return True
     pool = view.pool_id
-    return entry.state == (usage.versions.get(pool) if pool is not None else tuple(map(usage.versions.get, view.pool_ids)))
+    now: Any = usage.versions.get(pool) if pool is not None else tuple(map(usage.versions.get, view.pool_ids))
+    return bool(entry.state == now)
 
 
 def _remembered_each(key: Any, names: Sequence[str], inventory: Inventory, usage: DevicesInUse, per_device: bool,
