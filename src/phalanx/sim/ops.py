@@ -264,11 +264,10 @@ class CreatePods(Op):
                         break
                     continue
                 done, scheduled[:] = list(scheduled), []
-                pods = ctx.api.resource("", "v1", "pods")
                 for pod in done:
                     md = pod["metadata"]
-                    try:  # the API's delete itself: the client would copy the answer, which is not read
-                        ctx.api.delete(pods, md["namespace"], md["name"], grace_period=0)
+                    try:
+                        await ctx.client.delete("v1", "Pod", md["namespace"], md["name"], grace_period=0)
                     except StatusError as e:
                         if e.code != 404:
                             raise
