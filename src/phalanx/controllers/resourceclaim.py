@@ -10,11 +10,9 @@ What it does, as upstream does:
   `<pod>-<claim>-<5 random>` (`generateName`, 57-character proportional truncation), owned by the
   pod (controller, blockOwnerDeletion), annotated `resource.kubernetes.io/pod-claim-name: <claim>`,
   with the template's labels, annotations and claim spec; then record
-  `status.resourceClaimStatuses[{name, resourceClaimName}]` on the pod's `/status` as field
-  manager `ResourceClaimController` (upstream applies it with force; here it is a status update
-  of the cached pod, handed over to the API and retried on a conflict from a fresh read, at a fifth
-  of an apply's cost: the same status and manager, its managedFields entry with operation
-  `Update`). A write that would change nothing is skipped. An orphan claim owned by the pod with the
+  `status.resourceClaimStatuses[{name, resourceClaimName}]` with a server-side apply (forced) of
+  pod `/status` by field manager `ResourceClaimController`; a write that would change nothing is
+  skipped. An orphan claim owned by the pod with the
   same annotation (left by a failed status write) is reused, never duplicated. A missing template
   is a Warning event `FailedResourceClaimCreation` on the pod and a retry; creating the template
   requeues the pod at once. A scheduled pod whose allocated claim is not reserved for it gets the
@@ -65,7 +63,6 @@ from ..machinery.meta import deep_copy
 from ..client.clock import Clock
 from ..client.controller import Controller
 from ..client.interface import Client
-from ..client.retry import retry_on_conflict
 
 Obj = dict[str, Any]
 
@@ -567,28 +564,22 @@ class ResourceClaimController(Controller[str]):
         return created
 
     async def _apply_claim_statuses(self, api_version: str, kind: str, obj: Obj, new: dict[str, str]) -> None:
-        """Record generated claim names in `status.resourceClaimStatuses` (a status update as
-        field manager ResourceClaimController) unless it names them already. The cached object is
-        written as it is but for that list; after a conflict the object is read again (a replaced
-        object, another uid, is left alone)."""
+        """Record generated claim names in `status.resourceClaimStatuses` with a server-side apply
+        of `/status` by field manager ResourceClaimController, forced, as upstream's `ApplyStatus`
+        (the whole list, so the entries of earlier syncs stay owned); nothing is written when the
+        list names them already."""
         md = obj.get("metadata") or {}
-        namespace, name, uid = md.get("namespace", ""), md.get("name", ""), md.get("uid", "")
-
-        async def attempt(conflicted: bool) -> None:
-            current = await self.status_client.get(api_version, kind, namespace, name) if conflicted else obj
-            if (current.get("metadata") or {}).get("uid") != uid:
-                return
-            before = (current.get("status") or {}).get("resourceClaimStatuses") or []
-            statuses = _with_claim_names(before, new)
-            if statuses == before:
-                return
-            updated = dict(current)  # handed over: new top level, metadata and status over the rest
-            updated["metadata"] = dict(current["metadata"])
-            updated["status"] = dict(current.get("status") or {}, resourceClaimStatuses=statuses)
-            await self.status_client.update_status(updated, handover=True)
-
+        namespace, name = md.get("namespace", ""), md.get("name", "")
+        before = (obj.get("status") or {}).get("resourceClaimStatuses") or []
+        statuses = _with_claim_names(before, new)
+        if statuses == before:
+            return
+        body = {"apiVersion": api_version, "kind": kind,
+                "metadata": {"name": name, "namespace": namespace, "uid": md.get("uid", "")},
+                "status": {"resourceClaimStatuses": statuses}}
         try:
-            await retry_on_conflict(attempt)
+            await self.status_client.patch(api_version, kind, namespace, name, body,
+                                           "application/apply-patch+yaml", "status", force=True)
         except StatusError as e:
             if e.code == 404:
                 return  # gone meanwhile: nothing to record

@@ -585,14 +585,14 @@ async def test_the_claim_status_is_written_by_the_controllers_field_manager_on_s
         assert await cl.run_until(lambda: pod_claim_status(cl.pod("solo")) is not None)
         stored = await c.get("v1", "Pod", NS, "solo")
         entry = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == "ResourceClaimController")
-        assert entry["subresource"] == "status"
+        assert entry["subresource"] == "status" and entry["operation"] == "Apply"
         assert entry["fieldsV1"]["f:status"]["f:resourceClaimStatuses"]['k:{"name":"shared-gpu"}'] == \
             {".": {}, "f:name": {}, "f:resourceClaimName": {}}
         assert stored["status"]["resourceClaimStatuses"] == [
             {"name": "shared-gpu", "resourceClaimName": pod_claim_status(stored)}]
 
 
-async def test_a_claim_status_written_over_a_stale_copy_reads_the_pod_again(env):
+async def test_a_claim_status_applied_over_a_stale_copy_keeps_what_changed_meanwhile(env):
     ctl = ResourceClaimController(env.client, shared_factory(env), gates=env.api.gates, clock=env.clock)
     c = env.client
     env.bootstrap([])
