@@ -338,6 +338,8 @@ class JobController(Controller[str]):
                           terminating_pods=list(state.terminating.values()),
                           active_indexes=dict(state.active_indexes),
                           with_finalizer=set(state.with_finalizer), has_pods=bool(state.members))
+        if job["spec"].get("podFailurePolicy"):
+            ctx.failed_pods = list(state.failed.values())
         new_succeeded, new_failed = new_finished_pods(ctx)
         ctx.succeeded = int_or(status.get("succeeded")) + len(new_succeeded) + len(ctx.uncounted_succeeded)
         policy = job["spec"].get("podFailurePolicy")
@@ -355,7 +357,7 @@ class JobController(Controller[str]):
         ft = find_condition(job, FAILURE_TARGET)
         if ft is not None and ft.get("status") == "True":
             return self._new_condition(FAILED, ft.get("reason", ""), ft.get("message", ""))
-        msg = fail_job_message(job, ctx.pods)  # failed pods not yet counted (podstate.py)
+        msg = fail_job_message(job, ctx.failed_pods)
         if msg is not None:
             return self._new_condition(FAILURE_TARGET, REASON_POD_FAILURE_POLICY, msg)
         return self._failure_by_limits(key, ctx, now)
@@ -364,7 +366,7 @@ class JobController(Controller[str]):
         job = ctx.job
         spec = job["spec"]
         if ctx.failed > int_or(spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT) \
-                or past_backoff_limit_on_failure(job, ctx.active_pods):
+                or past_backoff_limit_on_failure(job, ctx.active_pods + ctx.terminating_pods):
             return self._new_condition(FAILURE_TARGET, REASON_BACKOFF_LIMIT, MSG_BACKOFF_LIMIT)
         if self._past_active_deadline(job):
             return self._new_condition(FAILURE_TARGET, REASON_DEADLINE, MSG_DEADLINE)

@@ -11,7 +11,8 @@ needs (the active pods, the finished pods still to count) instead of walking eve
 A Job's `JobPods` sorts the pods it controls into buckets, each updated in O(1) per event:
 `active` (with `ready` and the count of active pods per completion index), `terminating`,
 `finishing` (no longer active but still holding the `batch.kubernetes.io/job-tracking` finalizer:
-the pods whose end the status has yet to count), `with_finalizer` (uids), and `unmatched`
+the pods whose end the status has yet to count), `failed` (phase Failed, for the pod failure
+policy's FailJob rules), `with_finalizer` (uids), and `unmatched`
 (controlled pods the Job's selector no longer matches: to release). Nothing here is the source of
 truth: the state of a Job is built from the informer's cache the first time a sync asks for it
 (so a restarted controller rebuilds it), then follows the informer's events, which the informer
@@ -25,7 +26,7 @@ from typing import Any
 
 from ...machinery.selectors import LabelSelector
 from ...machinery.meta import controller_of
-from ..podcontrol import is_pod_active, is_pod_ready, is_pod_terminating, selector_of
+from ..podcontrol import is_pod_active, is_pod_ready, is_pod_terminating, pod_phase, selector_of
 from .util import completion_index, has_tracking_finalizer, uid_of
 
 Obj = dict[str, Any]
@@ -35,7 +36,7 @@ class JobPods:
     """The pods one Job controls, by what a sync needs of them (see the module docstring)."""
 
     __slots__ = ("selector_spec", "selector", "members", "active", "ready", "active_indexes", "index_of",
-                 "terminating", "finishing", "with_finalizer", "unmatched")
+                 "terminating", "finishing", "failed", "with_finalizer", "unmatched")
 
     def __init__(self, selector_spec: Any, selector: LabelSelector):
         self.selector_spec = selector_spec
@@ -47,6 +48,7 @@ class JobPods:
         self.index_of: dict[str, int] = {}  # active pod uid -> its completion index
         self.terminating: dict[str, Obj] = {}
         self.finishing: dict[str, Obj] = {}
+        self.failed: dict[str, Obj] = {}  # phase Failed, counted or not (the FailJob rules look at all)
         self.with_finalizer: set[str] = set()
         self.unmatched: dict[str, Obj] = {}
 
@@ -71,6 +73,8 @@ class JobPods:
             return
         if is_pod_terminating(pod):
             self.terminating[uid] = pod
+        elif pod_phase(pod) == "Failed":
+            self.failed[uid] = pod
         if tracked:
             self.finishing[uid] = pod
 
@@ -91,6 +95,7 @@ class JobPods:
                 del self.active_indexes[ix]
         self.terminating.pop(uid, None)
         self.finishing.pop(uid, None)
+        self.failed.pop(uid, None)
 
 
 def _controller_uid(pod: Obj) -> str | None:

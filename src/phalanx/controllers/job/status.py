@@ -55,6 +55,7 @@ class SyncContext:
     active_indexes: dict[int, int] = field(default_factory=dict)  # completion index -> active pods
     with_finalizer: set[str] = field(default_factory=set)  # uids of the pods holding the finalizer
     has_pods: bool = False
+    failed_pods: list[Obj] = field(default_factory=list)  # phase Failed; filled when podFailurePolicy is set
 
 
 @dataclass

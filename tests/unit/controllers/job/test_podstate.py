@@ -31,6 +31,7 @@ def a_pod(uid, index, *, phase="Running", ready=False, finalizer=True, deleting=
 def buckets(state):
     return {"active": sorted(state.active), "ready": sorted(state.ready), "indexes": dict(state.active_indexes),
             "terminating": sorted(state.terminating), "finishing": sorted(state.finishing),
+            "failed": sorted(state.failed),
             "with_finalizer": sorted(state.with_finalizer), "unmatched": sorted(state.unmatched),
             "members": sorted(state.members)}
 
@@ -43,12 +44,13 @@ def test_built_from_the_cache_then_kept_from_events():
     states.observe(None, a_pod("c", 1))
     states.observe(a_pod("a", 0, ready=True), a_pod("a", 0, deleting=True))
     assert buckets(state) == {"active": ["c"], "ready": [], "indexes": {1: 1}, "terminating": ["a"],
-                              "finishing": ["a", "b"], "with_finalizer": ["a", "b", "c"], "unmatched": [],
-                              "members": ["a", "b", "c"]}
+                              "finishing": ["a", "b"], "failed": [], "with_finalizer": ["a", "b", "c"],
+                              "unmatched": [], "members": ["a", "b", "c"]}
     states.observe(a_pod("b", 1, phase="Succeeded"), a_pod("b", 1, phase="Succeeded", finalizer=False))
     states.forget(a_pod("a", 0, deleting=True))
-    assert buckets(state) == {"active": ["c"], "ready": [], "indexes": {1: 1}, "terminating": [],
-                              "finishing": [], "with_finalizer": ["c"], "unmatched": [], "members": ["b", "c"]}
+    states.observe(a_pod("c", 1), a_pod("c", 1, phase="Failed", finalizer=False))
+    assert buckets(state) == {"active": [], "ready": [], "indexes": {}, "terminating": [], "finishing": [],
+                              "failed": ["c"], "with_finalizer": [], "unmatched": [], "members": ["b", "c"]}
 
 
 def test_duplicate_indexes_are_counted_per_index():
