@@ -49,8 +49,8 @@ from .conditions import (COMPLETE, FAILED, FAILURE_TARGET, MSG_BACKOFF_LIMIT, MS
                          is_job_finished, new_condition)
 from .indexes import (Intervals, add_completion_index_env, failed_indexes, first_pending_indexes,
                       indexed_pod_template, indexes_ready_for_creation, pods_with_delayed_deletion, succeeded_indexes)
-from .podstate import JobPodStates, JobPods
 from .pod_failure_policy import count_not_ignored, fail_job_message
+from .podstate import JobPodStates, JobPods
 from .status import (SyncContext, clean_uncounted, collect_finished_pods, enact_job_finished, new_finished_pods,
                      promote_interim_condition, status_for_write, update_indexes_status, valid_pods)
 from .success_policy import match_success_policy
@@ -467,7 +467,8 @@ class JobController(Controller[str]):
         matches are released."""
         uid = uid_of(job)
         state = self.pod_states.for_job(job, lambda: self.pods.by_index(INDEX_CONTROLLER_UID, uid))
-        candidates = list(state.unmatched.values()) + self.pods.by_index(INDEX_ORPHANS, job["metadata"].get("namespace", ""))
+        orphans = self.pods.by_index(INDEX_ORPHANS, job["metadata"].get("namespace", ""))
+        candidates = list(state.unmatched.values()) + orphans
         if candidates:
             for pod in await claim_objects(self.client, job, state.selector, candidates, api_version="v1", kind="Pod",
                                            adopt_finalizer=JOB_TRACKING_FINALIZER):
