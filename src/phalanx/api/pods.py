@@ -16,6 +16,7 @@ from ..machinery.timestamps import parse_rfc3339
 from .computeresources import compute_qos_class
 from .fieldchecks import IMMUTABLE_MSG
 from .podadmission import admit_pod_create
+from .podsharing import share_spec_parts, share_status_parts
 from .poddefaults import default_pod_only, default_pod_spec, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Strategy, StrategyContext, human_duration
 
@@ -277,6 +278,7 @@ class PodStrategy(Strategy):
             status = new["status"] = {}
         if not status.get("qosClass") and _dict(old.get("status")).get("qosClass"):
             status["qosClass"] = old["status"]["qosClass"]
+        share_status_parts(status)
 
     # -- admission: ServiceAccount, DefaultTolerationSeconds, Priority (phalanx.api.podadmission)
     def admit(self, operation: str, obj: Obj, old: Obj | None, ctx: StrategyContext) -> None:
@@ -292,6 +294,7 @@ class PodStrategy(Strategy):
         if operation != "CREATE":
             return
         admit_pod_create(obj, spec, ctx)
+        share_spec_parts(spec)
 
     # -- validation
     def _validate_pod(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:

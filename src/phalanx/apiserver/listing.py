@@ -30,6 +30,7 @@ import orjson
 
 from ..machinery import errors
 from ..machinery.errors import StatusError
+from ..machinery.interning import trimmed
 from ..store import Store, StoreGone, StoreTooNew
 from ..store.snapshot import Snapshot
 
@@ -232,8 +233,7 @@ class FrameCache:
             self.hits += 1
             return data
         self.misses += 1
-        data = encode()
-        self._frames[key] = data
+        data = self._frames[key] = trimmed(encode())
         self._bytes += len(data)
         while self._frames and (len(self._frames) > self.max_frames or self._bytes > self.max_bytes):
             _, dropped = self._frames.popitem(last=False)

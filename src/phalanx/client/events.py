@@ -35,7 +35,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..machinery.errors import StatusError
-from ..machinery.meta import deep_copy
 from ..machinery.timestamps import now_rfc3339
 from .clock import REAL_CLOCK, Clock, to_datetime
 
@@ -87,8 +86,27 @@ class _Aggregate:
     __slots__ = ("messages", "last")
 
     def __init__(self) -> None:
-        self.messages: set[str] = set()
+        self.messages: list[str] = []  # distinct, at most AGGREGATE_MAX_EVENTS (a list: a set costs 216 bytes)
         self.last = float("-inf")
+
+
+class _Recorded:
+    """What the recorder keeps of an Event it wrote, to count a repeat (client-go's eventLog): not
+    the Event itself, which the API server holds and which may be gone an hour later."""
+
+    __slots__ = ("name", "namespace", "first_timestamp", "count", "involved_rv", "involved_field_path",
+                 "annotations")
+
+    def __init__(self, event: Obj) -> None:
+        md = event.get("metadata") or {}
+        involved = event.get("involvedObject") or {}
+        self.name: str = md.get("name", "")
+        self.namespace: str = md.get("namespace", "")
+        self.first_timestamp = event.get("firstTimestamp")
+        self.count = int(event.get("count") or 1)
+        self.involved_rv: str = involved.get("resourceVersion", "")
+        self.involved_field_path: str = involved.get("fieldPath", "")
+        self.annotations: dict | None = md.get("annotations") or None
 
 
 def object_reference(obj: Obj, field_path: str | None = None) -> dict:
@@ -108,7 +126,7 @@ class EventRecorder:
         self.component = component
         self.host = host
         self.cache_size = cache_size
-        self._cache: collections.OrderedDict[tuple, Obj] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[tuple, _Recorded] = collections.OrderedDict()
         self.correlate = True
         self._aggregates = _LRU(cache_size)
         self._spam = _LRU(cache_size)
@@ -157,19 +175,11 @@ class EventRecorder:
             previous = self._cache.get(key)
             if self.correlate and not self._spam_allows(source_object, seconds):
                 if previous is not None:  # the occurrence still counts, as client-go's observation does
-                    counted = dict(previous)
-                    counted["count"] = int(previous.get("count") or 1) + 1
-                    self._cache[key] = counted
+                    previous.count += 1
                 return None
             try:
                 if previous is not None:
-                    event = deep_copy(previous)
-                    event["count"] = int(event.get("count") or 1) + 1
-                    event["lastTimestamp"] = now
-                    event["message"] = message
-                    event["metadata"].pop("resourceVersion", None)
-                    if annotations is not None:
-                        event["metadata"]["annotations"] = dict(annotations)
+                    event = self._repeat(previous, ref, reason, message, type, component, host, now, annotations)
                     try:
                         saved = await self.client.update(event)
                     except StatusError as e:
@@ -183,11 +193,31 @@ class EventRecorder:
                             ref.get("namespace", ""), ref.get("name", ""), e.message)
                 self._cache.pop(key, None)
                 return None
-            self._cache[key] = saved
+            self._cache[key] = _Recorded(saved)
             self._cache.move_to_end(key)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
             return saved
+
+    def _repeat(self, previous: "_Recorded", ref: dict, reason: str, message: str, type: str, component: str,
+                host: str, now: str, annotations: dict | None) -> Obj:
+        """The Event written for a repeat: the one recorded before, counted once more."""
+        event = self._new_event(ref, reason, message, type, component, host, now)
+        md = event["metadata"]
+        md["name"], md["namespace"] = previous.name, previous.namespace
+        involved = dict(ref)
+        for f, v in (("resourceVersion", previous.involved_rv), ("fieldPath", previous.involved_field_path)):
+            if v:
+                involved[f] = v
+            else:
+                involved.pop(f, None)
+        event["involvedObject"] = involved
+        event["firstTimestamp"] = previous.first_timestamp
+        event["count"] = previous.count + 1
+        chosen = annotations if annotations is not None else previous.annotations
+        if chosen:
+            md["annotations"] = dict(chosen)
+        return event
 
     def _aggregate(self, source_object: tuple, ref: dict, type: str, reason: str, message: str,
                    seconds: float) -> tuple[str, tuple]:
@@ -197,12 +227,13 @@ class EventRecorder:
         record = self._aggregates.get(group)
         if record is None or seconds - record.last > AGGREGATE_INTERVAL_SECONDS:
             record = _Aggregate()
-        record.messages.add(message)
+        if message not in record.messages:
+            record.messages.append(message)
         record.last = seconds
         self._aggregates.touch(group, record)
         if len(record.messages) < AGGREGATE_MAX_EVENTS:
             return message, exact
-        record.messages.pop()  # the set never grows past the limit
+        record.messages.pop()  # never more than the limit
         return AGGREGATE_MESSAGE_PREFIX + message, ("aggregate", *group)
 
     def _spam_allows(self, source_object: tuple, seconds: float) -> bool:

@@ -87,14 +87,18 @@ class InProcessClient:
         self.events = EventRecorder(self, clock=clock, component=field_manager, host=host)
         self._rt_cache: dict[tuple[str, str], Any] = {}  # (apiVersion, kind or plural) -> ResourceType
         self._rt_cache_of: Any = None  # the API's list of types the cache was filled from
+        self._resources_list: list[ResourceInfo] = []
+        self._resources_of: Any = None  # the API's list of types _resources_list was made from
 
     # -- resources ---------------------------------------------------------------------------
     def _resources(self) -> list[ResourceInfo]:
-        out = []
-        for rt in self.api.types:
-            out.append(ResourceInfo(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced,
-                                    tuple(rt.verbs), tuple(rt.subresources)))
-        return out
+        """What the API serves (the same list until a CRD comes or goes: do not change it)."""
+        types = self.api.types
+        if types is not self._resources_of:
+            self._resources_list = [ResourceInfo(rt.group, rt.version, rt.kind, rt.plural, rt.namespaced,
+                                                 tuple(rt.verbs), tuple(rt.subresources)) for rt in types]
+            self._resources_of = types
+        return self._resources_list
 
     def _rt(self, api_version: str, kind: str):
         types = self.api.types

@@ -157,6 +157,7 @@ def serve(state_dir: str) -> None:
     gc.set_threshold(50_000, 20, 20)  # reading the store and the first lists make long-lived objects only
     cp = ControlPlane(spec, state_dir=state_dir, token=_read_token(state_dir),
                       ssl_context=_server_ssl_context(state_dir), limits=ServingLimits.from_env(os.environ))
+    gc.freeze()  # what the store read back lives until it is replaced: the collector need not scan it
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

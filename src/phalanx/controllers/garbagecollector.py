@@ -268,6 +268,10 @@ class GarbageCollector(Controller[tuple[str, str]]):
     async def _attempt_to_delete(self, node: _Node) -> None:
         if node.being_deleted and not node.deleting_dependents:
             return  # on its way out; its dependents are handled when it is gone
+        if not node.being_deleted and node.owners and all(self._owner_in_graph(node, r) for r in node.owners):
+            # Queued when an owner had not been observed yet (a restart lists pods before their
+            # ReplicaSets): every owner is in the graph now, so nothing dangles and no API call is due.
+            return
         latest = await self._get(node)
         if latest is None:
             return

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 import orjson
 
 from ..machinery.featuregates import Gates, gate_on
+from ..machinery.interning import json_to_keep
 from ..machinery.quantity import parse_quantity
 from .cel.compiler import CompiledSelector
 from .cel.environment import CELCompileError, CELError, CELFeatures, enhance_runtime_error
@@ -186,7 +187,7 @@ class ClaimPlanner:
         constraints = self._constraints(ref, devices)
         requests = [r for slot in slots for r in slot.alternatives]
         classes = tuple({r.class_name: r.device_class for r in requests}.items())
-        shape = (orjson.dumps([devices.get("requests"), devices.get("constraints")], option=orjson.OPT_SORT_KEYS),
+        shape = (json_to_keep([devices.get("requests"), devices.get("constraints")], option=orjson.OPT_SORT_KEYS),
                  tuple(r.key for r in requests))
         return ClaimPlan(claim, self.features, classes, slots, constraints,
                          cacheable=not any(r.all_mode for r in requests), shape=shape)

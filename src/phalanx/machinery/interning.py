@@ -9,6 +9,13 @@ builds the tree bottom-up and looks each dict and list up by the identities of i
 interned) children, so a subtree costs a tuple and a dict lookup, and equal subtrees — the
 `{}` leaves above all — become one object.
 
+`share_json(value)` does the same for a small subtree in one step, looked up by its JSON: the
+pieces every pod of a template repeats (its token volume, tolerations, resources), ~1 µs each.
+
+`json_to_keep(value)` is `orjson.dumps` for bytes kept long (a cache key, a stored object): orjson
+(3.12 on) returns its output in a buffer of at least 4 KiB, whatever the length, and a million kept
+results would hold 4 GiB; the copy is the JSON's own size.
+
 Only for trees nobody changes in place afterwards: what the store holds and the managedFields
 encoder's memoized results. The table of shared trees is bounded; when full it starts again (trees
 already shared stay shared; later ones find new first copies).
@@ -17,6 +24,8 @@ already shared stay shared; later ones find new first copies).
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 _SHARED: dict[tuple[Any, ...], Any] = {}
 _MAX_SHARED = 200_000
@@ -47,6 +56,33 @@ def shared_fields(node: dict[str, Any]) -> dict[str, Any]:
         if len(_SHARED) >= _MAX_SHARED:
             _SHARED.clear()
         shared = _SHARED[key] = node
+    return shared
+
+
+def json_to_keep(value: Any, option: int | None = None) -> bytes:
+    """`orjson.dumps(value, option=option)` in a buffer of its own length, to keep."""
+    return bytes(memoryview(orjson.dumps(value, option=option)))
+
+
+def trimmed(data: bytes) -> bytes:
+    """`data` (an `orjson.dumps` result) in a buffer of its own length, to keep."""
+    return bytes(memoryview(data))
+
+
+_BY_JSON: dict[bytes, Any] = {}
+_MAX_BY_JSON = 20_000
+
+
+def share_json(value: Any) -> Any:
+    """The first seen dict or list whose JSON is that of `value` (`value` itself if none was)."""
+    if type(value) is not dict and type(value) is not list:
+        return value
+    data = orjson.dumps(value)
+    shared = _BY_JSON.get(data)
+    if shared is None:
+        if len(_BY_JSON) >= _MAX_BY_JSON:
+            _BY_JSON.clear()
+        shared = _BY_JSON[trimmed(data)] = value
     return shared
 
 

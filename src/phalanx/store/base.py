@@ -16,6 +16,8 @@ Watch semantics follow the API server's:
 Reads: each bucket puts its keys in order lazily (`phalanx.store.bucket`), so `list` sorts only
 what was added since the last ordered read, and `snapshot(key, ns, rv)`
 reads a bucket as it was at a past resourceVersion, page by page (`phalanx.store.snapshot`).
+The kinds in `COMPACT_KEYS` (Events) are kept as JSON and decoded per read: those reads return a
+copy of their own (`phalanx.store.bucket.CompactBucket`).
 """
 
 from __future__ import annotations
@@ -31,11 +33,15 @@ from typing import Any, Callable, Iterator, Optional
 
 import orjson
 
-from .bucket import Bucket
+from .bucket import Bucket, CompactBucket
 from .history import Event, WatchHistory
 from .snapshot import Snapshot, namespace_bounds, overlay_since
 
 Obj = dict[str, Any]
+
+# Kept as JSON rather than dicts: written often, read seldom, and the most numerous objects of a
+# busy cluster (six Events or so per pod, kept an hour).
+COMPACT_KEYS = frozenset({"core/events", "events.k8s.io/events"})
 
 __all__ = ["Obj", "SharedObjectModified", "Store", "StoreAlreadyExists", "StoreConflict",
            "StoreGone", "StoreNotFound", "StoreTooNew", "Watcher"]
@@ -219,6 +225,9 @@ class Store:
         else:
             written[(key, namespace, name)] = data
 
+    def _new_bucket(self, key: str) -> Bucket:
+        return CompactBucket() if key in COMPACT_KEYS else Bucket()
+
     # -- durability hooks (overridden by SQLiteStore) -------------------------------------
     def persist_put(self, key: str, ns: str, name: str, rv: int, obj: Obj, data: bytes) -> None:
         """Make a write durable; `data` is `obj` as JSON."""
@@ -271,7 +280,7 @@ class Store:
         with self._lock:
             bucket = self._objects.get(key)
             if bucket is None:
-                bucket = self._objects[key] = Bucket()
+                bucket = self._objects[key] = self._new_bucket(key)
             rv = self._rv
             if at_rv is None or at_rv == rv:
                 yield Snapshot(bucket, namespace, rv, {})
@@ -337,14 +346,14 @@ class Store:
         with self._lock:
             bucket = self._objects.get(key)
             if bucket is None:
-                bucket = self._objects[key] = Bucket()
+                bucket = self._objects[key] = self._new_bucket(key)
             if (namespace, name) in bucket:
                 raise StoreAlreadyExists(name)
             rv = self._next_rv()
             self._stamp(obj, rv)
             data = orjson.dumps(obj)
             self.persist_put(key, namespace, name, rv, obj, data)
-            bucket.add((namespace, name), obj)
+            bucket.add((namespace, name), obj, data)
             self._remember(key, namespace, name, data)
             self._emit(Event("ADDED", key, namespace, name, rv, obj, None, len(data)))
             return obj
@@ -364,7 +373,7 @@ class Store:
             self._stamp(obj, rv)
             data = orjson.dumps(obj)
             self.persist_put(key, namespace, name, rv, obj, data)
-            bucket[(namespace, name)] = obj
+            bucket.replace((namespace, name), obj, data)
             self._remember(key, namespace, name, data)
             self._emit(Event("MODIFIED", key, namespace, name, rv, obj, old, len(data)))
             return obj
@@ -389,15 +398,16 @@ class Store:
             self._emit(Event("DELETED", key, namespace, name, rv, gone, old, len(orjson.dumps(gone))))
             return gone
 
-    def _load(self, key: str, namespace: str, name: str, obj: Obj, data: bytes) -> None:
-        """Install an object read from durable storage (no event, no new resourceVersion)."""
+    def _load(self, key: str, namespace: str, name: str, obj: Obj | None, data: bytes) -> None:
+        """Install an object read from durable storage (no event, no new resourceVersion); `obj`
+        may be None for a kind kept as JSON (`COMPACT_KEYS`)."""
         bucket = self._objects.get(key)
         if bucket is None:
-            bucket = self._objects[key] = Bucket()
+            bucket = self._objects[key] = self._new_bucket(key)
         if (namespace, name) in bucket:
-            bucket[(namespace, name)] = obj
+            bucket.replace((namespace, name), obj, data)
         else:
-            bucket.add((namespace, name), obj)
+            bucket.add((namespace, name), obj, data)
         self._remember(key, namespace, name, data)
 
     # -- watch ---------------------------------------------------------------------------

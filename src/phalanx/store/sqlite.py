@@ -30,8 +30,8 @@ from typing import Any, Optional
 
 import orjson
 
-from ..machinery.interning import intern_fields
-from .base import Obj, Store
+from ..machinery.interning import EMPTY_FIELDS, trimmed
+from .base import COMPACT_KEYS, Obj, Store
 
 log = logging.getLogger("phalanx.store.sqlite")
 
@@ -62,28 +62,36 @@ def _statements(ops: list[Op]) -> list[tuple[str, list[Any]]]:
     return out
 
 
-_READ_TREES: dict[bytes, Any] = {}  # fieldsV1 as stored -> its shared tree (Events repeat a few shapes)
-_READ_TREES_MAX = 4096
+_SEEN_MAX = 50_000
 
 
-def _share_managed_fields(obj: Obj) -> None:
+def _share_managed_fields(obj: Obj, seen: dict[bytes, Any]) -> None:
     """Objects read back share their managedFields trees as the server's writes do (see
-    `machinery.interning`): 150,000 pods read at start must not each hold their own."""
+    `machinery.interning`): 150,000 pods read at start must not each hold their own. `seen` maps
+    the JSON of each subtree met so far to its one copy (kept for one restore)."""
     md = obj.get("metadata")
     entries = md.get("managedFields") if isinstance(md, dict) else None
     if not isinstance(entries, list):
         return
     for e in entries:
         tree = e.get("fieldsV1") if isinstance(e, dict) else None
-        if not isinstance(tree, dict):
-            continue
-        raw = orjson.dumps(tree)
-        shared = _READ_TREES.get(raw)
-        if shared is None:
-            if len(_READ_TREES) >= _READ_TREES_MAX:
-                _READ_TREES.clear()
-            shared = _READ_TREES[raw] = intern_fields(tree)
-        e["fieldsV1"] = shared
+        if isinstance(tree, dict):
+            e["fieldsV1"] = _shared_subtree(tree, seen)
+
+
+def _shared_subtree(tree: dict[str, Any], seen: dict[bytes, Any]) -> dict[str, Any]:
+    """The one copy of `tree`: looked up by its JSON, and on a miss made of shared children (so a
+    pod's tree, unique by a name or an IP deep inside, still shares every sibling of that path)."""
+    if not tree:
+        return EMPTY_FIELDS
+    data = orjson.dumps(tree)
+    shared = seen.get(data)
+    if shared is None:
+        shared = {k: _shared_subtree(v, seen) if isinstance(v, dict) else v for k, v in tree.items()}
+        if len(seen) >= _SEEN_MAX:  # bounded: what was shared stays shared
+            seen.clear()
+        seen[trimmed(data)] = shared
+    return shared
 
 
 class SQLiteStore(Store):
@@ -112,11 +120,15 @@ class SQLiteStore(Store):
         max_rv = row[0] if row else 0
         collecting = gc.isenabled()
         gc.disable()  # only long-lived objects here: the cyclic collector would rescan them again and again
+        seen: dict[bytes, Any] = {}  # managedFields subtrees by their JSON, for this restore
         try:
             for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
-                obj = orjson.loads(data)
-                _share_managed_fields(obj)
-                self._load(key, ns, name, obj, data)
+                if key in COMPACT_KEYS:  # kept as JSON: nothing to decode
+                    self._load(key, ns, name, None, data)
+                else:
+                    obj = orjson.loads(data)
+                    _share_managed_fields(obj, seen)
+                    self._load(key, ns, name, obj, data)
                 max_rv = max(max_rv, rv)
         finally:
             if collecting:

@@ -44,6 +44,7 @@ import orjson
 
 from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
+from ..interning import trimmed
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
 from .managers import (ManagerKey, Managers, Times, _Conflicts, _decoded_fields, _manager_key, _record_update, _strip, _Updater,
@@ -275,7 +276,7 @@ def _shape(value: Any, generated: list[bytes]) -> Any:
                 generated.append(name)
         for i, name in enumerate(generated):
             raw = raw.replace(name, b"\x00%d\x00" % i)
-        return raw
+        return trimmed(raw)  # kept in _CREATE_SHAPES' keys
     return t
 
 

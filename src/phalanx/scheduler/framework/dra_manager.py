@@ -25,6 +25,7 @@ import orjson
 
 from phalanx.dra import AllocatorCache, Inventory
 from phalanx.dra.devices import DeviceID, DevicesInUse, consumed_capacity
+from phalanx.machinery.interning import json_to_keep
 from phalanx.machinery.selectors import compile_node_selector_term
 
 from .constants import Obj
@@ -301,7 +302,7 @@ class DRAManager:
     def node_selector(self, selector: Mapping[str, Any]) -> AllocationNodeSelector:
         """The compiled form of an allocation's node selector, shared by equal selectors (the pods of
         a group reusing one allocation). Raises ValueError for an invalid one."""
-        key = orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
+        key = json_to_keep(selector, option=orjson.OPT_SORT_KEYS)
         compiled = self._node_selectors.get(key)
         if compiled is None:
             compiled = AllocationNodeSelector(selector)

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, Optional
 import orjson
 
+from ...machinery.interning import json_to_keep
 from .constants import Obj, RESOURCE_CPU, RESOURCE_MEMORY, TAINT_EFFECT_PREFER_NO_SCHEDULE
 from .resources import NON_MISSING_DEFAULTS, Resource, _ceil, _pod_level_requests_set, _same_resource_status, pod_requests
 from .taints import Taint, do_not_schedule_taint, parse_taints, parse_tolerations
@@ -154,7 +155,7 @@ class PodInfo:
         sig = self.cache.get(key)
         if sig is None:
             spec = self.spec
-            sig = self.cache[key] = orjson.dumps([spec.get(f) for f in fields], option=orjson.OPT_SORT_KEYS)
+            sig = self.cache[key] = json_to_keep([spec.get(f) for f in fields], option=orjson.OPT_SORT_KEYS)
         return sig
 
     @property
