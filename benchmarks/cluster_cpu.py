@@ -9,7 +9,10 @@ figures that another busy process on the machine disturbs far less than wall tim
 can be compared with the tree before it (run both with their own PYTHONPATH, several times).
 
     PYTHONPATH=src .venv/bin/python benchmarks/cluster_cpu.py --shape deployment --pods 2000 \
-        --config examples/clusters/phalanx-gpu-topology.yaml [--runs 3] [--profile out.prof]
+        --config examples/clusters/phalanx-gpu-topology.yaml [--runs 3] [--profile out.prof] [--py-spy out.raw]
+
+`--py-spy OUT.raw` samples the measured phase with py-spy (this process, from the first create to
+the end) and prints the share of samples per component, as `phalanx bench --cluster` does.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from phalanx.client.inprocess import InProcessClient
 from phalanx.cluster.config import load_cluster_config
 from phalanx.cluster.controlplane import ControlPlane, tune_gc
+from phalanx.sim.clusterbench import Sampler
 from phalanx.sim.clustershapes import NAMESPACE, ShapeParams, build_shape
 
 
@@ -78,6 +83,7 @@ async def one_run(args: argparse.Namespace, profiler: cProfile.Profile | None) -
         rv0, commits0 = cp.store.resource_version, getattr(cp.store, "commits", 0)
         commit_s0 = getattr(cp.store, "commit_seconds", 0.0)
         t0, c0, l0 = time.perf_counter(), time.process_time(), time.thread_time()
+        sampler = Sampler(os.getpid(), Path(args.py_spy), rate=100) if args.py_spy else None
         if profiler:
             profiler.enable()
         for obj in shape.manifests + shape.objects:
@@ -87,6 +93,7 @@ async def one_run(args: argparse.Namespace, profiler: cProfile.Profile | None) -
         if profiler:
             profiler.disable()
         cpu, wall, loop_cpu = time.process_time() - c0, time.perf_counter() - t0, time.thread_time() - l0
+        shares = sampler.stop() if sampler is not None else {}
         writes, commits = cp.store.resource_version - rv0, getattr(cp.store, "commits", 0) - commits0
         commit_s = getattr(cp.store, "commit_seconds", 0.0) - commit_s0
         await cp.stop()
@@ -96,7 +103,7 @@ async def one_run(args: argparse.Namespace, profiler: cProfile.Profile | None) -
             "loopCpuMsPerPod": round(loop_cpu / shape.pods * 1000, 3), "writes": writes,
             "writesPerPod": round(writes / shape.pods, 1), "commits": commits,
             "commitSeconds": round(commit_s, 2),  # wall time the loop spent in SQLite commits
-            "loadAverage": [round(x, 2) for x in os.getloadavg()]}
+            "loadAverage": [round(x, 2) for x in os.getloadavg()], **({"cpuSplit": shares} if shares else {})}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,6 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--profile", default=None, metavar="OUT.prof", help="cProfile the measured phase (all runs)")
+    ap.add_argument("--py-spy", default=None, metavar="OUT.raw", help="py-spy the measured phase (the last run)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     profiler = cProfile.Profile() if args.profile else None

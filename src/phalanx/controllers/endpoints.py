@@ -7,17 +7,23 @@ have an IP: ready ones under `addresses`, the others under `notReadyAddresses` (
 (a number as is, a name through the pod's container ports; a pod without that port is left out of
 that port's subset), and addresses with the same ports are packed into one subset, as upstream's
 `RepackSubsets`. Terminating pods and finished pods are left out. Endpoints of a Service that has
-gone or lost its selector are deleted; a Service without selector is left to its user.
+gone or lost its selector are deleted; a Service without selector is left to its user. As upstream
+(since 1.22), an Endpoints holds at most 1,000 addresses: past that it is truncated (ready
+addresses first, each subset keeping its share) and annotated `endpoints.kubernetes.io/over-capacity:
+truncated`; the annotation goes when the Service is back under capacity. EndpointSlices have no
+such limit.
 
 Also the pod/port helpers the EndpointSlice controller shares (`pods_for_service`, `endpoint_ports`,
 `pod_is_ready`) and their base, `ServicePodsController`: a sync derives what it needs from each
-selected pod through `derive_for_service`, which keeps every pod's result while the pod, the Service
-(and the pod's node) are the very objects they were, so a sync of a Service of thousands of pods
-recomputes only the pods that changed since the last one.
+selected pod through `derive_for_service`, which keeps every pod's result and looks again only at
+the pods whose events came in since the last sync of that Service (all of them when the Service
+object changed), so a sync of a Service of thousands of pods costs the pods that changed plus one
+pass to list the results.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..client.clock import Clock
@@ -30,6 +36,9 @@ from .podcontrol import is_pod_ready
 Obj = dict[str, Any]
 
 MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
+OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"
+TRUNCATED = "truncated"
+MAX_CAPACITY = 1000  # addresses in one Endpoints object
 MANAGED_BY = "endpoint-controller"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
 
@@ -114,14 +123,19 @@ def _address(pod: Obj, svc: Obj) -> Obj:
     return addr
 
 
-def address_entry(pod: Obj, svc: Obj) -> tuple[tuple, list[Obj], bool, Obj] | None:
-    """What the Endpoints of `svc` take from one selected pod: (port key, ports, ready, address);
-    None for a pod left out (it has none of the Service's ports)."""
+AddressEntry = tuple[tuple, list[Obj], bool, tuple[str, str], Obj]
+
+
+def address_entry(pod: Obj, svc: Obj) -> AddressEntry | None:
+    """What the Endpoints of `svc` take from one selected pod: (port key, ports, ready, order,
+    address), `order` being the address's place in its subset (IP, then pod uid); None for a pod
+    left out (it has none of the Service's ports)."""
     ports = endpoint_ports(pod, svc)
     if (svc.get("spec") or {}).get("ports") and not ports:
         return None
     key = tuple(sorted((p["name"], p["port"], p["protocol"], p.get("appProtocol", "")) for p in ports))
-    return key, ports, pod_is_ready(pod, svc), _address(pod, svc)
+    address = _address(pod, svc)
+    return key, ports, pod_is_ready(pod, svc), (address["ip"], address["targetRef"]["uid"]), address
 
 
 def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
@@ -129,26 +143,76 @@ def build_subsets(pods: Iterable[Obj], svc: Obj) -> list[Obj]:
     return subsets_of([e for e in (address_entry(p, svc) for p in pods) if e is not None])
 
 
-def subsets_of(entries: Iterable[tuple[tuple, list[Obj], bool, Obj]]) -> list[Obj]:
+def subsets_of(entries: Iterable[AddressEntry]) -> list[Obj]:
     """`build_subsets` from the pods' `address_entry` results."""
-    groups: dict[tuple, dict[str, list[Obj]]] = {}
-    for key, ports, ready, address in entries:
-        group = groups.setdefault(key, {"addresses": [], "notReadyAddresses": [], "ports": ports})
-        group["addresses" if ready else "notReadyAddresses"].append(address)
+    Placed = list[tuple[tuple[str, str], Obj]]
+    groups: dict[tuple, tuple[list[Obj], Placed, Placed]] = {}
+    for key, ports, ready, order, address in entries:
+        group = groups.setdefault(key, (ports, [], []))
+        (group[1] if ready else group[2]).append((order, address))
     subsets = []
     for key in sorted(groups):
-        g = groups[key]
+        ports, ready_addresses, not_ready_addresses = groups[key]
         subset: Obj = {}
-        for field in ("addresses", "notReadyAddresses"):
-            if g[field]:
-                subset[field] = sorted(g[field], key=lambda a: (a["ip"], a["targetRef"]["uid"]))
-        if g["ports"]:
-            subset["ports"] = sorted(g["ports"], key=lambda p: p["name"])
+        for kind, addresses in (("addresses", ready_addresses), ("notReadyAddresses", not_ready_addresses)):
+            if addresses:
+                addresses.sort(key=_first)
+                subset[kind] = [a for _, a in addresses]
+        if ports:
+            subset["ports"] = sorted(ports, key=lambda p: p["name"])
         subsets.append(subset)
     return subsets
 
 
+def _first(pair: tuple[tuple[str, str], Obj]) -> tuple[str, str]:
+    return pair[0]
+
+
+def truncate_subsets(subsets: list[Obj], capacity: int | None = None) -> tuple[list[Obj], bool]:
+    """Upstream's `truncateEndpoints`: at most `capacity` addresses over all subsets. Ready
+    addresses come first: when they alone exceed the capacity the not-ready ones all go and each
+    subset keeps a share of ready ones in proportion to its size (rounded up, the last subsets
+    taking what is left); otherwise every ready address stays and the not-ready ones are shared
+    out that way. A subset left without addresses is dropped. `capacity` defaults to MAX_CAPACITY.
+    Returns (subsets, whether anything was cut); the input is not changed."""
+    capacity = MAX_CAPACITY if capacity is None else capacity
+    ready = sum(len(s.get("addresses") or []) for s in subsets)
+    not_ready = sum(len(s.get("notReadyAddresses") or []) for s in subsets)
+    if ready + not_ready <= capacity:
+        return subsets, False
+    cut_ready = ready > capacity
+    cut = "addresses" if cut_ready else "notReadyAddresses"
+    room = capacity if cut_ready else capacity - ready
+    total = ready if cut_ready else not_ready
+    left = room
+    out = []
+    for subset in subsets:
+        subset = dict(subset)
+        share = min(-(-len(subset.get(cut) or []) * room // total), left)  # ceil, then what is left
+        kept = (subset.get(cut) or [])[:share]
+        if kept:
+            subset[cut] = kept
+        else:
+            subset.pop(cut, None)
+        if cut_ready:
+            subset.pop("notReadyAddresses", None)
+        left -= len(kept)
+        if subset.get("addresses") or subset.get("notReadyAddresses"):
+            out.append(subset)  # a subset left with no address at all would not be valid
+    return out, True
+
+
 POD_BATCH_PERIOD = 0.1  # seconds: pod events of one Service within it make one sync
+
+
+@dataclass
+class _ServicePods:
+    """What `derive_for_service` keeps for one Service object: for each pod it selects, (pod,
+    dependency, derived value or None); the pod names in order; the names with events since."""
+    svc: Obj
+    entries: dict[str, tuple[Obj, Any, Any]] = field(default_factory=dict)
+    order: list[str] | None = None  # sorted names; None once a name came or went
+    dirty: set[str] = field(default_factory=set)
 
 
 class ServicePodsController(Controller[str]):
@@ -166,47 +230,62 @@ class ServicePodsController(Controller[str]):
         self.enqueue_on(self.services)
         self.pods.add_event_handler(on_add=self._pod_changed, on_update=self._pod_updated,
                                     on_delete=self._pod_changed)
-        # Service key -> pod name -> (pod, Service, dependency, derived value or None)
-        self._derived: dict[str, dict[str, tuple[Obj, Obj, Any, Any]]] = {}
+        self._derived: dict[str, _ServicePods] = {}  # Service key -> what its last sync derived
 
     def derive_for_service(self, svc: Obj, include_terminating: bool, derive: Callable[[Obj, Obj], Any],
                            dependency: Callable[[Obj], Any] | None = None) -> list[Any]:
         """`derive(pod, svc)` of each pod `pods_for_service` selects, in pod name order, leaving
-        out None results. A pod's result is reused while the pod, `svc` and `dependency(pod)` are
-        the same objects as at the last sync of this Service (informers never change an object in
-        place), so only the pods that changed are looked at again."""
+        out None results. Only the pods with events since the last sync of this Service are looked
+        at again (every pod when `svc` is another object than then); a pod's result is reused
+        while the pod and `dependency(pod)` are the same objects (informers never change an object
+        in place). A change of a dependency alone goes unseen until `forget_derived`."""
         key = object_key(svc)
         sel = service_selector(svc)
         if sel is None:
             self._derived.pop(key, None)
             return []
-        before = self._derived.get(key) or {}
-        now: dict[str, tuple[Obj, Obj, Any, Any]] = {}
-        out: list[tuple[str, Any]] = []
-        for pod in self.pods.list(svc["metadata"].get("namespace")):
-            name = pod["metadata"]["name"]
+        ns = svc["metadata"].get("namespace")
+        state = self._derived.get(key)
+        if state is None or state.svc is not svc:
+            state = _ServicePods(svc, dirty={p["metadata"]["name"] for p in self.pods.list(ns)})
+            self._derived[key] = state
+        dirty, state.dirty = state.dirty, set()
+        for name in dirty:
+            pod = self.pods.get(f"{ns}/{name}" if ns else name)
+            if pod is None or not _selects(sel, pod, include_terminating):
+                if state.entries.pop(name, None) is not None:
+                    state.order = None
+                continue
             dep = dependency(pod) if dependency is not None else None
-            hit = before.get(name)
-            if hit is not None and hit[0] is pod and hit[1] is svc and hit[2] is dep:
-                value = hit[3]
-            else:
-                value = derive(pod, svc) if _selects(sel, pod, include_terminating) else None
-            now[name] = (pod, svc, dep, value)
-            if value is not None:
-                out.append((name, value))
-        self._derived[key] = now
-        out.sort(key=lambda item: item[0])
-        return [value for _, value in out]
+            hit = state.entries.get(name)
+            if hit is not None and hit[0] is pod and hit[1] is dep:
+                continue
+            if hit is None:
+                state.order = None
+            state.entries[name] = (pod, dep, derive(pod, svc))
+        if state.order is None:
+            state.order = sorted(state.entries)
+        entries = state.entries
+        return [v for v in (entries[name][2] for name in state.order) if v is not None]
 
     def forget_service(self, key: str) -> None:
         self._derived.pop(key, None)
 
+    def forget_derived(self) -> None:
+        """Derive every pod again at the next sync of each Service (a dependency changed)."""
+        self._derived.clear()
+
     def _pod_changed(self, pod: Obj) -> None:
-        labels = pod["metadata"].get("labels")
-        for svc in self.services.list(pod["metadata"].get("namespace")):
+        md = pod["metadata"]
+        labels = md.get("labels")
+        for svc in self.services.list(md.get("namespace")):
             sel = service_selector(svc)
             if sel is not None and selector_matches(sel, labels):
-                self.enqueue_coalesced(object_key(svc), POD_BATCH_PERIOD)
+                key = object_key(svc)
+                state = self._derived.get(key)
+                if state is not None:
+                    state.dirty.add(md["name"])
+                self.enqueue_coalesced(key, POD_BATCH_PERIOD)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
         self._pod_changed(new)
@@ -236,7 +315,7 @@ class EndpointsController(ServicePodsController):
             if svc is None and current is not None:
                 await self._delete(ns, name)
             return
-        subsets = subsets_of(self.derive_for_service(svc, False, address_entry))
+        subsets, truncated = truncate_subsets(subsets_of(self.derive_for_service(svc, False, address_entry)))
         labels = dict(svc["metadata"].get("labels") or {})
         labels[MANAGED_BY_LABEL] = MANAGED_BY
         if (svc.get("spec") or {}).get("clusterIP") == "None":
@@ -244,6 +323,8 @@ class EndpointsController(ServicePodsController):
         if current is None:
             obj: Obj = {"apiVersion": "v1", "kind": "Endpoints",
                         "metadata": {"name": name, "namespace": ns, "labels": labels}}
+            if truncated:
+                obj["metadata"]["annotations"] = {OVER_CAPACITY_ANNOTATION: TRUNCATED}
             if subsets:
                 obj["subsets"] = subsets
             try:
@@ -253,11 +334,15 @@ class EndpointsController(ServicePodsController):
                     raise
                 self.enqueue_after(key, 0.1)
             return
-        if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels:
+        annotations = _with_capacity_annotation(current["metadata"].get("annotations") or {}, truncated)
+        if (current.get("subsets") or []) == subsets and (current["metadata"].get("labels") or {}) == labels \
+                and (current["metadata"].get("annotations") or {}) == annotations:
             return
         # handed over: a new top level and metadata over the cached object, which the API only reads
         new = dict(current)
-        new["metadata"] = dict(current["metadata"], labels=labels)
+        new["metadata"] = dict(current["metadata"], labels=labels, annotations=annotations)
+        if not annotations:
+            del new["metadata"]["annotations"]
         if subsets:
             new["subsets"] = subsets
         else:
@@ -272,9 +357,15 @@ class EndpointsController(ServicePodsController):
                 raise
 
 
+def _with_capacity_annotation(annotations: dict[str, str], truncated: bool) -> dict[str, str]:
+    if truncated:
+        return {**annotations, OVER_CAPACITY_ANNOTATION: TRUNCATED}
+    return {k: v for k, v in annotations.items() if k != OVER_CAPACITY_ANNOTATION}
+
+
 def _managed(ep: Obj) -> bool:
     return (ep["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
 __all__ = ["EndpointsController", "ServicePodsController", "address_entry", "build_subsets", "endpoint_ports",
-           "pods_for_service", "subsets_of"]
+           "pods_for_service", "subsets_of", "truncate_subsets", "MAX_CAPACITY", "OVER_CAPACITY_ANNOTATION"]

@@ -9,6 +9,11 @@ endpointslice-controller.k8s.io` (plus the Service's labels), and owned by the S
 garbage collector removes them with it. A Service that selects nothing keeps one placeholder slice
 without ports or endpoints. Slices are created, updated in place and deleted to match; a Service
 without selector is left to its user.
+
+As upstream's reconciler, an endpoint stays in the slice that holds it while its pod is selected:
+a sync updates it there, drops the endpoints of pods that went, and puts new endpoints first into
+the slices it changes anyway, then into other slices with room, then into new slices. A slice left
+empty is deleted. So a pod that comes or goes rewrites one slice, not every slice after it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,40 @@ def _port_key(ports: list[Obj]) -> tuple:
                         for p in ports))
 
 
+def _place(slices: list[Obj], ports: list[Obj], wanted: dict[str, Obj]) -> list[tuple[Obj | None, list[Obj], list[Obj]]]:
+    """The slices of one port set: `wanted` (pod name -> endpoint, in pod name order) placed over
+    the slices of that port set now, each endpoint kept where it is, the new ones filling the
+    changed slices first, then the others with room, then new slices; empty slices left out."""
+    placed: set[str] = set()
+    kept: list[tuple[Obj, list[Obj]]] = []
+    for s in slices:
+        eps = []
+        for ep in s.get("endpoints") or []:
+            name = (ep.get("targetRef") or {}).get("name")
+            if name in wanted and name not in placed:
+                eps.append(wanted[name])
+                placed.add(name)
+        kept.append((s, eps))
+    new = [ep for name, ep in wanted.items() if name not in placed]
+    changed = [eps for s, eps in kept if eps != (s.get("endpoints") or [])]
+    unchanged = [eps for s, eps in kept if eps == (s.get("endpoints") or [])]
+    for eps in changed + unchanged:
+        if not new:
+            break
+        room = MAX_ENDPOINTS_PER_SLICE - len(eps)
+        if room > 0:
+            eps.extend(new[:room])
+            new = new[room:]
+    out: list[tuple[Obj | None, list[Obj], list[Obj]]] = [(s, ports, eps) for s, eps in kept if eps]
+    for i in range(0, len(new), MAX_ENDPOINTS_PER_SLICE):
+        out.append((None, ports, new[i:i + MAX_ENDPOINTS_PER_SLICE]))
+    return out
+
+
+def _zone(node: Obj | None) -> str | None:
+    return ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+
+
 def address_type(svc: Obj) -> str:
     families = (svc.get("spec") or {}).get("ipFamilies") or ["IPv4"]
     return "IPv6" if families[0] == "IPv6" else "IPv4"
@@ -52,6 +91,10 @@ class EndpointSliceController(ServicePodsController):
         self.nodes = self.informer("v1", "Node")
         self.slices.add_event_handler(on_add=self._slice_changed, on_update=lambda o, n: self._slice_changed(n),
                                       on_delete=self._slice_deleted)
+        # an endpoint's zone comes from its node: a node that comes, goes or changes zone makes
+        # every endpoint be derived again (its frequent status updates do not)
+        self.nodes.add_event_handler(on_add=lambda n: self.forget_derived(), on_delete=lambda n: self.forget_derived(),
+                                     on_update=self._node_updated)
         # slices created but not yet in the informer, per Service (upstream's slice tracker): a
         # sync waits for them instead of creating them twice
         self._created: dict[str, set[str]] = {}
@@ -67,6 +110,10 @@ class EndpointSliceController(ServicePodsController):
                 del self._wrote[md["name"]]
                 return
             self.enqueue(f"{md.get('namespace')}/{labels[SERVICE_NAME_LABEL]}")
+
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        if _zone(old) != _zone(new):
+            self.forget_derived()
 
     def _slice_deleted(self, eps: Obj) -> None:
         self._wrote.pop(eps["metadata"]["name"], None)
@@ -91,8 +138,7 @@ class EndpointSliceController(ServicePodsController):
             ep["hostname"] = spec["hostname"]
         if spec.get("nodeName"):
             ep["nodeName"] = spec["nodeName"]
-            node = self.nodes.get(spec["nodeName"])
-            zone = ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL)
+            zone = _zone(self.nodes.get(spec["nodeName"]))
             if zone:
                 ep["zone"] = zone
         ep["targetRef"] = {"kind": "Pod", "namespace": md.get("namespace", ""), "name": md["name"],
@@ -106,21 +152,23 @@ class EndpointSliceController(ServicePodsController):
             return None
         return _port_key(ports), ports, self._endpoint(pod, svc)
 
-    def _node_of(self, pod: Obj) -> Obj | None:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        return self.nodes.get(node_name) if node_name else None
-
-    def desired(self, svc: Obj) -> list[tuple[list[Obj], list[Obj]]]:
-        """(ports, endpoints) of every slice the Service should have."""
-        groups: dict[tuple, tuple[list[Obj], list[Obj]]] = {}
-        for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry, self._node_of):
-            groups.setdefault(key, (ports, []))[1].append(ep)
-        out: list[tuple[list[Obj], list[Obj]]] = []
+    def plan(self, svc: Obj, existing: list[Obj]) -> list[tuple[Obj | None, list[Obj], list[Obj]]]:
+        """(slice to update, or None for a new one; ports; endpoints) of every slice the Service
+        should have, from its slices now (`existing`, in name order); a slice now that is not in
+        the plan is to be deleted."""
+        groups: dict[tuple, tuple[list[Obj], dict[str, Obj]]] = {}
+        for key, ports, ep in self.derive_for_service(svc, True, self._slice_entry):
+            groups.setdefault(key, (ports, {}))[1][ep["targetRef"]["name"]] = ep
+        by_ports: dict[tuple, list[Obj]] = {}
+        for s in existing:
+            by_ports.setdefault(_port_key(s.get("ports") or []), []).append(s)
+        out: list[tuple[Obj | None, list[Obj], list[Obj]]] = []
         for key in sorted(groups):
-            ports, eps = groups[key]
-            for i in range(0, len(eps), MAX_ENDPOINTS_PER_SLICE):
-                out.append((ports, eps[i:i + MAX_ENDPOINTS_PER_SLICE]))
-        return out or [([], [])]
+            ports, wanted = groups[key]
+            out.extend(_place(by_ports.get(key) or [], ports, wanted))
+        if not out:  # the placeholder: no ports, no endpoints
+            out.append((existing[0] if existing else None, [], []))
+        return out
 
     async def sync(self, key: str) -> None:
         ns, _, name = key.partition("/")
@@ -135,16 +183,13 @@ class EndpointSliceController(ServicePodsController):
             self.enqueue_after(key, 0.05)
             return
         self._created.pop(key, None)
-        by_ports: dict[tuple, list[Obj]] = {}
-        for s in existing:
-            by_ports.setdefault(_port_key(s.get("ports") or []), []).append(s)
-        for ports, eps in self.desired(svc):
-            candidates = by_ports.get(_port_key(ports)) or []
-            current = candidates.pop(0) if candidates else None
+        plan = self.plan(svc, existing)
+        for current, ports, eps in plan:
             created = await self._write(svc, current, ports, eps)
             if created:
                 self._created.setdefault(key, set()).add(created)
-        for leftover in (s for group in by_ports.values() for s in group):
+        kept = {id(current) for current, _, _ in plan if current is not None}
+        for leftover in (s for s in existing if id(s) not in kept):
             try:
                 await self.client.delete("discovery.k8s.io/v1", "EndpointSlice", ns, leftover["metadata"]["name"])
             except StatusError as e:

@@ -10,8 +10,9 @@ What it does, as upstream does:
   `<pod>-<claim>-<5 random>` (`generateName`, 57-character proportional truncation), owned by the
   pod (controller, blockOwnerDeletion), annotated `resource.kubernetes.io/pod-claim-name: <claim>`,
   with the template's labels, annotations and claim spec; then record
-  `status.resourceClaimStatuses[{name, resourceClaimName}]` with a server-side apply of pod
-  `/status` by field manager `ResourceClaimController`. An orphan claim owned by the pod with the
+  `status.resourceClaimStatuses[{name, resourceClaimName}]` with a server-side apply (forced) of
+  pod `/status` by field manager `ResourceClaimController`; a write that would change nothing is
+  skipped. An orphan claim owned by the pod with the
   same annotation (left by a failed status write) is reused, never duplicated. A missing template
   is a Warning event `FailedResourceClaimCreation` on the pod and a retry; creating the template
   requeues the pod at once. A scheduled pod whose allocated claim is not reserved for it gets the
@@ -19,7 +20,7 @@ What it does, as upstream does:
 - **PodGroups** (`podgroup:<ns>/<name>`, gate on): for each `spec.resourceClaims` entry with a
   template, as soon as PodGroup and template exist, create one claim `<podgroup>-<claim>-<5 random>`
   owned by the PodGroup (`scheduling.k8s.io/v1alpha2` in 1.36, `v1beta1` in 1.37) and record it in the PodGroup's
-  `status.resourceClaimStatuses` (apply on `/status`). A pod claim that matches a PodGroup claim
+  `status.resourceClaimStatuses` (the same way on `/status`). A pod claim that matches a PodGroup claim
   (`phalanx.dra.claims.matching_pod_group_claim`) gets no claim of its own: once the PodGroup's
   status names the generated claim, that name is copied into the pod's
   `status.resourceClaimStatuses`. A pod naming a PodGroup that does not exist yet waits for it
@@ -162,6 +163,19 @@ def _template_not_found(template: str) -> StatusError:
 def _needs_admin_access(template: Obj) -> bool:
     requests = (((template.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []
     return any(isinstance(r, dict) and ((r.get("exactly") or {}).get("adminAccess") is True) for r in requests)
+
+
+def _with_claim_names(current: list, new: dict[str, str]) -> list[dict[str, str]]:
+    """`status.resourceClaimStatuses` with the entries of `new` (claim entry -> claim name) set."""
+    statuses = [dict(s) for s in current if isinstance(s, dict)]
+    for claim_entry, claim_name in new.items():
+        for s in statuses:
+            if s.get("name") == claim_entry:
+                s["resourceClaimName"] = claim_name
+                break
+        else:
+            statuses.append({"name": claim_entry, "resourceClaimName": claim_name})
+    return statuses
 
 
 class _UIDCache:
@@ -550,29 +564,26 @@ class ResourceClaimController(Controller[str]):
         return created
 
     async def _apply_claim_statuses(self, api_version: str, kind: str, obj: Obj, new: dict[str, str]) -> None:
-        """Record generated claim names in `status.resourceClaimStatuses` (server-side apply on
-        `/status`, field manager ResourceClaimController). The whole list is applied so that the
-        entries of earlier syncs stay owned."""
-        current = (obj.get("status") or {}).get("resourceClaimStatuses") or []
-        statuses = [dict(s) for s in current if isinstance(s, dict)]
-        for claim_entry, claim_name in new.items():
-            for s in statuses:
-                if s.get("name") == claim_entry:
-                    s["resourceClaimName"] = claim_name
-                    break
-            else:
-                statuses.append({"name": claim_entry, "resourceClaimName": claim_name})
+        """Record generated claim names in `status.resourceClaimStatuses` with a server-side apply
+        of `/status` by field manager ResourceClaimController, forced, as upstream's `ApplyStatus`
+        (the whole list, so the entries of earlier syncs stay owned); nothing is written when the
+        list names them already."""
         md = obj.get("metadata") or {}
+        namespace, name = md.get("namespace", ""), md.get("name", "")
+        before = (obj.get("status") or {}).get("resourceClaimStatuses") or []
+        statuses = _with_claim_names(before, new)
+        if statuses == before:
+            return
         body = {"apiVersion": api_version, "kind": kind,
-                "metadata": {"name": md.get("name", ""), "namespace": md.get("namespace", ""),
-                             "uid": md.get("uid", "")},
+                "metadata": {"name": name, "namespace": namespace, "uid": md.get("uid", "")},
                 "status": {"resourceClaimStatuses": statuses}}
         try:
-            await self.status_client.patch(api_version, kind, md.get("namespace", ""), md.get("name", ""), body,
+            await self.status_client.patch(api_version, kind, namespace, name, body,
                                            "application/apply-patch+yaml", "status", force=True)
         except StatusError as e:
-            raise _context_error(e, f"update {kind} {md.get('namespace', '')}/{md.get('name', '')} "
-                                    f"ResourceClaimStatuses") from None
+            if e.code == 404:
+                return  # gone meanwhile: nothing to record
+            raise _context_error(e, f"update {kind} {namespace}/{name} ResourceClaimStatuses") from None
 
     # .. claims ................................................................................
     async def sync_claim(self, namespace: str, name: str) -> None:

@@ -139,6 +139,7 @@ class AllocatorCache:
         self._interned: dict[Any, Any] = {}
         self.calls = 0
         self.search_steps = 0  # upstream's NumAllocateOneInvocations, summed
+        self._answer_indexes: dict[Any, AnswerIndex] = {}
 
     def inventory(self, slices: Union[Inventory, Sequence[Mapping[str, Any]]]) -> Inventory:
         """The index for these slices; rebuilt (reusing unchanged slices) when the list changes.
@@ -174,6 +175,15 @@ class AllocatorCache:
             found = self._shape_ids[shape] = next(self._next_shape_id)
         return found
 
+    def answer_index(self, key: Any, inventory: Inventory, usage: DevicesInUse, per_device: bool) -> "AnswerIndex":
+        """The valid answers for claims of the shape `key` (a memo key), up to date with `usage`."""
+        index = self._answer_indexes.get(key)
+        if index is None or not index.holds_for(inventory, usage, per_device):
+            if index is None and len(self._answer_indexes) >= _MAX_ANSWER_INDEXES:
+                self._answer_indexes.clear()
+            index = self._answer_indexes[key] = AnswerIndex(inventory, usage, per_device)
+        return index
+
     def features(self, gates: Gates) -> AllocatorFeatures:
         if isinstance(gates, AllocatorFeatures):
             return gates
@@ -184,6 +194,7 @@ class AllocatorCache:
 
 
 _MAX_INTERNED = 4096
+_MAX_ANSWER_INDEXES = 64  # claim shapes with an AnswerIndex at once (all dropped beyond)
 
 
 def allocate(claims: Sequence[Mapping[str, Any]], node: Mapping[str, Any],
@@ -293,35 +304,100 @@ class ClaimsAllocator:
                       nodes: Optional[Sequence[Mapping[str, Any]]] = None) -> list[Optional["NodeAnswer"]]:
         """`remembered` for many nodes by name (None where `answer` must be called). When the
         inventory is `label_dependent`, `nodes` (the Node objects, in the same order) must be given:
-        a node whose labels object is not the one its view was checked against gets None."""
+        a node whose labels object is not the one its view was checked against gets None.
+
+        Answers found valid are kept in the cache's index for this claim shape until a pool they
+        reach changes (`DevicesInUse.pools_changed_since`): a cycle pays per node one lookup, and
+        a check only for the nodes the index does not hold."""
         key = self._memo_key
         if key is None:
             return [None] * len(names)
-        views_get = inventory.cached_views(self.features.partitionable_devices).get
-        version = usage.version
-        versions_get = usage.versions.get
-        out: list[Optional[NodeAnswer]] = []
-        append = out.append
+        per_device = self.features.partitionable_devices
         if inventory.label_dependent:
             if nodes is None:
                 return [None] * len(names)
-            views = [views_get(name) for name in names]
-            views = [v if v is not None and v.labels is (node.get("metadata") or {}).get("labels") else None
-                     for v, node in zip(views, nodes)]
-        else:
-            views = [views_get(name) for name in names]
-        for view in views:
-            if view is None:
-                append(None)
-                continue
-            entry = view.memo.get(key)
-            if entry is not None and entry.version != version:
-                pool = view.pool_id
-                if entry.usage is not usage or entry.state != (
-                        versions_get(pool) if pool is not None else tuple(map(versions_get, view.pool_ids))):
-                    entry = None
-            append(entry)
+            return _remembered_each(key, names, inventory, usage, per_device, nodes)
+        index = self.cache.answer_index(key, inventory, usage, per_device)
+        held = index.answers.get
+        out = [held(name) for name in names]
+        missing = [i for i, entry in enumerate(out) if entry is None]
+        if missing:
+            views_get = inventory.cached_views(per_device).get
+            for i in missing:
+                name = names[i]
+                view = views_get(name)
+                if view is None:
+                    continue
+                entry = view.memo.get(key)
+                if entry is not None and _still_valid(entry, view, usage):
+                    out[i] = entry
+                    index.add(name, entry, view)
         return out
+
+
+def _still_valid(entry: "NodeAnswer", view: NodeView, usage: DevicesInUse) -> bool:
+    """Whether a remembered answer holds with `usage` as it is now."""
+    if entry.usage is not usage:
+        return False
+    if entry.version == usage.version:
+        return True
+    pool = view.pool_id
+    now: Any = usage.versions.get(pool) if pool is not None else tuple(map(usage.versions.get, view.pool_ids))
+    return bool(entry.state == now)
+
+
+def _remembered_each(key: Any, names: Sequence[str], inventory: Inventory, usage: DevicesInUse, per_device: bool,
+                     nodes: Sequence[Mapping[str, Any]]) -> list[Optional["NodeAnswer"]]:
+    """`remembered_on` for a label-dependent inventory: each node's view checked against its labels."""
+    views_get = inventory.cached_views(per_device).get
+    out: list[Optional[NodeAnswer]] = []
+    for name, node in zip(names, nodes):
+        view = views_get(name)
+        if view is None or view.labels is not (node.get("metadata") or {}).get("labels"):
+            out.append(None)
+            continue
+        entry = view.memo.get(key)
+        out.append(entry if entry is not None and _still_valid(entry, view, usage) else None)
+    return out
+
+
+class AnswerIndex:
+    """The answers known valid for one claim shape, by node name, for one inventory and usage: an
+    answer leaves when a pool its node reaches changes."""
+
+    __slots__ = ("inventory", "usage", "per_device", "version", "answers", "nodes_of_pool")
+
+    def __init__(self, inventory: Inventory, usage: DevicesInUse, per_device: bool):
+        self.inventory, self.usage, self.per_device = inventory, usage, per_device
+        self.version = usage.version
+        self.answers: dict[str, NodeAnswer] = {}
+        self.nodes_of_pool: dict[tuple[str, str], set[str]] = {}
+
+    def holds_for(self, inventory: Inventory, usage: DevicesInUse, per_device: bool) -> bool:
+        """Brought up to date with `usage`; False when it cannot be (another inventory or usage,
+        or the change log no longer reaches back to this index's version)."""
+        if inventory is not self.inventory or usage is not self.usage or per_device != self.per_device:
+            return False
+        if self.version == usage.version:
+            return True
+        changed = usage.pools_changed_since(self.version)
+        if changed is None:
+            return False
+        answers, nodes_of_pool = self.answers, self.nodes_of_pool
+        for pool in changed:
+            for name in nodes_of_pool.pop(pool, ()):
+                answers.pop(name, None)
+        self.version = usage.version
+        return True
+
+    def add(self, name: str, entry: "NodeAnswer", view: NodeView) -> None:
+        self.answers[name] = entry
+        nodes_of_pool = self.nodes_of_pool
+        for pool in view.pool_ids:
+            nodes = nodes_of_pool.get(pool)
+            if nodes is None:
+                nodes = nodes_of_pool[pool] = set()
+            nodes.add(name)
 
 
 _PER_NODE: list[Any] = []

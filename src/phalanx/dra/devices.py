@@ -89,10 +89,12 @@ class DevicesInUse:
     - `consumed()`: capacity taken from shared devices, summed over holders (cached);
     - `pool_version((driver, pool))`: bumped whenever a device of that pool becomes busy or free
       or its shared capacity changes, so an answer computed for a node stays valid while the
-      versions of the pools the node reaches are unchanged.
+      versions of the pools the node reaches are unchanged;
+    - `version` counts every bump, and `pools_changed_since(version)` names the pools bumped
+      after an earlier `version` (from a bounded log: None when it no longer reaches that far).
     """
 
-    __slots__ = ("_counts", "_holders", "versions", "_consumed", "version")
+    __slots__ = ("_counts", "_holders", "versions", "_consumed", "version", "_log", "_log_start")
 
     def __init__(self) -> None:
         self._counts: dict[DeviceID, int] = {}
@@ -100,6 +102,8 @@ class DevicesInUse:
         self.versions: dict[tuple[str, str], int] = {}  # read-only for callers; missing: never changed
         self._consumed: Optional[dict[DeviceID, dict[str, Fraction]]] = {}
         self.version = 0
+        self._log: list[tuple[str, str]] = []  # the pool of each bump since version _log_start
+        self._log_start = 0
 
     def __contains__(self, did: object) -> bool:
         return did in self._counts
@@ -123,6 +127,19 @@ class DevicesInUse:
         key = (did.driver, did.pool)
         self.versions[key] = self.versions.get(key, 0) + 1
         self.version += 1
+        log = self._log
+        log.append(key)
+        if len(log) > _MAX_CHANGE_LOG:
+            drop = len(log) // 2
+            del log[:drop]
+            self._log_start += drop
+
+    def pools_changed_since(self, version: int) -> Optional[set[tuple[str, str]]]:
+        """The (driver, pool) keys bumped after `version` (an earlier `self.version`); None when
+        the log was trimmed past it (the caller must then check everything again)."""
+        if version < self._log_start or version > self.version:
+            return None
+        return set(self._log[version - self._log_start:])
 
     def holding(self, holder: str) -> tuple[frozenset[DeviceID], Mapping[DeviceID, Mapping[str, Fraction]]]:
         """(exclusive DeviceIDs, shared capacity) `holder` holds; empty when nothing."""
@@ -180,6 +197,9 @@ class DevicesInUse:
                         per[name] = per.get(name, Fraction(0)) + q
             self._consumed = total
         return self._consumed
+
+
+_MAX_CHANGE_LOG = 8192  # bumps DevicesInUse remembers (trimmed by half beyond)
 
 
 def qualify(name: str, driver: str) -> str:

@@ -35,7 +35,7 @@ from .apicalls import BackgroundCalls
 from ..api.scheduling.fields import COMPOSITE_POD_GROUP_API
 from ..machinery.featuregates import FeatureGates
 from ..metrics import scheduler as sm
-from .cache import SchedulerCache
+from .cache import SchedulerCache, pod_key
 from .framework.config import KubeSchedulerConfiguration, KubeSchedulerProfile, PluginConfig, default_profile
 from .framework.constants import Obj
 from .framework.dra_manager import DRAManager
@@ -270,7 +270,7 @@ class Scheduler:
             self.queue.on_event(ClusterEvent(EventResource.AssignedPod, ActionType.Delete), pod, None)
         else:
             self.queue.delete(pod)
-        self.nominator.delete_nominated_pod_if_exists(PodInfo(pod))
+        self.nominator.delete_nominated_key(pod_key(pod))
 
     def _node_add(self, node: Obj) -> None:
         self.cache.add_node(node)

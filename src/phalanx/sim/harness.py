@@ -50,6 +50,7 @@ from ..client.clock import REAL_CLOCK
 from ..machinery.featuregates import GATES_BY_RELEASE, MERGED_GATES, FeatureGates
 from ..machinery.releases import PATCH_VERSIONS, UnsupportedVersion, parse_version
 from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy
 from ..store import MemoryStore
 from . import checks as checks_mod
 from .metrics import (InstrumentedScheduler, MeasurementSink, ThroughputCollector, current_rss_bytes, peak_rss_bytes,
@@ -263,6 +264,9 @@ class RunContext:
         self.pod_namespaces: set[str] = set()
         self._namespaces: set[str] = set()
         self._templates: dict[str, Template] = {}
+        # per template: the last rendered text and the object it parsed to (a template without
+        # {{.Index}} renders the same text for every object: parse it once, copy it after)
+        self._last_parsed: dict[int, tuple[str, dict]] = {}
         self._tasks: list[tuple[str, asyncio.Task]] = []
         self.measurement: Measurement | None = None
         self.measurements: list[dict[str, Any]] = []
@@ -300,7 +304,16 @@ class RunContext:
 
     def render_one(self, tmpl: Template, index: int, params: dict[str, Any], namespace: str | None = None) -> dict:
         try:
-            obj = yaml.load(tmpl.render({**params, "Index": index}), Loader=_YAML_LOADER)
+            text = tmpl.render({**params, "Index": index})
+            last = self._last_parsed.get(id(tmpl))
+            if last is not None and last[0] == text:
+                obj = deep_copy(last[1])
+            else:
+                obj = yaml.load(text, Loader=_YAML_LOADER)
+                if isinstance(obj, dict):
+                    kept = deep_copy(obj)
+                    if kept == obj:  # JSON values only (a YAML timestamp would not survive the copy)
+                        self._last_parsed[id(tmpl)] = (text, kept)
         except (TemplateError, yaml.YAMLError) as e:
             raise WorkloadError(f"{tmpl.name}: {e}") from None
         if not isinstance(obj, dict) or not obj.get("kind"):
@@ -343,7 +356,7 @@ class RunContext:
             else:
                 md.pop("namespace", None)
             try:
-                out = await self.client.create(obj, namespace=ns)
+                out = await self.client.create(obj, namespace=ns, handover=True)  # rendered here, never reused
             except StatusError as e:
                 name = md.get("name") or md.get("generateName", "") + "*"
                 raise WorkloadError(f"creating {obj['kind']} {name}: {e.message}") from None
@@ -671,13 +684,25 @@ def _store_limit(api: API, ctx: RunContext, gates: FeatureGates, sqlite: bool = 
         claims = _replicate(claims, round(target * ratio)) if claims else claims
     if not sqlite:
         return store_write_limit(pods, claims, gates)
+    # On a thread with no event loop, the SQLiteStore commits each write as it is made; on this
+    # thread (a running loop) it would queue them all for one group commit after the timing.
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-limit") as pool:
+        return pool.submit(_sqlite_write_limit, pods, claims, gates).result()
+
+
+def _sqlite_write_limit(pods: list[dict], claims: list[dict], gates: FeatureGates) -> dict[str, Any]:
+    """`store_write_limit` on a SQLiteStore in a temporary directory, a commit per write (call it
+    where no event loop runs)."""
     import tempfile
 
     from ..store.sqlite import SQLiteStore
     with tempfile.TemporaryDirectory(prefix="phalanx-bench-") as d:
         store = SQLiteStore(os.path.join(d, "store.db"))
         try:
-            return store_write_limit(pods, claims, gates, store=store)
+            result = store_write_limit(pods, claims, gates, store=store)
+            result["commits"] = store.commits
+            return result
         finally:
             store.close()
 

@@ -32,6 +32,7 @@ from array import array
 from typing import Any, Callable, Iterable
 
 from ..machinery.errors import StatusError
+from ..machinery.meta import deep_copy
 from ..scheduler.scheduler import Scheduler
 
 # Extension point name (upstream's `extension_point` label) -> Framework method timed for it.
@@ -330,7 +331,7 @@ def _fresh(obj: dict) -> dict:
         # against PriorityClasses the fresh store does not have (a binding does not look at them).
         out["spec"] = {k: v for k, v in out["spec"].items() if k not in ("nodeName", "priority", "priorityClassName",
                                                                           "preemptionPolicy")}
-    return out
+    return deep_copy(out)  # admission may change nested parts: never the run's (shared) objects
 
 
 def store_write_limit(pods: list[dict], claims: list[dict], gates: Any, store: Any = None) -> dict[str, Any]:
@@ -377,7 +378,6 @@ def _rate(count: int, seconds: float) -> float | None:
 def _create_untimed(api: Any, pods: list[dict], claims: list[dict]) -> tuple[list[tuple], list[dict]]:
     """Create the namespaces, pods and claims (untimed); returns the pods' (namespace, name, uid,
     node) to bind and the claims as their status writes will send them."""
-    from ..machinery.meta import deep_copy
 
     ns_rt = api.resource("", "v1", "namespaces")
     for ns in sorted({p["metadata"].get("namespace", "") for p in pods + claims} - {""}):
@@ -404,7 +404,6 @@ def _create_untimed(api: Any, pods: list[dict], claims: list[dict]) -> tuple[lis
 
 def _time_raw_store_updates(store: Any, pod_key: Any, targets: list[tuple]) -> float:
     """The bare store: a bound copy of each pod written with Store.update (no API logic at all)."""
-    from ..machinery.meta import deep_copy
 
     bound = []
     for ns, name, _, node in targets:

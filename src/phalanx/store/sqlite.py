@@ -62,36 +62,54 @@ def _statements(ops: list[Op]) -> list[tuple[str, list[Any]]]:
     return out
 
 
-_SEEN_MAX = 50_000
+class _Sharing:
+    """What one restore has read so far, to share: subtrees by their JSON, strings by value.
 
+    The server's writes share what objects have alike (managedFields trees, the parts of a pod
+    its template repeats: `machinery.interning`); objects read back at start share the same, or a
+    restarted cluster of 150,000 pods would need twice the memory it had before the restart."""
 
-def _share_managed_fields(obj: Obj, seen: dict[bytes, Any]) -> None:
-    """Objects read back share their managedFields trees as the server's writes do (see
-    `machinery.interning`): 150,000 pods read at start must not each hold their own. `seen` maps
-    the JSON of each subtree met so far to its one copy (kept for one restore)."""
-    md = obj.get("metadata")
-    entries = md.get("managedFields") if isinstance(md, dict) else None
-    if not isinstance(entries, list):
-        return
-    for e in entries:
-        tree = e.get("fieldsV1") if isinstance(e, dict) else None
-        if isinstance(tree, dict):
-            e["fieldsV1"] = _shared_subtree(tree, seen)
+    MAX_TREES = 50_000
+    MAX_STRINGS = 200_000
 
+    def __init__(self) -> None:
+        self.trees: dict[bytes, Any] = {}
+        self.strings: dict[str, str] = {}
 
-def _shared_subtree(tree: dict[str, Any], seen: dict[bytes, Any]) -> dict[str, Any]:
-    """The one copy of `tree`: looked up by its JSON, and on a miss made of shared children (so a
-    pod's tree, unique by a name or an IP deep inside, still shares every sibling of that path)."""
-    if not tree:
-        return EMPTY_FIELDS
-    data = orjson.dumps(tree)
-    shared = seen.get(data)
-    if shared is None:
-        shared = {k: _shared_subtree(v, seen) if isinstance(v, dict) else v for k, v in tree.items()}
-        if len(seen) >= _SEEN_MAX:  # bounded: what was shared stays shared
-            seen.clear()
-        seen[trimmed(data)] = shared
-    return shared
+    def object(self, obj: Obj) -> Obj:
+        """`obj` (just decoded) with its subtrees shared; the object and its metadata are its own."""
+        for k, v in obj.items():
+            if k == "metadata" and type(v) is dict:
+                for mk, mv in v.items():
+                    v[mk] = self.value(mv)
+            else:
+                obj[k] = self.value(v)
+        return obj
+
+    def value(self, value: Any) -> Any:
+        t = type(value)
+        if t is str:
+            shared_str = self.strings.get(value)
+            if shared_str is None:
+                if len(self.strings) >= self.MAX_STRINGS:
+                    self.strings.clear()
+                shared_str = self.strings[value] = value
+            return shared_str
+        if t is not dict and t is not list:
+            return value
+        if not value:
+            return EMPTY_FIELDS if t is dict else value
+        data = orjson.dumps(value)
+        shared = self.trees.get(data)
+        if shared is None:  # a miss: shared children (only a name or an IP deep inside may differ)
+            if t is dict:
+                shared = {k: self.value(v) for k, v in value.items()}
+            else:
+                shared = [self.value(v) for v in value]
+            if len(self.trees) >= self.MAX_TREES:  # bounded: what was shared stays shared
+                self.trees.clear()
+            self.trees[trimmed(data)] = shared
+        return shared
 
 
 class SQLiteStore(Store):
@@ -120,14 +138,13 @@ class SQLiteStore(Store):
         max_rv = row[0] if row else 0
         collecting = gc.isenabled()
         gc.disable()  # only long-lived objects here: the cyclic collector would rescan them again and again
-        seen: dict[bytes, Any] = {}  # managedFields subtrees by their JSON, for this restore
+        sharing = _Sharing()
         try:
             for key, ns, name, rv, data in self._db.execute("SELECT key, namespace, name, rv, data FROM objects"):
                 if key in COMPACT_KEYS:  # kept as JSON: nothing to decode
                     self._load(key, ns, name, None, data)
                 else:
-                    obj = orjson.loads(data)
-                    _share_managed_fields(obj, seen)
+                    obj = sharing.object(orjson.loads(data))
                     self._load(key, ns, name, obj, data)
                 max_rv = max(max_rv, rv)
         finally:

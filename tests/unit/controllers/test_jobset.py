@@ -276,3 +276,23 @@ async def test_ttl_deletes_a_finished_jobset(env):
         await env.client.create(jobset("brief", rjob("w", run_for="5s"), ttlSecondsAfterFinished=30))
         assert await env.run_until(lambda: cl.is_true("brief", "Completed"), within=60)
         assert await env.run_until(lambda: cl.js("brief") is None and not cl.child_jobs("brief"), within=120)
+
+
+async def test_status_follows_each_child_job_and_a_deleted_job_comes_back(env):
+    async with Cluster(env) as cl:
+        await env.client.create(jobset("follow", rjob("a", replicas=2, run_for=None), rjob("b", run_for="30s")))
+
+        def entry(name):
+            return next((s for s in cl.status("follow").get("replicatedJobsStatus") or [] if s["name"] == name), {})
+
+        assert await env.run_until(lambda: entry("a").get("ready") == 2 and entry("b").get("ready") == 1, within=60)
+        assert entry("a") == {"name": "a", "ready": 2, "succeeded": 0, "failed": 0, "active": 2, "suspended": 0}
+        # a user deletes one Job: the JobSet reports one Job fewer, then recreates it
+        await env.client.delete("batch/v1", "Job", "default", "follow-a-1", propagation="Background")
+        assert await env.run_until(lambda: [j["metadata"]["name"] for j in cl.child_jobs("follow")]
+                                   == ["follow-a-0", "follow-a-1", "follow-b-0"]
+                                   and not cl.child_jobs("follow")[1]["metadata"].get("deletionTimestamp"), within=60)
+        assert await env.run_until(lambda: entry("a").get("ready") == 2, within=60)
+        assert await env.run_until(lambda: entry("b").get("succeeded") == 1 and entry("b").get("active") == 0,
+                                   within=120)
+        assert entry("a")["active"] == 2 and not cl.is_true("follow", "Completed")

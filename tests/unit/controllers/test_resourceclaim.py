@@ -573,3 +573,39 @@ async def test_1_37_gate_off_a_pod_claim_matching_its_pod_group_gets_no_claim(en
         assert pod_claim_status(cl.pod("matching")) is None
         assert pod_claim_status(cl.pod("waiting")) is None
         assert not (cl.pod_group().get("status") or {}).get("resourceClaimStatuses")
+
+
+# -- the status write ------------------------------------------------------------------------------
+
+async def test_the_claim_status_is_written_by_the_controllers_field_manager_on_status(env):
+    async with Cluster(env) as cl:
+        c = env.client
+        await c.create(template())
+        await c.create(pod("solo", group=None))
+        assert await cl.run_until(lambda: pod_claim_status(cl.pod("solo")) is not None)
+        stored = await c.get("v1", "Pod", NS, "solo")
+        entry = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == "ResourceClaimController")
+        assert entry["subresource"] == "status" and entry["operation"] == "Apply"
+        assert entry["fieldsV1"]["f:status"]["f:resourceClaimStatuses"]['k:{"name":"shared-gpu"}'] == \
+            {".": {}, "f:name": {}, "f:resourceClaimName": {}}
+        assert stored["status"]["resourceClaimStatuses"] == [
+            {"name": "shared-gpu", "resourceClaimName": pod_claim_status(stored)}]
+
+
+async def test_a_claim_status_applied_over_a_stale_copy_keeps_what_changed_meanwhile(env):
+    ctl = ResourceClaimController(env.client, shared_factory(env), gates=env.api.gates, clock=env.clock)
+    c = env.client
+    env.bootstrap([])
+    stale = await c.create(pod("solo", group=None))
+    fresh = await c.get("v1", "Pod", NS, "solo")
+    fresh["metadata"]["labels"] = {"changed": "meanwhile"}
+    await c.update(fresh)
+    await ctl._apply_claim_statuses("v1", "Pod", stale, {"shared-gpu": "solo-shared-gpu-abcde"})
+    stored = await c.get("v1", "Pod", NS, "solo")
+    assert stored["status"]["resourceClaimStatuses"] == [{"name": "shared-gpu", "resourceClaimName": "solo-shared-gpu-abcde"}]
+    assert stored["metadata"]["labels"] == {"changed": "meanwhile"}
+    rv = stored["metadata"]["resourceVersion"]
+    # nothing to change: nothing written
+    await ctl._apply_claim_statuses("v1", "Pod", stored, {"shared-gpu": "solo-shared-gpu-abcde"})
+    assert (await c.get("v1", "Pod", NS, "solo"))["metadata"]["resourceVersion"] == rv
+    await ctl.factory.stop()

@@ -206,3 +206,61 @@ def test_remembered_answers_agree_with_fresh_searches_through_random_changes():
             gone = rng.choice(sorted(held))
             usage.drop(gone)
             del held[gone]
+
+
+def _filter_like_a_scheduler(allocator, nodes, inventory, usage):
+    """What DynamicResources.filter_nodes does: remembered answers, a search where there is none."""
+    names = [n["metadata"]["name"] for n in nodes]
+    if not allocator.planned:
+        allocator.answer(nodes[0], inventory, usage)
+    remembered = allocator.remembered_on(names, inventory, usage)
+    return [a if a is not None else allocator.answer(n, inventory, usage) for a, n in zip(remembered, nodes)]
+
+
+def test_remembered_on_many_nodes_agrees_with_fresh_searches_through_random_changes():
+    """The answer index (answers kept per claim shape until a pool their node reaches changes)
+    gives what a fresh search gives, on node-local pools and a pool every node reaches."""
+    rng = random.Random(11)
+    nodes = [node(f"n{i}") for i in range(6)]
+    slices = [gpu_slice(f"n{i}", 2) for i in range(6)] + [
+        device_slice("fabric", [dev("nic-0", index=0), dev("nic-1", index=1)], pool="fabric", all_nodes=True)]
+    shapes = [lambda n: claim(n, request("gpu")), lambda n: claim(n, request("gpu", count=2)),
+              lambda n: claim(n, request("gpu"), request("nic"))]
+    cache = AllocatorCache()
+    inventory = Inventory(slices)
+    assert not inventory.label_dependent
+    usage = DevicesInUse()
+    held: dict[str, list] = {}
+    for step in range(400):
+        c = rng.choice(shapes)(f"c{step}")
+        answers = _filter_like_a_scheduler(ClaimsAllocator([c], CLASSES, cache=cache), nodes, inventory, usage)
+        for at, answer in zip(nodes, answers):
+            plain = allocate([c], at, slices, CLASSES, set(usage))
+            assert answer.fits == plain.success, (step, at["metadata"]["name"])
+        fitting = [(at, a) for at, a in zip(nodes, answers) if a.fits]
+        if fitting and rng.random() < 0.6:
+            at, _ = rng.choice(fitting)
+            results = ClaimsAllocator([c], CLASSES, cache=cache).allocate(at, inventory, usage).results
+            held[c["metadata"]["name"]] = [device_id(r["driver"], r["pool"], r["device"])
+                                           for r in results[0]["devices"]["results"]]
+            usage.hold(c["metadata"]["name"], held[c["metadata"]["name"]])
+        if held and rng.random() < 0.4:
+            gone = rng.choice(sorted(held))
+            usage.drop(gone)
+            del held[gone]
+
+
+def test_pools_changed_since_names_the_pools_bumped_and_gives_up_past_its_log(monkeypatch):
+    import phalanx.dra.devices as devices
+    monkeypatch.setattr(devices, "_MAX_CHANGE_LOG", 4)
+    usage = DevicesInUse()
+    start = usage.version
+    usage.hold("a", [gpu("n1", "gpu-0")])
+    usage.hold("b", [gpu("n2", "gpu-0")])
+    assert usage.pools_changed_since(start) == {(DRIVER, "n1"), (DRIVER, "n2")}
+    mid = usage.version
+    assert usage.pools_changed_since(mid) == set()
+    for i in range(6):
+        usage.hold(f"x{i}", [gpu("n3", f"gpu-{i}")])
+    assert usage.pools_changed_since(start) is None  # trimmed: the caller checks everything again
+    assert usage.pools_changed_since(usage.version - 1) == {(DRIVER, "n3")}

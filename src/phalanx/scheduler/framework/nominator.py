@@ -22,10 +22,14 @@ class Nominator:
         self._node_of[pod.key] = node_name
 
     def delete_nominated_pod_if_exists(self, pod: PodInfo) -> None:
-        node = self._node_of.pop(pod.key, None)
+        self.delete_nominated_key(pod.key)
+
+    def delete_nominated_key(self, key: str) -> None:
+        """`delete_nominated_pod_if_exists` by `PodInfo.key` (a deleted pod needs no PodInfo built)."""
+        node = self._node_of.pop(key, None)
         if node is None:
             return
-        lst = [p for p in self._by_node.get(node, []) if p.key != pod.key]
+        lst = [p for p in self._by_node.get(node, []) if p.key != key]
         if lst:
             self._by_node[node] = lst
         else:

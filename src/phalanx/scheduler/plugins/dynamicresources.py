@@ -493,19 +493,31 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         tracker = self.tracker
         inventory = tracker.inventory()
         rest = nodes[i:]
-        remembered = allocator.remembered_on([ni.name for ni in rest], inventory, tracker.in_use,
+        names = [ni.name for ni in rest]
+        remembered = allocator.remembered_on(names, inventory, tracker.in_use,
                                              [_node_of(ni) for ni in rest] if inventory.label_dependent else None)
-        answers = data.node_answers
-        for i, answer in enumerate(remembered, i):
-            if answer is None or data.error_status is not None:
-                st = filter_(state, pod, nodes[i])
-                if st is not None and st.code != Code.Success:
-                    out.append((i, st))
-            elif answer.fits:
-                answers[nodes[i].name] = answer
-            else:
-                out.append((i, self._cannot_allocate(data, allocator, answer)))
+        self._take_remembered(state, pod, data, allocator, rest, names, remembered, i, out)
         return out
+
+    def _take_remembered(self, state: CycleState, pod: PodInfo, data: "_CycleData", allocator: ClaimsAllocator,
+                         nodes: Sequence[NodeInfo], names: list[str], remembered: list[Optional[NodeAnswer]],
+                         offset: int, out: list[tuple[int, Status]]) -> None:
+        """Filter's verdicts from the remembered answers (a search where there is none); rejections
+        go to `out` at `offset` + their index."""
+        answers = data.node_answers
+        status_of: dict[int, Status] = {}  # id of an (interned) explanation -> its Status, this call
+        for k, answer in enumerate(remembered):
+            if answer is None or data.error_status is not None:
+                st = self.filter(state, pod, nodes[k])
+                if st is not None and st.code != Code.Success:
+                    out.append((offset + k, st))
+            elif answer.fits:
+                answers[names[k]] = answer
+            else:
+                found = status_of.get(id(answer.parts)) if answer.parts is not None else None
+                if found is None:  # `remembered` keeps every explanation alive: ids stay unique
+                    found = status_of[id(answer.explained())] = self._cannot_allocate(data, allocator, answer)
+                out.append((offset + k, found))
 
     def _allocator(self, data: "_CycleData") -> ClaimsAllocator:
         if data.allocator is None:
@@ -758,7 +770,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if need_reservation:
             status = obj.setdefault("status", {})
             status["reservedFor"] = list(status.get("reservedFor") or []) + [dict(info.consumer)]
-        return await self.api.update_status(obj)
+        return await self.api.update_status(obj, handover=True)  # `obj` is this call's own copy
 
     async def _add_delete_protection(self, obj: Obj, ref: str) -> Obj:
         """The claim with the delete-protection finalizer (written first when missing)."""
@@ -767,7 +779,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return obj
         obj["metadata"]["finalizers"] = finalizers + [draclaims.DELETE_PROTECTION_FINALIZER]
         try:
-            obj = await self.api.update(obj)
+            obj = deep_copy(await self.api.update(obj, handover=True))  # the stored object is read-only
         except StatusError as e:
             if e.code == 409:
                 raise
