@@ -38,8 +38,8 @@ from ...machinery.meta import controller_of, deep_copy
 from ...client.controller import Controller
 from ...machinery.timestamps import rfc3339_seconds
 from ..podcontrol import (INDEX_CONTROLLER_UID, BatchError, ControllerExpectations, PodControl,
-                          active_pods_deletion_order, add_workload_indexers, candidates_for, claim_objects,
-                          is_namespace_terminating, is_pod_active, is_pod_ready, is_pod_terminating,
+                          INDEX_ORPHANS, active_pods_deletion_order, add_workload_indexers, claim_objects,
+                          is_namespace_terminating, is_pod_ready,
                           rfc3339, selector_of, slow_start_batch, SLOW_START_INITIAL_BATCH_SIZE)
 from .backoff import DEFAULT_BACKOFF_LIMIT, BackoffStore, past_backoff_limit_on_failure
 from .conditions import (COMPLETE, FAILED, FAILURE_TARGET, MSG_BACKOFF_LIMIT, MSG_COMPLETIONS_REACHED, MSG_DEADLINE,
@@ -50,6 +50,7 @@ from .conditions import (COMPLETE, FAILED, FAILURE_TARGET, MSG_BACKOFF_LIMIT, MS
 from .indexes import (Intervals, add_completion_index_env, failed_indexes, first_pending_indexes,
                       indexed_pod_template, indexes_ready_for_creation, pods_with_delayed_deletion, succeeded_indexes)
 from .pod_failure_policy import count_not_ignored, fail_job_message
+from .podstate import JobPodStates, JobPods
 from .status import (SyncContext, clean_uncounted, collect_finished_pods, enact_job_finished, new_finished_pods,
                      promote_interim_condition, status_for_write, update_indexes_status, valid_pods)
 from .success_policy import match_success_policy
@@ -85,6 +86,10 @@ class JobController(Controller[str]):
         self.jobs = self.informer("batch/v1", "Job")
         self.pods = self.informer("v1", "Pod")
         add_workload_indexers(self.pods)
+        # per-Job pod buckets, updated before the handlers below enqueue anything (podstate.py)
+        self.pod_states = JobPodStates()
+        self.pods.add_event_handler(on_add=lambda p: self.pod_states.observe(None, p),
+                                    on_update=self.pod_states.observe, on_delete=self.pod_states.forget)
         self.jobs.add_event_handler(on_add=self._add_job, on_update=self._update_job, on_delete=self._delete_job)
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod,
                                     on_delete=lambda p: self._delete_pod(p, final=True))
@@ -143,6 +148,7 @@ class JobController(Controller[str]):
             self.enqueue_after(key, max(0.0, ads - (self.clock.now() - start)))
 
     def _delete_job(self, job: Obj) -> None:
+        self.pod_states.drop(uid_of(job))
         self.enqueue(object_key(job))
         self._cleanup_pod_finalizers(job)
 
@@ -276,6 +282,7 @@ class JobController(Controller[str]):
         job = deep_copy(shared)
         if is_job_finished(job):
             self.backoff.remove(key)
+            self.pod_states.drop(uid_of(job))
             return
         mode = job.setdefault("spec", {}).get("completionMode")
         if mode is not None and mode not in ("NonIndexed", "Indexed"):
@@ -291,7 +298,7 @@ class JobController(Controller[str]):
         ctx = await self._new_context(key, job)
         status = job["status"]
         if self.scheduling_1_37 is not None and not is_job_finished(job):
-            ctx.pod_group = await self.scheduling_1_37.pod_group(job, ctx.pods)  # before startTime is set
+            ctx.pod_group = await self.scheduling_1_37.pod_group(job, ctx.has_pods)  # before startTime is set
         now = self.clock.now()
         if not status.get("startTime") and not job_suspended(job):
             status["startTime"] = rfc3339(self.clock)
@@ -313,19 +320,26 @@ class JobController(Controller[str]):
             raise manage_error
 
     async def _new_context(self, key: str, job: Obj) -> SyncContext:
-        """The Job's pods (adopting and releasing), and the counts of finished ones."""
+        """The Job's pods (adopting and releasing) from its pod state, and the counts of finished
+        ones: what this costs grows with the pods still to count, not with all the Job's pods."""
         status = job.setdefault("status", {})
         unc = status.get("uncountedTerminatedPods") or {}
         status["uncountedTerminatedPods"] = {"succeeded": list(unc.get("succeeded") or []),
                                              "failed": list(unc.get("failed") or [])}
-        pods = await self._pods_for_job(job)
-        active_pods = [p for p in pods if is_pod_active(p)]
-        ctx = SyncContext(job=job, pods=pods, active_pods=active_pods,
-                          ready=sum(1 for p in active_pods if is_pod_ready(p)),
-                          terminating=sum(1 for p in pods if is_pod_terminating(p)),
+        state = await self._pods_for_job(job)
+        finishing = list(state.finishing.values())
+        if is_indexed(job):
+            finishing.sort(key=completion_index)
+        ctx = SyncContext(job=job, pods=finishing, active_pods=list(state.active.values()),
+                          ready=len(state.ready), terminating=len(state.terminating),
                           uncounted_succeeded=set(unc.get("succeeded") or []),
                           uncounted_failed=set(unc.get("failed") or []),
-                          expected_rm_finalizers=set(self.finalizer_expectations.get(key, ())))
+                          expected_rm_finalizers=set(self.finalizer_expectations.get(key, ())),
+                          terminating_pods=list(state.terminating.values()),
+                          active_indexes=dict(state.active_indexes),
+                          with_finalizer=set(state.with_finalizer), has_pods=bool(state.members))
+        if job["spec"].get("podFailurePolicy"):
+            ctx.failed_pods = list(state.failed.values())
         new_succeeded, new_failed = new_finished_pods(ctx)
         ctx.succeeded = int_or(status.get("succeeded")) + len(new_succeeded) + len(ctx.uncounted_succeeded)
         policy = job["spec"].get("podFailurePolicy")
@@ -343,7 +357,7 @@ class JobController(Controller[str]):
         ft = find_condition(job, FAILURE_TARGET)
         if ft is not None and ft.get("status") == "True":
             return self._new_condition(FAILED, ft.get("reason", ""), ft.get("message", ""))
-        msg = fail_job_message(job, ctx.pods)
+        msg = fail_job_message(job, ctx.failed_pods)
         if msg is not None:
             return self._new_condition(FAILURE_TARGET, REASON_POD_FAILURE_POLICY, msg)
         return self._failure_by_limits(key, ctx, now)
@@ -352,7 +366,7 @@ class JobController(Controller[str]):
         job = ctx.job
         spec = job["spec"]
         if ctx.failed > int_or(spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT) \
-                or past_backoff_limit_on_failure(job, ctx.pods):
+                or past_backoff_limit_on_failure(job, ctx.active_pods + ctx.terminating_pods):
             return self._new_condition(FAILURE_TARGET, REASON_BACKOFF_LIMIT, MSG_BACKOFF_LIMIT)
         if self._past_active_deadline(job):
             return self._new_condition(FAILURE_TARGET, REASON_DEADLINE, MSG_DEADLINE)
@@ -372,7 +386,7 @@ class JobController(Controller[str]):
             if ctx.finished is None:
                 ctx.finished = self._failure_by_indexes(ctx, completions)
             failed_pods = valid_pods(ctx, None, lambda q: is_pod_failed(q, job))
-            ctx.delayed_deletion = pods_with_delayed_deletion(failed_pods, ctx.active_pods, ctx.succeeded_indexes,
+            ctx.delayed_deletion = pods_with_delayed_deletion(failed_pods, ctx.active_indexes, ctx.succeeded_indexes,
                                                               ctx.failed_indexes)
         if ctx.finished is None:
             msg = match_success_policy(spec.get("successPolicy"), completions, ctx.succeeded_indexes)
@@ -447,11 +461,19 @@ class JobController(Controller[str]):
         return self.clock.now() - start >= ads
 
     # -- managing pods -----------------------------------------------------------------------------
-    async def _pods_for_job(self, job: Obj) -> list[Obj]:
-        """The Job's pods: those it controls and matching orphans it adopts (adding the tracking
-        finalizer); controlled pods its selector no longer matches are released."""
-        return await claim_objects(self.client, job, selector_of(job), candidates_for(self.pods, job),
-                                   api_version="v1", kind="Pod", adopt_finalizer=JOB_TRACKING_FINALIZER)
+    async def _pods_for_job(self, job: Obj) -> JobPods:
+        """The Job's pod state: the pods it controls and its selector matches, with the matching
+        orphans it adopts (adding the tracking finalizer); controlled pods its selector no longer
+        matches are released."""
+        uid = uid_of(job)
+        state = self.pod_states.for_job(job, lambda: self.pods.by_index(INDEX_CONTROLLER_UID, uid))
+        orphans = self.pods.by_index(INDEX_ORPHANS, job["metadata"].get("namespace", ""))
+        candidates = list(state.unmatched.values()) + orphans
+        if candidates:
+            for pod in await claim_objects(self.client, job, state.selector, candidates, api_version="v1", kind="Pod",
+                                           adopt_finalizer=JOB_TRACKING_FINALIZER):
+                state.put(pod)  # adopted: the informer's event follows
+        return state
 
     async def _delete_active_pods(self, job: Obj, pods: list[Obj]) -> tuple[int, int]:
         """DELETE the active pods, keeping their finalizers (removed once counted)."""
@@ -512,7 +534,9 @@ class JobController(Controller[str]):
         if job_suspended(job):
             return await self._remove_active(job, key, ctx, active, pods_for_removal(job, ctx.active_pods, active))
         want_active = _wanted_active(spec, ctx.succeeded, active)
-        to_delete = pods_for_removal(job, ctx.active_pods, max(0, active - want_active))
+        to_delete: list[Obj] = []
+        if active > want_active or (is_indexed(job) and _index_conflicts(ctx)):
+            to_delete = pods_for_removal(job, ctx.active_pods, max(0, active - want_active))
         if to_delete:
             return await self._remove_active(job, key, ctx, active, to_delete[:MAX_POD_CREATE_DELETE_PER_SYNC])
         terminating = ctx.terminating if only_replace_failed_pods(job) else 0
@@ -566,7 +590,7 @@ class JobController(Controller[str]):
             if ctx.pod_group is not None:
                 template.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": ctx.pod_group}
         elif self.workload_with_job:
-            pod_group = await self._ensure_workload_and_pod_group(job, ctx.pods)
+            pod_group = await self._ensure_workload_and_pod_group(job, ctx.has_pods)
             if pod_group is not None:
                 template.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": pod_group["metadata"]["name"]}
         return template
@@ -606,9 +630,13 @@ class JobController(Controller[str]):
         nothing is left uncounted or terminating."""
         job = ctx.job
         status = job["status"]
-        pods = sorted(ctx.pods, key=completion_index) if is_indexed(job) else ctx.pods
-        with_finalizer = {uid_of(p) for p in pods
-                          if has_tracking_finalizer(p) and uid_of(p) not in ctx.expected_rm_finalizers}
+        pods = ctx.pods
+        if ctx.finished is not None or job["metadata"].get("deletionTimestamp"):
+            # active pods' finalizers go too (their pods were just deleted)
+            pods = pods + ctx.active_pods
+            if is_indexed(job):
+                pods.sort(key=completion_index)
+        with_finalizer = ctx.with_finalizer - ctx.expected_rm_finalizers
         needs = clean_uncounted(status, with_finalizer) or needs
         found = collect_finished_pods(ctx, pods)
         needs = found.changed or needs
@@ -678,7 +706,7 @@ class JobController(Controller[str]):
         await self.client.create_event(job, reason, message, type=type_, component=COMPONENT)
 
     # -- WorkloadWithJob -----------------------------------------------------------------------------
-    async def _ensure_workload_and_pod_group(self, job: Obj, pods: list[Obj]) -> Obj | None:
+    async def _ensure_workload_and_pod_group(self, job: Obj, has_pods: bool) -> Obj | None:
         """KEP-5547: discover (or, before the Job's first pod, create) the Job's Workload and gang
         PodGroup. None when the Job is not eligible or has pods but no such objects."""
         if not gang_scheduling_eligible(job):
@@ -686,7 +714,6 @@ class JobController(Controller[str]):
         workloads, pod_groups = self.workloads, self.pod_groups
         if workloads is None or pod_groups is None:
             return None  # WorkloadWithJob off: no informers for them
-        has_pods = bool(pods)
         ns = job["metadata"].get("namespace", "")
         wl_name = compute_workload_name(job)
         workload = workloads.get(f"{ns}/{wl_name}")
@@ -757,14 +784,21 @@ def _wanted_active(spec: Obj, succeeded: int, active: int) -> int:
 def _non_pending_indexes(ctx: SyncContext) -> Intervals:
     """Indexes that need no new pod: succeeded, active, terminating (when only failed pods are
     replaced) and failed."""
-    non_pending = ctx.succeeded_indexes.with_indexes(
-        [completion_index(p) for p in ctx.active_pods if completion_index(p) >= 0])
+    non_pending = ctx.succeeded_indexes.with_indexes([ix for ix in ctx.active_indexes if ix >= 0])
     if only_replace_failed_pods(ctx.job):
         non_pending = non_pending.with_indexes(
-            [completion_index(p) for p in ctx.pods if is_pod_terminating(p) and completion_index(p) >= 0])
+            [completion_index(p) for p in ctx.terminating_pods if completion_index(p) >= 0])
     if ctx.failed_indexes is not None:
         non_pending = non_pending.merge(ctx.failed_indexes)
     return non_pending
+
+
+def _index_conflicts(ctx: SyncContext) -> bool:
+    """Some active pod shares its completion index with another or holds none in range."""
+    indexes = ctx.active_indexes
+    if len(indexes) != len(ctx.active_pods):
+        return True
+    return bool(indexes) and (min(indexes) < 0 or max(indexes) >= int_or(ctx.job["spec"].get("completions")))
 
 
 def pods_for_removal(job: Obj, pods: list[Obj], rm_at_least: int) -> list[Obj]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ...machinery.meta import deep_copy
@@ -215,11 +216,10 @@ def first_pending_indexes(non_pending: Intervals, count: int, completions: int) 
     return out
 
 
-def pods_with_delayed_deletion(failed_pods: list[Obj], active_pods: list[Obj], succeeded: Intervals,
+def pods_with_delayed_deletion(failed_pods: list[Obj], active_indexes: Collection[int], succeeded: Intervals,
                                failed: Intervals | None) -> dict[int, Obj]:
     """Per index still pending, its latest failed pod: that pod's finalizer stays until the index's
     replacement exists, so the replacement can carry the index's failure count."""
-    active_indexes = {completion_index(p) for p in active_pods if completion_index(p) >= 0}
     out: dict[int, Obj] = {}
     for p in failed_pods:
         ix = completion_index(p)

@@ -30,7 +30,9 @@ STATUS_FIELD_ORDER = ("conditions", "startTime", "completionTime", "active", "su
 
 @dataclass
 class SyncContext:
-    """The Job being synced (a private copy), its pods, and what the sync found so far."""
+    """The Job being synced (a private copy), its pods, and what the sync found so far. `pods` are
+    the pods no longer active that still hold the tracking finalizer (those whose end is still to
+    count, `podstate.py`), `active_pods` the active ones."""
 
     job: Obj
     pods: list[Obj]
@@ -49,6 +51,11 @@ class SyncContext:
     new_backoff: BackoffRecord | None = None
     delayed_deletion: dict[int, Obj] = field(default_factory=dict)
     pod_group: str | None = None  # the PodGroup the pods join (Kubernetes 1.37 WorkloadWithJob)
+    terminating_pods: list[Obj] = field(default_factory=list)
+    active_indexes: dict[int, int] = field(default_factory=dict)  # completion index -> active pods
+    with_finalizer: set[str] = field(default_factory=set)  # uids of the pods holding the finalizer
+    has_pods: bool = False
+    failed_pods: list[Obj] = field(default_factory=list)  # phase Failed; filled when podFailurePolicy is set
 
 
 @dataclass

@@ -62,10 +62,10 @@ def management_mode(job: Obj) -> str:
     return MANAGE_BOTH
 
 
-def is_new_job(job: Obj, pods: list[Obj]) -> bool:
+def is_new_job(job: Obj, has_pods: bool) -> bool:
     """Never started: no pods, no startTime, nothing succeeded or failed, never Suspended."""
     status = job.get("status") or {}
-    if pods or status.get("startTime") or status.get("succeeded") or status.get("failed"):
+    if has_pods or status.get("startTime") or status.get("succeeded") or status.get("failed"):
         return False
     return find_condition(job, SUSPENDED) is None
 
@@ -155,7 +155,7 @@ class Ambiguous(Exception):
 
 
 class WorkloadScheduling:
-    """The 1.37 strategy: `pod_group(job, pods)` is the PodGroup name its pods are to carry."""
+    """The 1.37 strategy: `pod_group(job, has_pods)` is the PodGroup name its pods are to carry."""
 
     def __init__(self, client: Client, workloads: Informer, pod_groups: Informer, event: EventFn):
         self.client = client
@@ -165,15 +165,15 @@ class WorkloadScheduling:
         workloads.add_indexer(INDEX_WORKLOAD_BY_JOB, workload_by_job_name)
         pod_groups.add_indexer(INDEX_POD_GROUP_BY_WORKLOAD, pod_group_by_workload_name)
 
-    async def pod_group(self, job: Obj, pods: list[Obj]) -> str | None:
+    async def pod_group(self, job: Obj, has_pods: bool) -> str | None:
         mode = management_mode(job)
         if mode == MANAGE_NONE:
             return None
         try:
             if mode == MANAGE_POD_GROUP_ONLY:
-                pg = await self._delegated_pod_group(job, is_new_job(job, pods))
+                pg = await self._delegated_pod_group(job, is_new_job(job, has_pods))
             else:
-                pg = await self._root_pod_group(job, is_new_job(job, pods))
+                pg = await self._root_pod_group(job, is_new_job(job, has_pods))
         except Ambiguous as e:
             log.warning("%s, falling back to default scheduling", e)
             return None

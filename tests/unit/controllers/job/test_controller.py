@@ -294,3 +294,47 @@ async def test_workload_with_job_leaves_jobs_with_a_scheduling_group_alone(env):
         workloads, _ = await env.client.list("scheduling.k8s.io/v1alpha2", "Workload", "default")
         assert workloads == []
         assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in cl.pods("mine")} == {"users-group"}
+
+
+async def test_a_restarted_controller_rebuilds_its_pod_state_from_the_cache(env):
+    """Pods that finish while the controller is down are counted by the next one, which starts from
+    what the API holds: no index is created twice, each pod's finalizer goes, the Job completes."""
+    async with Cluster(env) as cl:
+        await env.client.create(job("again", completions=4, parallelism=4, mode="Indexed"))
+        assert await env.run_until(lambda: (cl.job("again").get("status") or {}).get("active") == 4, within=30)
+        await cl.jobs.stop()
+        await env.clock.advance(15)  # every pod runs out and succeeds meanwhile
+        assert await env.run_until(lambda: all((p.get("status") or {}).get("phase") == "Succeeded"
+                                               for p in cl.pods("again")), within=10)
+        factory = shared_factory(env)
+        restarted = JobController(env.client, factory, clock=env.clock)
+        restarted.start()
+        try:
+            assert await env.run_until(lambda: cl.is_true("again", "Complete"), within=30)
+            status = cl.job("again")["status"]
+            assert (status["succeeded"], status["completedIndexes"], status.get("active", 0)) == (4, "0-3", 0)
+            pods = cl.pods("again")
+            assert len(pods) == 4
+            assert not any(p["metadata"].get("finalizers") for p in pods)
+        finally:
+            await restarted.stop()
+            await factory.stop()
+
+
+async def test_a_pod_whose_labels_stop_matching_is_released_and_replaced(env):
+    async with Cluster(env) as cl:
+        j = job("rel", completions=1, parallelism=1, run_for=None, manualSelector=True,
+                selector={"matchLabels": {"app": "rel"}})
+        j["spec"]["template"]["metadata"]["labels"] = {"app": "rel"}
+        await env.client.create(j)
+
+        def owned():
+            return sorted(p["metadata"]["name"] for p in cl.jobs.pods.list("default")
+                          if any(r.get("name") == "rel" for r in p["metadata"].get("ownerReferences") or []))
+
+        assert await env.run_until(lambda: len(owned()) == 1, within=30)
+        first = owned()[0]
+        await env.client.patch("v1", "Pod", "default", first, {"metadata": {"labels": {"app": "other"}}},
+                               "application/merge-patch+json")
+        assert await env.run_until(lambda: len(owned()) == 1 and first not in owned(), within=30)
+        assert await env.run_until(lambda: (cl.job("rel").get("status") or {}).get("active") == 1, within=30)

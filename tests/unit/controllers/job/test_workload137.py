@@ -92,13 +92,13 @@ def test_management_modes(j, mode):
 
 
 def test_a_job_that_started_or_was_suspended_is_not_new():
-    assert is_new_job(a_job(), [])
-    assert not is_new_job(a_job(), [{"metadata": {"name": "p"}}])
+    assert is_new_job(a_job(), False)
+    assert not is_new_job(a_job(), True)
     for status in ({"startTime": "2026-01-01T00:00:00Z"}, {"succeeded": 1}, {"failed": 1},
                    {"conditions": [{"type": "Suspended", "status": "False"}]}):
         j = a_job()
         j["status"] = status
-        assert not is_new_job(j, [])
+        assert not is_new_job(j, False)
 
 
 # -- compiling spec.scheduling ---------------------------------------------------------------------------
