@@ -7,7 +7,10 @@ the real kubectl until every pod is Running, and measures what issue 14's last t
 - the control plane's resident memory once all pods run (and its peak),
 - how long `kubectl get pods -A` takes (the real kubectl: chunked lists of 500, server-side Tables),
 - how long a restart takes to recover: `phalanx stop cluster` + `phalanx start cluster`, until the
-  API answers, `kubectl get pods -A` lists every pod, and every Deployment is Available again.
+  API answers, `kubectl get pods -A` lists every pod, and every Deployment is Available again;
+- and, once all pods run and again after the restart, the correctness checks of `phalanx bench
+  --cluster` over the final state (`sim.clusterchecks.final_state_checks`: no node over its
+  allocatable, ...); a failed check makes the exit code 1.
 
     python benchmarks/envelope.py                          # 5,000 nodes, 150,000 pods
     python benchmarks/envelope.py --nodes 500 --pods 15000 # a tenth, to try it
@@ -31,6 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from phalanx.cluster.config import load_cluster_config
+from phalanx.machinery.featuregates import FeatureGates
+from phalanx.sim.clusterchecks import RestReader, final_state_checks
 
 CLUSTER = "envelope"
 REPLICAS_PER_DEPLOYMENT = 1000
@@ -125,6 +132,17 @@ class Bench:
         return took
 
 
+def correctness(bench: Bench, config: Path, label: str) -> list[str]:
+    """The final-state checks over HTTP; the names of those that failed."""
+    parsed = load_cluster_config(str(config))
+    results = final_state_checks(RestReader.from_kubeconfig(Path(bench.env["KUBECONFIG"])),
+                                 FeatureGates.from_config(parsed.feature_gates, parsed.release))
+    failed = [f"{r['name']}: {r.get('detail', '')}" for r in results if not r["ok"]]
+    print(f"  {label}: {len(results) - len(failed)}/{len(results)} checks passed"
+          + "".join(f"\n    FAILED {f}" for f in failed), flush=True)
+    return failed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=5000)
@@ -140,6 +158,7 @@ def main() -> int:
     config = tmp / "cluster.yaml"
     config.write_text(yaml.safe_dump(cluster_config(args.nodes)))
     figures: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods}
+    failed: list[str] = []
     try:
         t0 = time.perf_counter()
         bench.run(bench.phalanx + ["create", "cluster", "--name", CLUSTER, "--config", str(config),
@@ -156,6 +175,7 @@ def main() -> int:
         print(f"{args.pods:,} pods Running {figures['allRunningSeconds']} s after the apply", flush=True)
         figures.update({k: round(v) for k, v in bench.memory().items()})
         print(f"control plane RSS {figures['rssMiB']:,} MiB (peak {figures['peakRssMiB']:,} MiB)", flush=True)
+        failed += correctness(bench, config, "all Running")
 
         gets = sorted(bench.time_get_pods(args.pods) for _ in range(3))
         figures["getPodsSeconds"] = [round(g, 2) for g in gets]
@@ -173,6 +193,7 @@ def main() -> int:
         print(f"restart: API answers at {figures['restartApiSeconds']} s, every pod listed at "
               f"{figures['restartListedSeconds']} s, every Deployment Available at "
               f"{figures['restartRecoveredSeconds']} s; RSS {figures['afterRestartRssMiB']:,} MiB", flush=True)
+        failed += correctness(bench, config, "after the restart")
     finally:
         if args.keep:
             print(f"cluster left running: PHALANX_HOME={bench.home} KUBECONFIG={bench.env['KUBECONFIG']}")
@@ -180,10 +201,11 @@ def main() -> int:
             subprocess.run(bench.phalanx + ["delete", "cluster", "--name", CLUSTER], env=bench.env,
                            capture_output=True, timeout=300)
             shutil.rmtree(tmp, ignore_errors=True)
+        figures["failedChecks"] = failed
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
