@@ -91,11 +91,29 @@ class EventExpiry:
             return MAX_IDLE_WAIT
         return min(MAX_IDLE_WAIT, max(0.0, self._heap[0][0] - self.now()))
 
+    def _observe_current(self) -> int:
+        """Every current Event, read one at a time (Events are kept as JSON: a watch's initial
+        replay would decode them all at once and leave the memory they took in holes); the
+        resourceVersion they were read at."""
+        store, key = self.api.store, self.rt.key
+        rv = store.resource_version
+        for namespace, name in store.names(key):
+            event = store.get(key, namespace, name)
+            if event is not None:
+                self.observe("ADDED", event)
+        return rv
+
     async def run(self) -> None:
         while not self._stopped.is_set():
-            stream = self._stream = self.api.watch(self.rt, None)
             self._deadlines.clear()
             self._heap.clear()
+            rv = self._observe_current()
+            try:
+                stream = self._stream = self.api.watch(self.rt, None, resource_version=str(rv) if rv else None)
+            except StatusError as e:  # the history moved past rv (nothing was awaited: it should not)
+                log.warning("watching Events from %s: %s", rv, e.message)
+                await asyncio.sleep(1)
+                continue
             try:
                 while not stream.closed and not self._stopped.is_set():
                     for type_, event in stream.ready():

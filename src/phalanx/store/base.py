@@ -328,6 +328,11 @@ class Store:
             await asyncio.sleep(min(0.01, remaining))
         return True
 
+    def names(self, key: str) -> builtins.list[tuple[str, str]]:
+        """The (namespace, name) of every current object of `key`, unordered: to read them one
+        at a time with `get` (a kind kept as JSON is then decoded one object at a time)."""
+        return builtins.list(self._objects.get(key) or ())
+
     def count(self, key: str) -> int:
         return len(self._objects.get(key) or {})
 
