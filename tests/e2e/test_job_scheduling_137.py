@@ -5,13 +5,12 @@ manifest is refused: 1.36 has no `spec.scheduling`."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from .conftest import KUBECTL_137, Cluster, create_cluster
+from .conftest import KUBECTL_137, Cluster, create_cluster, poll
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "job-gang-1.37.yaml"
 
@@ -51,17 +50,6 @@ def cluster137_wwj(tmp_path_factory) -> Cluster:
 
 def kubectl(c: Cluster, *args: str, **kw):
     return c.kubectl(*args, binary=KUBECTL_137, **kw)
-
-
-def poll(fn, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.3)
-    return last
 
 
 def namespace(c: Cluster) -> str:

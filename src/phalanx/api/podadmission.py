@@ -4,10 +4,9 @@ PriorityClass)."""
 
 from __future__ import annotations
 
-import re
 
 from ..machinery import errors
-from ..machinery.names import generate_name
+from ..machinery.names import TOKEN_VOLUME_PREFIX, generate_name
 from .common import Obj, _dict, _list, _name
 from .registry import StrategyContext
 
@@ -17,25 +16,11 @@ DEFAULT_SERVICE_ACCOUNT = "default"
 TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
 DEFAULT_TOLERATION_SECONDS = 300
-SERVICE_ACCOUNT_VOLUME_PREFIX = "kube-api-access-"
+SERVICE_ACCOUNT_VOLUME_PREFIX = TOKEN_VOLUME_PREFIX
 DEFAULT_API_TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 # Whether ServiceAccount admission mounts the projected API token volume into pods (as upstream
 # does by default); tests that want byte-stable pod specs may turn it off.
 MOUNT_SERVICE_ACCOUNT_TOKEN = True
-
-
-# A name ServiceAccount admission generates, quoted as JSON writes it (the alphabet of generate_name).
-_GENERATED_VOLUME_NAME = re.compile(rb'"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}"')
-
-
-def without_generated_names(encoded: bytes) -> bytes:
-    """A JSON encoding with each generated token volume name replaced by its position among them
-    (the first name is `"\x000"` wherever it appears, the second `"\x001"`): two pod specs of one
-    template, which differ only by that name, encode the same."""
-    if b'"kube-api-access-' not in encoded:
-        return encoded
-    seen: dict[bytes, bytes] = {}
-    return _GENERATED_VOLUME_NAME.sub(lambda m: seen.setdefault(m.group(0), b'"\x00%d"' % len(seen)), encoded)
 
 
 def service_account_token_volume(name: str) -> Obj:

@@ -11,13 +11,14 @@ from typing import Any
 import orjson
 
 from ..machinery.errors import FieldError, duplicate, forbidden, invalid
-from ..machinery.names import dns1123_subdomain_errors, qualified_name_errors
+from ..machinery.interning import trimmed
+from ..machinery.names import dns1123_subdomain_errors, qualified_name_errors, token_volume_names_by_position
 from . import podspec
 from .common import Obj, _col, _dict, _keep_status_from, _list, _name, creation_age
 from ..machinery.timestamps import parse_rfc3339
 from .computeresources import compute_qos_class
 from .fieldchecks import IMMUTABLE_MSG
-from .podadmission import admit_pod_create, without_generated_names
+from .podadmission import admit_pod_create
 from .podsharing import share_spec_parts, share_status_parts
 from .poddefaults import default_pod_only, default_pod_spec, drop_disabled_pod_spec_fields
 from .registry import AGE_COLUMN, NAME_COLUMN, Strategy, StrategyContext, human_duration
@@ -224,18 +225,25 @@ def _terminal_state_errors(new_statuses: list, old_statuses: list, path: str, re
     return errs
 
 
-# Pod specs that passed validation, by their encoding without generated names: the pods of one
-# template (a ReplicaSet's, a Job's) are validated once. The rules read the spec alone, save the
-# schedulingGroup ones, which read the feature gates: a spec with one is always validated.
-_VALID_SPECS: set[bytes] = set()
+# Pod specs that passed validation, by their encoding without generated names, per feature-gate set
+# they were validated under: the pods of one template (a ReplicaSet's, a Job's) are validated once.
+_VALID_SPECS: dict[int, tuple[Any, set[bytes]]] = {}  # id(gates) -> (gates, spec keys)
 _VALID_SPECS_MAX = 1024
+_GATE_SETS_MAX = 16
+
+
+def _valid_specs(ctx: StrategyContext) -> set[bytes]:
+    entry = _VALID_SPECS.get(id(ctx.gates))
+    if entry is None or entry[0] is not ctx.gates:
+        if len(_VALID_SPECS) >= _GATE_SETS_MAX:
+            _VALID_SPECS.clear()
+        entry = _VALID_SPECS[id(ctx.gates)] = (ctx.gates, set())
+    return entry[1]
 
 
 def _valid_spec_key(spec: Obj) -> bytes | None:
-    if "schedulingGroup" in spec:
-        return None
     try:
-        return without_generated_names(orjson.dumps(spec))
+        return token_volume_names_by_position(orjson.dumps(spec), [])
     except TypeError:  # not JSON (an in-process caller's own types): validate it
         return None
 
@@ -318,13 +326,14 @@ class PodStrategy(Strategy):
     def _validate_pod(self, obj: Obj, ctx: StrategyContext) -> list[FieldError]:
         spec = _dict(obj.get("spec"))
         key = _valid_spec_key(spec)
-        if key is not None and key in _VALID_SPECS:
+        valid = _valid_specs(ctx)
+        if key is not None and key in valid:
             return []
         errs = self._validate_spec(spec, ctx)
         if key is not None and not errs:
-            if len(_VALID_SPECS) >= _VALID_SPECS_MAX:
-                _VALID_SPECS.clear()
-            _VALID_SPECS.add(key)
+            if len(valid) >= _VALID_SPECS_MAX:
+                valid.clear()
+            valid.add(trimmed(key))
         return errs
 
     @staticmethod

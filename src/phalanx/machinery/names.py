@@ -193,3 +193,23 @@ def generate_name(base: str, rng: random.Random | None = None) -> str:
     if len(base) > _MAX_GENERATED_NAME - _RANDOM_LEN:
         base = base[: _MAX_GENERATED_NAME - _RANDOM_LEN]
     return base + "".join(r.choice(_NAME_CHARS) for _ in range(_RANDOM_LEN))
+
+
+TOKEN_VOLUME_PREFIX = "kube-api-access-"  # the volume ServiceAccount admission adds to every pod
+# Such a name as JSON writes it: generate_name's five characters after the prefix.
+_TOKEN_VOLUME_NAME = re.compile(rb'"(' + TOKEN_VOLUME_PREFIX.encode() + rb'[' + _NAME_CHARS.encode()
+                                + rb']{%d})"' % _RANDOM_LEN)
+
+
+def token_volume_names_by_position(encoded: bytes, names: list[bytes]) -> bytes:
+    """`encoded` (JSON) with each generated token volume name replaced by its position in `names`
+    (names met for the first time are appended): two pods of one template, which differ only by
+    that name, encode the same, and `names` tells which name stood where."""
+    if b'"' + TOKEN_VOLUME_PREFIX.encode() not in encoded:
+        return encoded
+    for name in _TOKEN_VOLUME_NAME.findall(encoded):
+        if name not in names:
+            names.append(name)
+    for i, name in enumerate(names):
+        encoded = encoded.replace(name, b"\x00%d\x00" % i)
+    return encoded

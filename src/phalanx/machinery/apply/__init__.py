@@ -37,7 +37,6 @@ fields; the strategy must still restore them).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, Optional
 
 import orjson
@@ -45,6 +44,7 @@ import orjson
 from ..errors import StatusError, bad_request
 from ..patchmeta import PatchMeta
 from ..interning import trimmed
+from ..names import token_volume_names_by_position
 from ..yamldecode import YAMLDecodeError, decode_yaml
 from .fieldsets import to_field_set
 from .managers import (ManagerKey, Managers, Times, _Conflicts, _decoded_fields, _manager_key, _record_update, _strip, _Updater,
@@ -260,9 +260,8 @@ _CREATE_SHAPES_MAX = 4096
 # Names an admission plugin generates per object inside lists (the ServiceAccount admission's
 # projected token volume `kube-api-access-<5 random>`, in `volumes` and every `volumeMounts`): they
 # are list keys, so they appear in the field set, but two pods that differ only by them have the
-# same field set up to that name. The shape stands them in by position; a cached entry gets the
-# object's own names back.
-_GENERATED_LIST_NAME = re.compile(rb'"(kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5})"')
+# same field set up to that name. The shape stands them in by position
+# (`names.token_volume_names_by_position`); a cached entry gets the object's own names back.
 
 
 def _shape(value: dict[str, Any], generated: list[bytes]) -> Any:
@@ -281,15 +280,7 @@ def _shape(value: dict[str, Any], generated: list[bytes]) -> Any:
 
 
 def _list_shape(value: list[Any], generated: list[bytes]) -> bytes:
-    raw = orjson.dumps(value)
-    if b"kube-api-access-" not in raw:
-        return trimmed(raw)  # kept in _CREATE_SHAPES' keys
-    for name in _GENERATED_LIST_NAME.findall(raw):
-        if name not in generated:
-            generated.append(name)
-    for i, name in enumerate(generated):
-        raw = raw.replace(name, b"\x00%d\x00" % i)
-    return trimmed(raw)
+    return trimmed(token_volume_names_by_position(orjson.dumps(value), generated))  # kept in _CREATE_SHAPES' keys
 
 
 def _create_from_shape(new: dict[str, Any], manager: str, operation: str, meta: PatchMeta, now: str,
